@@ -1,0 +1,154 @@
+// weft public API: types, expressions, errors.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace weft {
+
+/** Every user error is reported with this exception. */
+class Error : public std::runtime_error {
+public:
+    explicit Error(const std::string &msg) : std::runtime_error(msg) {}
+};
+
+class Expr;
+
+enum class TypeCode : uint8_t { Int, UInt, Float, Bool, Handle };
+
+/** A scalar or vector element type. */
+class Type {
+public:
+    constexpr Type() = default;
+    constexpr Type(TypeCode c, int bits, int lanes = 1)
+        : code_(c), bits_((uint8_t)bits), lanes_((uint16_t)lanes) {}
+    TypeCode code() const { return code_; }
+    int bits() const { return bits_; }
+    int lanes() const { return lanes_; }
+    int bytes() const { return (bits_ + 7) / 8; }
+    bool is_int() const { return code_ == TypeCode::Int; }
+    bool is_uint() const { return code_ == TypeCode::UInt; }
+    bool is_float() const { return code_ == TypeCode::Float; }
+    bool is_bool() const { return code_ == TypeCode::Bool; }
+    bool is_handle() const { return code_ == TypeCode::Handle; }
+    bool is_int_or_uint() const { return is_int() || is_uint(); }
+    bool is_vector() const { return lanes_ != 1; }
+    bool is_scalar() const { return lanes_ == 1; }
+    Type with_lanes(int l) const { return Type(code_, bits_, l); }
+    Type element_of() const { return with_lanes(1); }
+    Type with_bits(int b) const { return Type(code_, b, lanes_); }
+    /** Largest and smallest values of the type, as Exprs. */
+    Expr max() const;
+    Expr min() const;
+    /** Can this (integer) type hold the value exactly? */
+    bool can_represent(int64_t v) const;
+    bool operator==(const Type &o) const { return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_; }
+    bool operator!=(const Type &o) const { return !(*this == o); }
+    /** e.g. "int32", "float32x16", "bool". */
+    std::string str() const;
+
+private:
+    TypeCode code_ = TypeCode::Int;
+    uint8_t bits_ = 32;
+    uint16_t lanes_ = 1;
+};
+
+inline Type Int(int bits, int lanes = 1) { return Type(TypeCode::Int, bits, lanes); }
+inline Type UInt(int bits, int lanes = 1) { return Type(TypeCode::UInt, bits, lanes); }
+inline Type Float(int bits, int lanes = 1) { return Type(TypeCode::Float, bits, lanes); }
+inline Type Bool(int lanes = 1) { return Type(TypeCode::Bool, 1, lanes); }
+inline Type Handle() { return Type(TypeCode::Handle, 64, 1); }
+
+template <typename T>
+Type type_of() {
+    if constexpr (std::is_same_v<T, bool>) return Bool();
+    else if constexpr (std::is_floating_point_v<T>) return Float(sizeof(T) * 8);
+    else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return Int(sizeof(T) * 8);
+    else if constexpr (std::is_integral_v<T>) return UInt(sizeof(T) * 8);
+    else if constexpr (std::is_pointer_v<T>) return Handle();
+    else static_assert(sizeof(T) == 0, "weft: unsupported element type");
+}
+
+namespace internal {
+struct ExprNode;
+enum class IRNodeType : uint8_t;
+IRNodeType node_type_of(const ExprNode *n);
+Type type_of_node(const ExprNode *n);
+}  // namespace internal
+
+/** An expression: a handle to an immutable IR node. */
+class Expr {
+public:
+    Expr() = default;
+    Expr(int v);
+    Expr(float v);
+    Expr(double v);
+    explicit Expr(std::shared_ptr<const internal::ExprNode> p) : ptr(std::move(p)) {}
+    bool defined() const { return (bool)ptr; }
+    Type type() const { return internal::type_of_node(ptr.get()); }
+    const internal::ExprNode *get() const { return ptr.get(); }
+    /** Internal: downcast to a node type (see src/ir/IR.h). */
+    template <typename T>
+    const T *as() const {
+        if (ptr && internal::node_type_of(ptr.get()) == T::_node_type)
+            return static_cast<const T *>(ptr.get());
+        return nullptr;
+    }
+    bool same_as(const Expr &o) const { return ptr == o.ptr; }
+
+    std::shared_ptr<const internal::ExprNode> ptr;
+};
+
+// Arithmetic. Integer / and % round toward negative infinity; division by zero gives 0.
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator%(Expr a, Expr b);
+Expr operator-(Expr a);
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator==(Expr a, Expr b);
+Expr operator!=(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator!(Expr a);
+Expr &operator+=(Expr &a, Expr b);
+Expr &operator-=(Expr &a, Expr b);
+Expr &operator*=(Expr &a, Expr b);
+Expr &operator/=(Expr &a, Expr b);
+
+Expr select(Expr cond, Expr t, Expr f);
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+Expr clamp(Expr x, Expr lo, Expr hi);
+Expr abs(Expr a);
+Expr sqrt(Expr a);
+Expr exp(Expr a);
+Expr log(Expr a);
+Expr pow(Expr a, Expr b);
+Expr sin(Expr a);
+Expr cos(Expr a);
+Expr tanh(Expr a);
+Expr floor(Expr a);
+Expr ceil(Expr a);
+Expr round(Expr a);
+Expr cast(Type t, Expr e);
+template <typename T>
+Expr cast(Expr e) { return cast(type_of<T>(), std::move(e)); }
+
+/** Inline reductions over the RDoms that appear in e. */
+Expr sum(Expr e);
+Expr maximum(Expr e);
+Expr minimum(Expr e);
+Expr product(Expr e);
+
+/** Prints an Expr readably. */
+std::string to_string(const Expr &e);
+
+}  // namespace weft

@@ -1,0 +1,346 @@
+// weft public API: Var, RDom, Param, ImageParam, Func, Stage, Target.
+#pragma once
+#include <map>
+#include <set>
+#include <utility>
+#include "weft/Buffer.h"
+
+namespace weft {
+
+namespace internal {
+struct FunctionContents;
+struct ReductionDomainContents;
+struct ParamContents;
+}  // namespace internal
+
+/** A pure variable of a Func definition. */
+class Var {
+public:
+    Var();
+    explicit Var(const std::string &name) : name_(name) {}
+    const std::string &name() const { return name_; }
+    operator Expr() const;
+
+private:
+    std::string name_;
+};
+
+/** One dimension of a reduction domain (or a named reduction variable for splitting). */
+class RVar {
+public:
+    RVar() = default;
+    explicit RVar(const std::string &name) : name_(name) {}
+    RVar(std::shared_ptr<internal::ReductionDomainContents> d, int index);
+    const std::string &name() const { return name_; }
+    Expr min() const;
+    Expr extent() const;
+    operator Expr() const;
+    const std::shared_ptr<internal::ReductionDomainContents> &domain() const { return dom_; }
+
+private:
+    std::string name_;
+    std::shared_ptr<internal::ReductionDomainContents> dom_;
+    int index_ = -1;
+};
+
+class ImageParam;
+
+/** A multi-dimensional reduction domain. */
+class RDom {
+public:
+    RDom() = default;
+    RDom(const std::vector<std::pair<Expr, Expr>> &ranges, const std::string &name = "");
+    RDom(Expr min0, Expr extent0, const std::string &name = "");
+    RDom(Expr min0, Expr extent0, Expr min1, Expr extent1, const std::string &name = "");
+    RDom(Expr min0, Expr extent0, Expr min1, Expr extent1, Expr min2, Expr extent2, const std::string &name = "");
+    RDom(Expr min0, Expr extent0, Expr min1, Expr extent1, Expr min2, Expr extent2, Expr min3, Expr extent3,
+         const std::string &name = "");
+    /** Over a buffer's (or an ImageParam's) domain. */
+    explicit RDom(const Buffer<void> &b);
+    explicit RDom(const ImageParam &p);
+    int dimensions() const;
+    RVar operator[](int i) const;
+    operator RVar() const;
+    operator Expr() const;
+    /** Restricts the domain to points where cond holds. Returns *this. */
+    RDom where(Expr cond);
+    bool defined() const { return (bool)dom_; }
+    const std::shared_ptr<internal::ReductionDomainContents> &domain() const { return dom_; }
+    RVar x, y, z, w;
+
+private:
+    void init();
+    std::shared_ptr<internal::ReductionDomainContents> dom_;
+};
+
+/** A Var or an RVar: the name of a loop. */
+class VarOrRVar {
+public:
+    VarOrRVar(const Var &v) : name_(v.name()), is_rvar_(false) {}
+    VarOrRVar(const RVar &v) : name_(v.name()), is_rvar_(true) {}
+    VarOrRVar(const RDom &r) : VarOrRVar(RVar(r)) {}
+    const std::string &name() const { return name_; }
+    bool is_rvar() const { return is_rvar_; }
+
+private:
+    std::string name_;
+    bool is_rvar_;
+};
+
+enum class TailStrategy { Auto, GuardWithIf, RoundUp, ShiftInwards };
+enum class MemoryType { Auto, Heap, Stack, Register, GPUShared };
+
+/** A scalar input. */
+template <typename T>
+class Param;
+
+namespace internal {
+struct ParamContents {
+    std::string name;
+    Type type;
+    union {
+        int64_t i;
+        uint64_t u;
+        double f;
+        unsigned char bytes[8];
+    } value{};
+    bool has_value = false;
+};
+Expr param_expr(const std::shared_ptr<ParamContents> &p);
+std::string unique_name(char prefix);
+}  // namespace internal
+
+template <typename T>
+class Param {
+public:
+    Param() : Param(internal::unique_name('p')) {}
+    explicit Param(const std::string &name) : c_(std::make_shared<internal::ParamContents>()) {
+        c_->name = name;
+        c_->type = type_of<T>();
+    }
+    Param(const std::string &name, T def) : Param(name) { set(def); }
+    void set(T v) {
+        std::memset(c_->value.bytes, 0, 8);
+        std::memcpy(c_->value.bytes, &v, sizeof(T));
+        c_->has_value = true;
+    }
+    T get() const {
+        T v;
+        std::memcpy(&v, c_->value.bytes, sizeof(T));
+        return v;
+    }
+    const std::string &name() const { return c_->name; }
+    Type type() const { return c_->type; }
+    operator Expr() const { return internal::param_expr(c_); }
+    const std::shared_ptr<internal::ParamContents> &contents() const { return c_; }
+
+private:
+    std::shared_ptr<internal::ParamContents> c_;
+};
+
+namespace internal {
+struct ImageParamContents {
+    std::string name;
+    Type type;
+    int dims;
+    Buffer<void> bound;
+};
+}  // namespace internal
+
+/** A buffer input bound at each call. */
+class ImageParam {
+public:
+    ImageParam() = default;
+    ImageParam(Type t, int dims, const std::string &name = "");
+    Expr operator()(const std::vector<Expr> &args) const;
+    template <typename... Es>
+    Expr operator()(Es... args) const { return (*this)(std::vector<Expr>{Expr(args)...}); }
+    void set(const Buffer<void> &b);
+    Buffer<void> get() const { return c_->bound; }
+    const std::string &name() const { return c_->name; }
+    Type type() const { return c_->type; }
+    int dimensions() const { return c_->dims; }
+    /** The bound buffer's min / extent / stride of dimension d, as Exprs. */
+    Expr min(int d) const;
+    Expr extent(int d) const;
+    Expr stride(int d) const;
+    const std::shared_ptr<internal::ImageParamContents> &contents() const { return c_; }
+
+private:
+    std::shared_ptr<internal::ImageParamContents> c_;
+};
+
+/** What to compile for. Cheap to copy (shares immutable contents). */
+class Target {
+public:
+    enum class Arch { Host, CUDA };
+    /** The CPU this process runs on (the default). */
+    static Target host();
+    /** The CUDA GPU (throws Error where no CUDA driver and device exist). */
+    static Target cuda();
+    Arch arch() const;
+    const std::string &cpu() const;
+    bool has_feature(const std::string &f) const;
+    Target without_feature(const std::string &f) const;
+    Target with_feature(const std::string &f) const;
+    /** Vector width in lanes for a type. */
+    int natural_vector_size(Type t) const;
+    template <typename T>
+    int natural_vector_size() const { return natural_vector_size(type_of<T>()); }
+    /** CPU name and features, e.g. "x86-64-znver5-avx-avx2-avx512-fma". */
+    std::string str() const;
+    bool operator==(const Target &o) const;
+    bool operator!=(const Target &o) const { return !(*this == o); }
+    /** LLVM's feature names that are enabled. */
+    const std::set<std::string> &features() const;
+    struct Data;
+    const std::shared_ptr<const Data> &data() const { return d_; }
+
+private:
+    std::shared_ptr<const Data> d_;
+};
+
+class Func;
+class Realization;
+
+/** f(args): a call inside a definition, or the left side of one. */
+class FuncRef {
+public:
+    FuncRef(std::shared_ptr<internal::FunctionContents> f, std::vector<Expr> args)
+        : f_(std::move(f)), args_(std::move(args)) {}
+    FuncRef &operator=(Expr e);
+    FuncRef &operator=(const FuncRef &e);
+    FuncRef &operator+=(Expr e);
+    FuncRef &operator-=(Expr e);
+    FuncRef &operator*=(Expr e);
+    FuncRef &operator/=(Expr e);
+    operator Expr() const;
+
+private:
+    std::shared_ptr<internal::FunctionContents> f_;
+    std::vector<Expr> args_;
+};
+
+/** A schedulable stage of a Func: its pure definition or one update. */
+class Stage {
+public:
+    Stage(std::shared_ptr<internal::FunctionContents> f, int stage) : f_(std::move(f)), stage_(stage) {}
+    Stage &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, Expr factor,
+                 TailStrategy tail = TailStrategy::Auto);
+    Stage &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
+    Stage &reorder(const std::vector<VarOrRVar> &vars);
+    template <typename... Vs>
+    Stage &reorder(const VarOrRVar &v0, const VarOrRVar &v1, Vs... rest) {
+        return reorder(std::vector<VarOrRVar>{v0, v1, VarOrRVar(rest)...});
+    }
+    Stage &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
+    Stage &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy,
+                TailStrategy tail = TailStrategy::Auto);
+    Stage &vectorize(const VarOrRVar &v);
+    Stage &vectorize(const VarOrRVar &v, Expr factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &unroll(const VarOrRVar &v);
+    Stage &unroll(const VarOrRVar &v, Expr factor, TailStrategy tail = TailStrategy::Auto);
+    Stage &parallel(const VarOrRVar &v);
+    Stage &parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail = TailStrategy::Auto);
+    Stage &serial(const VarOrRVar &v);
+    std::string name() const;
+
+protected:
+    std::shared_ptr<internal::FunctionContents> f_;
+    int stage_;
+};
+
+/** A function over an integer domain, defined by a pure definition and update definitions. */
+class Func {
+public:
+    Func();
+    explicit Func(const std::string &name);
+    explicit Func(std::shared_ptr<internal::FunctionContents> c) : c_(std::move(c)) {}
+
+    FuncRef operator()(const std::vector<Expr> &args) const;
+    FuncRef operator()(const std::vector<Var> &args) const;
+    template <typename... Args>
+    FuncRef operator()(Args... args) const {
+        return (*this)(std::vector<Expr>{Expr(args)...});
+    }
+
+    const std::string &name() const;
+    bool defined() const;
+    std::vector<Var> args() const;
+    int dimensions() const;
+    Type type() const;
+    int num_update_definitions() const;
+    /** The Stage of update i, for scheduling. */
+    Stage update(int i = 0);
+
+    // Schedule of the pure definition (see Stage).
+    Func &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, Expr factor,
+                TailStrategy tail = TailStrategy::Auto);
+    Func &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
+    Func &reorder(const std::vector<VarOrRVar> &vars);
+    template <typename... Vs>
+    Func &reorder(const VarOrRVar &v0, const VarOrRVar &v1, Vs... rest) {
+        return reorder(std::vector<VarOrRVar>{v0, v1, VarOrRVar(rest)...});
+    }
+    Func &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &xi,
+               const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
+    Func &tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy,
+               TailStrategy tail = TailStrategy::Auto);
+    Func &vectorize(const VarOrRVar &v);
+    Func &vectorize(const VarOrRVar &v, Expr factor, TailStrategy tail = TailStrategy::Auto);
+    Func &unroll(const VarOrRVar &v);
+    Func &unroll(const VarOrRVar &v, Expr factor, TailStrategy tail = TailStrategy::Auto);
+    Func &parallel(const VarOrRVar &v);
+    Func &parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail = TailStrategy::Auto);
+    Func &serial(const VarOrRVar &v);
+    Func &bound(const Var &v, Expr min, Expr extent);
+
+    Func &compute_root();
+    Func &compute_at(const Func &consumer, const VarOrRVar &loop);
+    Func &compute_inline();
+    Func &store_root();
+    Func &store_at(const Func &consumer, const VarOrRVar &loop);
+    Func &store_in(MemoryType t);
+
+    /** Computes the Func over [0, sizes) (mins 0) into a new buffer. */
+    Realization realize(const std::vector<int> &sizes, const Target &t = Target::host());
+    /** Fills an existing buffer over its domain (its mins respected). */
+    void realize(Buffer<void> out, const Target &t = Target::host());
+
+    const std::shared_ptr<internal::FunctionContents> &contents() const { return c_; }
+
+private:
+    Stage stage0() const { return Stage(c_, 0); }
+    std::shared_ptr<internal::FunctionContents> c_;
+};
+
+/** The outputs of a realize: converts to Buffer<T> (throwing Error on a wrong element type). */
+class Realization {
+public:
+    Realization() = default;
+    explicit Realization(std::vector<Buffer<void>> bufs) : bufs_(std::move(bufs)) {}
+    size_t size() const { return bufs_.size(); }
+    const Buffer<void> &operator[](size_t i) const { return bufs_.at(i); }
+    template <typename T>
+    operator Buffer<T>() const {
+        if (bufs_.size() != 1) internal::buffer_error("a Realization of " + std::to_string(bufs_.size()) +
+                                                      " buffers cannot convert to one Buffer");
+        return Buffer<T>(bufs_[0]);
+    }
+
+private:
+    std::vector<Buffer<void>> bufs_;
+};
+
+/** Boundary conditions: each gives a Func defined everywhere. */
+namespace BoundaryConditions {
+Func repeat_edge(const Buffer<void> &src);
+Func repeat_edge(const ImageParam &src);
+Func constant_exterior(const Buffer<void> &src, Expr value);
+Func constant_exterior(const ImageParam &src, Expr value);
+Func mirror_image(const Buffer<void> &src);
+Func mirror_image(const ImageParam &src);
+}  // namespace BoundaryConditions
+
+}  // namespace weft

@@ -1,0 +1,104 @@
+// weft public API: Pipeline, Callable, the kernel cache.
+#pragma once
+#include "weft/Func.h"
+
+namespace weft {
+
+namespace internal {
+struct PipelineContents;
+struct CallableContents;
+/** One argument of a Callable call, type-erased. */
+struct CallArg {
+    const BufferContents *buf = nullptr;  // for buffers
+    Type type;                            // for scalars
+    unsigned char bytes[8] = {};
+};
+template <typename T>
+CallArg make_call_arg(T &&v) {
+    using D = std::decay_t<T>;
+    CallArg a;
+    if constexpr (std::is_base_of_v<Buffer<void>, D>) {
+        a.buf = v.contents().get();
+    } else {
+        static_assert(std::is_arithmetic_v<D>, "weft::Callable: arguments are Buffers or scalars");
+        a.type = type_of<D>();
+        std::memcpy(a.bytes, &v, sizeof(D));
+    }
+    return a;
+}
+}  // namespace internal
+
+/** An argument of a Callable: an ImageParam or a Param. */
+class Argument {
+public:
+    Argument(const ImageParam &p) : image_(p.contents()) {}
+    template <typename T>
+    Argument(const Param<T> &p) : param_(p.contents()) {}
+    const std::shared_ptr<internal::ImageParamContents> &image() const { return image_; }
+    const std::shared_ptr<internal::ParamContents> &param() const { return param_; }
+    std::string name() const { return image_ ? image_->name : param_->name; }
+
+private:
+    std::shared_ptr<internal::ImageParamContents> image_;
+    std::shared_ptr<internal::ParamContents> param_;
+};
+
+/** A compiled-on-first-call function: takes the listed arguments, then the output buffers. */
+class Callable {
+public:
+    Callable() = default;
+    explicit Callable(std::shared_ptr<internal::CallableContents> c) : c_(std::move(c)) {}
+    template <typename... Args>
+    int operator()(Args &&...args) const {
+        internal::CallArg a[] = {internal::CallArg(), internal::make_call_arg(std::forward<Args>(args))...};
+        return call(a + 1, sizeof...(Args));
+    }
+    int call(const internal::CallArg *args, size_t n) const;
+    bool defined() const { return (bool)c_; }
+
+private:
+    std::shared_ptr<internal::CallableContents> c_;
+};
+
+/** One or more output Funcs computed in one call. */
+class Pipeline {
+public:
+    Pipeline() = default;
+    Pipeline(const Func &output);
+    Pipeline(const std::vector<Func> &outputs);
+    std::vector<Func> outputs() const;
+    Realization realize(const std::vector<int> &sizes, const Target &t = Target::host());
+    /** Fills existing buffers, one per output. */
+    void realize(const std::vector<Buffer<void>> &outs, const Target &t = Target::host());
+    void realize(Buffer<void> out, const Target &t = Target::host()) { realize(std::vector<Buffer<void>>{out}, t); }
+    /** Creates a callable; compiles nothing until its first call. */
+    Callable compile_to_callable(const std::vector<Argument> &args, const Target &t = Target::host());
+    /** The lowered IR (after every pass) for these output shapes, as text. */
+    std::string lowered_ir(const std::vector<int> &sizes, const Target &t = Target::host());
+    const std::shared_ptr<internal::PipelineContents> &contents() const { return c_; }
+
+private:
+    std::shared_ptr<internal::PipelineContents> c_;
+};
+
+struct CacheStats {
+    uint64_t hits = 0, misses = 0, compilations = 0, entries = 0;
+    /** Compilations of shape-generic kernels (after too many distinct shapes of one pipeline). */
+    uint64_t generic_compilations = 0;
+    /** Entries dropped by the LRU bound. */
+    uint64_t evictions = 0;
+};
+CacheStats cache_stats();
+void clear_cache();
+/** Most entries kept in the kernel cache (LRU); default 256. */
+void set_cache_capacity(size_t n);
+/** Distinct shapes of one pipeline after which a shape-generic kernel is used; default 8. */
+void set_max_specializations(int n);
+/** Prints lowered IR and LLVM IR of each compile (also WEFT_DEBUG=1). */
+void set_debug(bool on);
+bool debug_enabled();
+
+/** Is a CUDA driver and device present? */
+bool cuda_available();
+
+}  // namespace weft

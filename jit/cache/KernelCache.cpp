@@ -1,0 +1,134 @@
+#include "cache/KernelCache.h"
+#include <future>
+#include <list>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include "interp/Interpreter.h"
+
+namespace weft {
+namespace internal {
+
+int32_t CompiledKernel::call(void **args, weft_context_t *ctx) const {
+    if (module) return module->fn(args, ctx);
+    return interpret_lowered(lowered, args, ctx);
+}
+
+CacheCounters &cache_counters() {
+    static CacheCounters c;
+    return c;
+}
+
+namespace {
+struct Slot {
+    std::shared_future<std::shared_ptr<const CompiledKernel>> fut;
+    std::list<std::string>::iterator lru;
+    bool ready = false;
+};
+struct Cache {
+    std::mutex m;
+    std::list<std::string> lru;  // front = most recent
+    std::unordered_map<std::string, Slot> map;
+    std::unordered_map<std::string, std::unordered_map<std::string, size_t>> shapes;
+    size_t capacity = 256;
+
+    void evict_locked() {
+        auto it = lru.end();
+        while (map.size() > capacity && it != lru.begin()) {
+            --it;
+            auto s = map.find(*it);
+            if (s != map.end() && s->second.ready) {
+                auto victim = it++;
+                map.erase(s);
+                lru.erase(victim);
+                cache_counters().evictions++;
+            }
+        }
+    }
+};
+Cache &cache() {
+    static Cache *c = new Cache;  // never destroyed: kernels may be released during exit
+    return *c;
+}
+}  // namespace
+
+std::shared_ptr<const CompiledKernel> cache_get(const std::string &key,
+                                               const std::function<std::shared_ptr<CompiledKernel>()> &make) {
+    Cache &c = cache();
+    std::promise<std::shared_ptr<const CompiledKernel>> promise;
+    {
+        std::unique_lock<std::mutex> lock(c.m);
+        auto it = c.map.find(key);
+        if (it != c.map.end()) {
+            cache_counters().hits++;
+            c.lru.splice(c.lru.begin(), c.lru, it->second.lru);
+            auto fut = it->second.fut;
+            lock.unlock();
+            return fut.get();
+        }
+        cache_counters().misses++;
+        c.lru.push_front(key);
+        Slot s;
+        s.fut = promise.get_future().share();
+        s.lru = c.lru.begin();
+        c.map.emplace(key, s);
+    }
+    std::shared_ptr<const CompiledKernel> result;
+    try {
+        result = make();
+    } catch (...) {
+        promise.set_exception(std::current_exception());
+        std::lock_guard<std::mutex> lock(c.m);
+        auto it = c.map.find(key);
+        if (it != c.map.end()) {
+            c.lru.erase(it->second.lru);
+            c.map.erase(it);
+        }
+        throw;
+    }
+    promise.set_value(result);
+    cache_counters().compilations++;
+    std::lock_guard<std::mutex> lock(c.m);
+    auto it = c.map.find(key);
+    if (it != c.map.end()) it->second.ready = true;
+    c.evict_locked();
+    return result;
+}
+
+size_t cache_note_shape(const std::string &algo, const std::string &shape) {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    auto &s = c.shapes[algo];
+    auto it = s.find(shape);
+    if (it != s.end()) return it->second;
+    size_t rank = s.size() + 1;
+    s[shape] = rank;
+    return rank;
+}
+size_t cache_entries() {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    return c.map.size();
+}
+void cache_clear() {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    for (auto it = c.map.begin(); it != c.map.end();) {
+        if (it->second.ready) {
+            c.lru.erase(it->second.lru);
+            it = c.map.erase(it);
+        } else ++it;
+    }
+    c.shapes.clear();
+    auto &k = cache_counters();
+    k.hits = k.misses = k.compilations = k.generic_compilations = k.evictions = 0;
+}
+void cache_set_capacity(size_t n) {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    c.capacity = std::max<size_t>(n, 1);
+    c.evict_locked();
+}
+
+}  // namespace internal
+}  // namespace weft

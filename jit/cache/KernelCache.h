@@ -1,0 +1,40 @@
+// The in-memory kernel cache: thread-safe, bounded (LRU), one compile per key even when
+// many threads ask at once.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include "lower/LoweredFunc.h"
+#include "llvm/CodeGen_LLVM.h"
+
+namespace weft {
+namespace internal {
+
+/** A compiled pipeline: the machine code and the lowered IR it came from. */
+struct CompiledKernel {
+    std::shared_ptr<CompiledModule> module;  // null when run by the interpreter
+    LoweredFunc lowered;
+    bool generic = false;
+    int32_t call(void **args, weft_context_t *ctx) const;
+};
+
+struct CacheCounters {
+    std::atomic<uint64_t> hits{0}, misses{0}, compilations{0}, generic_compilations{0}, evictions{0};
+};
+CacheCounters &cache_counters();
+
+/** Returns the kernel for key, compiling it with make() on a miss. Concurrent callers with
+    the same key wait for one compile. A failed compile is not cached (its Error is rethrown
+    to every waiter). */
+std::shared_ptr<const CompiledKernel> cache_get(const std::string &key,
+                                               const std::function<std::shared_ptr<CompiledKernel>()> &make);
+/** Records that `algo` was called with shape `shape`; returns the shape's rank among the
+    distinct shapes seen for algo (1 for the first). */
+size_t cache_note_shape(const std::string &algo, const std::string &shape);
+size_t cache_entries();
+void cache_clear();
+void cache_set_capacity(size_t n);
+
+}  // namespace internal
+}  // namespace weft

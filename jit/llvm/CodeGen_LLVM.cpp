@@ -1,0 +1,1124 @@
+// The CPU backend: lowered IR -> LLVM IR -> O3 -> object code -> ORC JIT (LLVM 19).
+#include "weft/Func.h"  // MemoryType (IR.h uses it without including it)
+#include "llvm/CodeGen_LLVM.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "ir/IRVisitor.h"
+#include "weft/Func.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+
+namespace weft {
+namespace internal {
+
+namespace {
+
+[[noreturn]] void fail(const std::string &msg) { throw weft::Error("internal: " + msg); }
+
+// ------------------------------------------------------------------ the JIT
+
+struct JITState {
+    std::unique_ptr<llvm::orc::LLJIT> jit;
+    std::mutex mu;
+};
+
+std::string llvm_err(llvm::Error e) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << e;
+    return os.str();
+}
+
+JITState &jit_state() {
+    // Leaked on purpose: CompiledModules may be released during static destruction.
+    static JITState *state = [] {
+        llvm::InitializeNativeTarget();
+        llvm::InitializeNativeTargetAsmPrinter();
+        llvm::InitializeNativeTargetAsmParser();
+        auto j = llvm::orc::LLJITBuilder().create();
+        if (!j) fail("cannot create the LLVM JIT: " + llvm_err(j.takeError()));
+        auto *s = new JITState;
+        s->jit = std::move(*j);
+        auto &jd = s->jit->getMainJITDylib();
+        llvm::orc::SymbolMap syms;
+        auto add = [&](const char *name, const void *p) {
+            syms[s->jit->mangleAndIntern(name)] = llvm::orc::ExecutorSymbolDef(
+                llvm::orc::ExecutorAddr::fromPtr(p), llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+        };
+        add("weft_rt_parallel_for", (const void *)&weft_rt_parallel_for);
+        add("weft_rt_malloc", (const void *)&weft_rt_malloc);
+        add("weft_rt_free", (const void *)&weft_rt_free);
+        add("weft_rt_assert_fail", (const void *)&weft_rt_assert_fail);
+        add("weft_rt_num_threads", (const void *)&weft_rt_num_threads);
+using F1 = float (*)(float);
+        using F2 = float (*)(float, float);
+        using D1 = double (*)(double);
+        using D2 = double (*)(double, double);
+#define WEFT_LIBM(f, T) add(#f, (const void *)static_cast<T>(&::f))
+        WEFT_LIBM(expf, F1); WEFT_LIBM(exp, D1); WEFT_LIBM(logf, F1); WEFT_LIBM(log, D1);
+        WEFT_LIBM(powf, F2); WEFT_LIBM(pow, D2); WEFT_LIBM(sinf, F1); WEFT_LIBM(sin, D1);
+        WEFT_LIBM(cosf, F1); WEFT_LIBM(cos, D1); WEFT_LIBM(tanhf, F1); WEFT_LIBM(tanh, D1);
+        WEFT_LIBM(sqrtf, F1); WEFT_LIBM(sqrt, D1); WEFT_LIBM(floorf, F1); WEFT_LIBM(floor, D1);
+        WEFT_LIBM(ceilf, F1); WEFT_LIBM(ceil, D1); WEFT_LIBM(fmodf, F2); WEFT_LIBM(fmod, D2);
+        WEFT_LIBM(exp2f, F1); WEFT_LIBM(exp2, D1); WEFT_LIBM(log2f, F1); WEFT_LIBM(log2, D1);
+        WEFT_LIBM(log10f, F1); WEFT_LIBM(log10, D1); WEFT_LIBM(rintf, F1); WEFT_LIBM(rint, D1);
+        WEFT_LIBM(nearbyintf, F1); WEFT_LIBM(nearbyint, D1);
+#undef WEFT_LIBM
+        add("memcpy", (const void *)&::memcpy);
+        add("memset", (const void *)&::memset);
+        add("memmove", (const void *)&::memmove);
+        if (auto e = jd.define(llvm::orc::absoluteSymbols(std::move(syms))))
+            fail("cannot define runtime symbols: " + llvm_err(std::move(e)));
+        auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+            s->jit->getDataLayout().getGlobalPrefix());
+        if (gen) jd.addGenerator(std::move(*gen));
+        else llvm::consumeError(gen.takeError());
+        return s;
+    }();
+    return *state;
+}
+
+class LLVMModule : public CompiledModule {
+public:
+    llvm::orc::ResourceTrackerSP rt;
+    ~LLVMModule() override {
+        if (!rt) return;
+        JITState &s = jit_state();
+        std::lock_guard<std::mutex> lk(s.mu);
+        if (auto e = rt->remove()) llvm::consumeError(std::move(e));
+    }
+};
+
+// One TargetMachine per thread and target (a TargetMachine is not for concurrent use).
+llvm::TargetMachine *target_machine(const CPUTargetInfo &t) {
+    thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> cache;
+    std::string key = t.cpu + "|" + t.features;
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second.get();
+    jit_state();  // initializes the native target
+    std::string triple = llvm::sys::getProcessTriple();
+    std::string err;
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+    if (!target) fail("no LLVM target for " + triple + ": " + err);
+    llvm::TargetOptions opts;
+    opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+    std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+        triple, t.cpu, t.features, opts, llvm::Reloc::PIC_, llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
+    if (!tm) fail("cannot create a TargetMachine for " + triple);
+    return (cache[key] = std::move(tm)).get();
+}
+
+// ------------------------------------------------------------------ free variables
+
+class CollectNames : public IRVisitor {
+public:
+    std::set<std::string> names;
+    using IRVisitor::visit;
+
+protected:
+    void visit(const Variable *op) override { names.insert(op->name); }
+    void visit(const Load *op) override {
+        names.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        names.insert(op->name);
+        IRVisitor::visit(op);
+    }
+};
+
+// ------------------------------------------------------------------ the code generator
+
+struct Sym {
+    llvm::Value *value = nullptr;
+    int align = 0;  // known alignment in bytes of a pointer (0: element alignment only)
+};
+
+struct FnState {
+    llvm::Function *fn = nullptr;
+    llvm::BasicBlock *alloca_bb = nullptr;
+    llvm::Value *ctx = nullptr;
+    std::vector<llvm::Value *> heap;  // live heap allocations, innermost last
+};
+
+class CodeGen {
+public:
+    CodeGen(llvm::LLVMContext &c, llvm::Module &m, const CPUTargetInfo &t)
+        : ctx(c), mod(m), b(c), target(t) {
+        llvm::FastMathFlags fmf;
+        fmf.setAllowContract(true);
+        b.setFastMathFlags(fmf);
+        i1 = b.getInt1Ty();
+        i8 = b.getInt8Ty();
+        i32 = b.getInt32Ty();
+        i64 = b.getInt64Ty();
+        ptr = b.getPtrTy();
+    }
+
+    void compile(const LoweredFunc &f, const std::string &fname) {
+        auto *fty = llvm::FunctionType::get(i32, {ptr, ptr}, false);
+        llvm::Function *fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, fname, mod);
+        FnState st;
+        begin_function(st, fn, fn->getArg(1));
+        llvm::Value *args = fn->getArg(0);
+        for (size_t i = 0; i < f.args.size(); i++) {
+            const LoweredArg &a = f.args[i];
+            llvm::Value *slot = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, args, i), a.name + ".arg");
+            if (a.kind == LoweredArg::Buffer) {
+                llvm::Value *host = b.CreateLoad(ptr, slot, a.name);
+                push(a.name, {host, 0});
+                // weft_dim_t dim[8] starts at byte 16; each dim is 4 x i32.
+                for (int d = 0; d < 8; d++) {
+                    static const char *fields[3] = {"min", "extent", "stride"};
+                    for (int k = 0; k < 3; k++) {
+                        std::string n = a.name + "." + fields[k] + "." + std::to_string(d);
+                        llvm::Value *p = b.CreateConstInBoundsGEP1_64(i8, slot, 16 + d * 16 + k * 4);
+                        push(n, {b.CreateLoad(i32, p, n), 0});
+                    }
+                }
+            } else {
+                llvm::Value *v;
+                if (a.type.is_bool()) v = b.CreateICmpNE(b.CreateLoad(i8, slot), b.getInt8(0));
+                else v = b.CreateLoad(llvm_type(a.type), slot);
+                v->setName(a.name);
+                push(a.name, {v, 0});
+            }
+        }
+        codegen(f.body);
+        end_function(st);
+    }
+
+private:
+    llvm::LLVMContext &ctx;
+    llvm::Module &mod;
+    llvm::IRBuilder<> b;
+    const CPUTargetInfo &target;
+    llvm::Type *i1, *i8, *i32, *i64;
+    llvm::PointerType *ptr;
+    std::map<std::string, std::vector<Sym>> syms;
+    FnState *fs = nullptr;
+    int num_bodies = 0;
+
+    // ---- symbols
+    void push(const std::string &n, Sym s) { syms[n].push_back(s); }
+    void pop(const std::string &n) {
+        auto it = syms.find(n);
+        it->second.pop_back();
+        if (it->second.empty()) syms.erase(it);
+    }
+    const Sym &lookup(const std::string &n) {
+        auto it = syms.find(n);
+        if (it == syms.end()) fail("symbol not found in codegen: " + n);
+        return it->second.back();
+    }
+
+    // ---- functions
+    void begin_function(FnState &st, llvm::Function *fn, llvm::Value *ctxv) {
+        fn->addFnAttr(llvm::Attribute::NoUnwind);
+        if (!target.cpu.empty()) fn->addFnAttr("target-cpu", target.cpu);
+        if (!target.features.empty()) fn->addFnAttr("target-features", target.features);
+        st.fn = fn;
+        st.ctx = ctxv;
+        st.alloca_bb = llvm::BasicBlock::Create(ctx, "entry", fn);
+        llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx, "body", fn);
+        b.SetInsertPoint(body);
+        fs = &st;
+    }
+    void end_function(FnState &st) {
+        b.CreateRet(b.getInt32(0));
+        b.SetInsertPoint(st.alloca_bb);
+        b.CreateBr(&*std::next(st.fn->begin()));
+    }
+    llvm::AllocaInst *entry_alloca(llvm::Type *t, llvm::Value *n, unsigned align, const std::string &name) {
+        llvm::IRBuilder<> eb(fs->alloca_bb, fs->alloca_bb->end());
+        llvm::AllocaInst *a = eb.CreateAlloca(t, n, name);
+        a->setAlignment(llvm::Align(align));
+        return a;
+    }
+    // Frees every live heap allocation of this function and returns code.
+    void emit_fail_return(llvm::Value *code) {
+        for (auto it = fs->heap.rbegin(); it != fs->heap.rend(); ++it) call_rt_free(*it);
+        b.CreateRet(code);
+    }
+
+    // ---- runtime
+    llvm::FunctionCallee rt(const char *name) {
+        llvm::FunctionType *t;
+        if (!strcmp(name, "weft_rt_parallel_for")) t = llvm::FunctionType::get(i32, {ptr, ptr, ptr, i32, i32}, false);
+        else if (!strcmp(name, "weft_rt_malloc")) t = llvm::FunctionType::get(ptr, {ptr, i64}, false);
+        else if (!strcmp(name, "weft_rt_free")) t = llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr}, false);
+        else t = llvm::FunctionType::get(i32, {ptr, ptr, ptr, i32}, false);  // assert_fail
+        llvm::FunctionCallee c = mod.getOrInsertFunction(name, t);
+        if (auto *f = llvm::dyn_cast<llvm::Function>(c.getCallee())) f->addFnAttr(llvm::Attribute::NoUnwind);
+        return c;
+    }
+    void call_rt_free(llvm::Value *p) { b.CreateCall(rt("weft_rt_free"), {fs->ctx, p}); }
+
+    // ---- types
+    llvm::Type *scalar_type(Type t) {
+        switch (t.code()) {
+        case TypeCode::Int:
+        case TypeCode::UInt: return llvm::IntegerType::get(ctx, t.bits());
+        case TypeCode::Bool: return i1;
+        case TypeCode::Handle: return ptr;
+        case TypeCode::Float:
+            if (t.bits() == 16) return b.getHalfTy();
+            if (t.bits() == 32) return b.getFloatTy();
+            if (t.bits() == 64) return b.getDoubleTy();
+            break;
+        }
+        fail("unsupported type " + t.str());
+    }
+    llvm::Type *llvm_type(Type t) {
+        llvm::Type *s = scalar_type(t.element_of());
+        return t.lanes() == 1 ? s : llvm::FixedVectorType::get(s, t.lanes());
+    }
+    // In memory, Bool takes one byte.
+    llvm::Type *mem_type(Type t) {
+        if (t.is_bool()) return t.lanes() == 1 ? (llvm::Type *)i8 : llvm::FixedVectorType::get(i8, t.lanes());
+        return llvm_type(t);
+    }
+
+    // ---- vector helpers
+    llvm::Value *splat(int lanes, llvm::Value *v) {
+        if (lanes == 1) return v;
+        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
+            int k = vt->getNumElements();
+            std::vector<int> mask;
+            for (int i = 0; i < lanes; i++)
+                for (int j = 0; j < k; j++) mask.push_back(j);
+            return b.CreateShuffleVector(v, mask);
+        }
+        return b.CreateVectorSplat(lanes, v);
+    }
+    llvm::Value *const_like(llvm::Type *t, double v) {
+        llvm::Type *s = t->getScalarType();
+        llvm::Constant *c = s->isFloatingPointTy() ? llvm::ConstantFP::get(s, v)
+                                                   : llvm::ConstantInt::get(s, (uint64_t)(int64_t)v, true);
+        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t))
+            return llvm::ConstantVector::getSplat(vt->getElementCount(), c);
+        return c;
+    }
+    llvm::Value *intrinsic(llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type *> tys, llvm::ArrayRef<llvm::Value *> args) {
+        return b.CreateIntrinsic(id, tys, args);
+    }
+
+    // ================================================================== Exprs
+    llvm::Value *codegen(const Expr &e) {
+        if (!e.defined()) fail("undefined Expr in codegen");
+        const ExprNode *n = e.get();
+        Type t = e.type();
+        switch (n->node_type) {
+        case IRNodeType::IntImm: {
+            auto *op = static_cast<const IntImm *>(n);
+            return const_int(t, (uint64_t)op->value);
+        }
+        case IRNodeType::UIntImm: {
+            auto *op = static_cast<const UIntImm *>(n);
+            return const_int(t, op->value);
+        }
+        case IRNodeType::FloatImm: {
+            auto *op = static_cast<const FloatImm *>(n);
+            llvm::Value *c = llvm::ConstantFP::get(scalar_type(t.element_of()), op->value);
+            return t.lanes() > 1 ? splat(t.lanes(), c) : c;
+        }
+        case IRNodeType::StringImm: {
+            auto *op = static_cast<const StringImm *>(n);
+            return b.CreateGlobalString(op->value, "str");
+        }
+        case IRNodeType::Variable: {
+            auto *op = static_cast<const Variable *>(n);
+            llvm::Value *v = lookup(op->name).value;
+            llvm::Type *want = llvm_type(t);
+            if (v->getType() != want) {
+                if (v->getType()->isPointerTy() && want->isPointerTy()) return v;
+                fail("variable " + op->name + " used with type " + t.str() + " that does not match its value");
+            }
+            return v;
+        }
+        case IRNodeType::Cast: return codegen_cast(t, static_cast<const Cast *>(n)->value);
+        case IRNodeType::Add: {
+            auto *op = static_cast<const Add *>(n);
+            llvm::Value *a = codegen(op->a), *c = codegen(op->b);
+            return t.is_float() ? b.CreateFAdd(a, c) : b.CreateAdd(a, c);
+        }
+        case IRNodeType::Sub: {
+            auto *op = static_cast<const Sub *>(n);
+            llvm::Value *a = codegen(op->a), *c = codegen(op->b);
+            return t.is_float() ? b.CreateFSub(a, c) : b.CreateSub(a, c);
+        }
+        case IRNodeType::Mul: {
+            auto *op = static_cast<const Mul *>(n);
+            llvm::Value *a = codegen(op->a), *c = codegen(op->b);
+            if (t.is_float()) return b.CreateFMul(a, c);
+            if (t.is_bool()) return b.CreateAnd(a, c);
+            return b.CreateMul(a, c);
+        }
+        case IRNodeType::Div: {
+            auto *op = static_cast<const Div *>(n);
+            return codegen_divmod(t, op->a, op->b, false);
+        }
+        case IRNodeType::Mod: {
+            auto *op = static_cast<const Mod *>(n);
+            return codegen_divmod(t, op->a, op->b, true);
+        }
+        case IRNodeType::Min:
+        case IRNodeType::Max: {
+            bool is_min = n->node_type == IRNodeType::Min;
+            const Expr &ea = is_min ? static_cast<const Min *>(n)->a : static_cast<const Max *>(n)->a;
+            const Expr &eb = is_min ? static_cast<const Min *>(n)->b : static_cast<const Max *>(n)->b;
+            llvm::Value *a = codegen(ea), *c = codegen(eb);
+            return minmax(t, a, c, is_min);
+        }
+        case IRNodeType::EQ: return cmp(n, static_cast<const EQ *>(n)->a, static_cast<const EQ *>(n)->b);
+        case IRNodeType::NE: return cmp(n, static_cast<const NE *>(n)->a, static_cast<const NE *>(n)->b);
+        case IRNodeType::LT: return cmp(n, static_cast<const LT *>(n)->a, static_cast<const LT *>(n)->b);
+        case IRNodeType::LE: return cmp(n, static_cast<const LE *>(n)->a, static_cast<const LE *>(n)->b);
+        case IRNodeType::GT: return cmp(n, static_cast<const GT *>(n)->a, static_cast<const GT *>(n)->b);
+        case IRNodeType::GE: return cmp(n, static_cast<const GE *>(n)->a, static_cast<const GE *>(n)->b);
+        case IRNodeType::And: {
+            auto *op = static_cast<const And *>(n);
+            llvm::Value *a = codegen(op->a), *c = codegen(op->b);
+            return b.CreateAnd(a, c);
+        }
+        case IRNodeType::Or: {
+            auto *op = static_cast<const Or *>(n);
+            llvm::Value *a = codegen(op->a), *c = codegen(op->b);
+            return b.CreateOr(a, c);
+        }
+        case IRNodeType::Not: return b.CreateNot(codegen(static_cast<const Not *>(n)->a));
+        case IRNodeType::Select: {
+            auto *op = static_cast<const Select *>(n);
+            llvm::Value *c = codegen(op->condition);
+            llvm::Value *tv = codegen(op->true_value), *fv = codegen(op->false_value);
+            return b.CreateSelect(c, tv, fv);
+        }
+        case IRNodeType::Load: return codegen_load(static_cast<const Load *>(n));
+        case IRNodeType::Ramp: {
+            auto *op = static_cast<const Ramp *>(n);
+            llvm::Value *base = codegen(op->base), *stride = codegen(op->stride);
+            return ramp(base, stride, op->lanes);
+        }
+        case IRNodeType::Broadcast: {
+            auto *op = static_cast<const Broadcast *>(n);
+            return splat(op->lanes, codegen(op->value));
+        }
+        case IRNodeType::Let: {
+            auto *op = static_cast<const Let *>(n);
+            llvm::Value *v = codegen(op->value);
+            if (!v->hasName() && !llvm::isa<llvm::Constant>(v)) v->setName(op->name);
+            push(op->name, {v, 0});
+            llvm::Value *r = codegen(op->body);
+            pop(op->name);
+            return r;
+        }
+        case IRNodeType::Call: return codegen_call(static_cast<const Call *>(n));
+        case IRNodeType::VectorReduce: return codegen_reduce(static_cast<const VectorReduce *>(n));
+        default: break;
+        }
+        fail("unexpected Expr node in codegen");
+    }
+
+    llvm::Value *const_int(Type t, uint64_t v) {
+        llvm::Type *s = scalar_type(t.element_of());
+        if (!s->isIntegerTy()) fail("integer constant of type " + t.str());
+        llvm::Value *c = llvm::ConstantInt::get(s, v, false);
+        return t.lanes() > 1 ? splat(t.lanes(), c) : c;
+    }
+
+    // base + i*stride for i in [0, lanes); a vector base of k lanes gives k*lanes lanes.
+    llvm::Value *ramp(llvm::Value *base, llvm::Value *stride, int lanes) {
+        int k = 1;
+        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(base->getType())) k = vt->getNumElements();
+        int total = k * lanes;
+        llvm::Value *vb = splat(lanes, base);
+        llvm::Value *vs = splat(lanes, stride);
+        llvm::Type *es = base->getType()->getScalarType();
+        std::vector<llvm::Constant *> idx;
+        for (int i = 0; i < lanes; i++)
+            for (int j = 0; j < k; j++)
+                idx.push_back(es->isFloatingPointTy() ? llvm::ConstantFP::get(es, (double)i)
+                                                      : llvm::ConstantInt::get(es, (uint64_t)i));
+        llvm::Value *iv = llvm::ConstantVector::get(idx);
+        (void)total;
+        if (es->isFloatingPointTy()) return b.CreateFAdd(vb, b.CreateFMul(vs, iv));
+        return b.CreateAdd(vb, b.CreateMul(vs, iv));
+    }
+
+    llvm::Value *minmax(Type t, llvm::Value *a, llvm::Value *c, bool is_min) {
+        llvm::Value *cond;
+        if (t.is_float()) cond = is_min ? b.CreateFCmpOLT(a, c) : b.CreateFCmpOGT(a, c);
+        else if (t.is_int()) cond = is_min ? b.CreateICmpSLT(a, c) : b.CreateICmpSGT(a, c);
+        else cond = is_min ? b.CreateICmpULT(a, c) : b.CreateICmpUGT(a, c);  // uint, bool
+        return b.CreateSelect(cond, a, c);
+    }
+
+    llvm::Value *cmp(const ExprNode *n, const Expr &ea, const Expr &eb) {
+        Type t = ea.type();
+        llvm::Value *a = codegen(ea), *c = codegen(eb);
+        if (t.is_float()) {
+            switch (n->node_type) {
+            case IRNodeType::EQ: return b.CreateFCmpOEQ(a, c);
+            case IRNodeType::NE: return b.CreateFCmpUNE(a, c);
+            case IRNodeType::LT: return b.CreateFCmpOLT(a, c);
+            case IRNodeType::LE: return b.CreateFCmpOLE(a, c);
+            case IRNodeType::GT: return b.CreateFCmpOGT(a, c);
+            default: return b.CreateFCmpOGE(a, c);
+            }
+        }
+        if (t.is_handle()) {
+            a = b.CreatePtrToInt(a, i64);
+            c = b.CreatePtrToInt(c, i64);
+        }
+        bool s = t.is_int();
+        switch (n->node_type) {
+        case IRNodeType::EQ: return b.CreateICmpEQ(a, c);
+        case IRNodeType::NE: return b.CreateICmpNE(a, c);
+        case IRNodeType::LT: return s ? b.CreateICmpSLT(a, c) : b.CreateICmpULT(a, c);
+        case IRNodeType::LE: return s ? b.CreateICmpSLE(a, c) : b.CreateICmpULE(a, c);
+        case IRNodeType::GT: return s ? b.CreateICmpSGT(a, c) : b.CreateICmpUGT(a, c);
+        default: return s ? b.CreateICmpSGE(a, c) : b.CreateICmpUGE(a, c);
+        }
+    }
+
+    llvm::Value *codegen_divmod(Type t, const Expr &ea, const Expr &eb, bool is_mod) {
+        llvm::Value *a = codegen(ea);
+        if (t.is_float()) {
+            llvm::Value *c = codegen(eb);
+            llvm::Value *q = b.CreateFDiv(a, c);
+            if (!is_mod) return q;
+            llvm::Value *f = intrinsic(llvm::Intrinsic::floor, {q->getType()}, {q});
+            return b.CreateFSub(a, b.CreateFMul(c, f));
+        }
+        if (t.is_bool()) {
+            // a / b: b must be true (else 0) -> a & b; a % b: always 0.
+            llvm::Value *c = codegen(eb);
+            return is_mod ? (llvm::Value *)llvm::Constant::getNullValue(a->getType()) : b.CreateAnd(a, c);
+        }
+        llvm::Type *ty = a->getType();
+        llvm::Value *zero = llvm::Constant::getNullValue(ty);
+        int64_t k = 0;
+        bool is_k = is_const_int(eb, &k);
+        if (is_k) {
+            // Interpret k at the type's width.
+            int bits = t.bits();
+            if (bits < 64) {
+                uint64_t mask = (uint64_t(1) << bits) - 1;
+                uint64_t u = (uint64_t)k & mask;
+                if (t.is_int() && (u >> (bits - 1))) k = (int64_t)(u | ~mask);
+                else k = (int64_t)u;
+            }
+            if (k == 0) return zero;
+        }
+        llvm::Value *c = codegen(eb);
+        if (t.is_uint()) {
+            if (is_k) return is_mod ? b.CreateURem(a, c) : b.CreateUDiv(a, c);
+            llvm::Value *cz = b.CreateICmpEQ(c, zero);
+            llvm::Value *safe = b.CreateSelect(cz, const_like(ty, 1), c);
+            llvm::Value *r = is_mod ? b.CreateURem(a, safe) : b.CreateUDiv(a, safe);
+            return b.CreateSelect(cz, zero, r);
+        }
+        // Signed, rounding toward negative infinity.
+        if (is_k && k > 0) {
+            if (is_mod) {
+                // r = a % k (trunc); r < 0 ? r + k : r
+                llvm::Value *r = b.CreateSRem(a, c);
+                return b.CreateSelect(b.CreateICmpSLT(r, zero), b.CreateAdd(r, c), r);
+            }
+            // floor(a / k) = ((a ^ s) / k) ^ s, s = a >> (bits-1)
+            llvm::Value *s = b.CreateAShr(a, const_like(ty, t.bits() - 1));
+            return b.CreateXor(b.CreateSDiv(b.CreateXor(a, s), c), s);
+        }
+        if (is_k && k == -1) return is_mod ? zero : b.CreateSub(zero, a);
+        llvm::Value *safe = c, *cz = nullptr, *cm1 = nullptr;
+        if (!is_k) {
+            // Zero and -1 divisors are replaced by 1 (avoids division traps incl. INT_MIN / -1).
+            cz = b.CreateICmpEQ(c, zero);
+            cm1 = b.CreateICmpEQ(c, llvm::Constant::getAllOnesValue(ty));
+            safe = b.CreateSelect(b.CreateOr(cz, cm1), const_like(ty, 1), c);
+        }
+        llvm::Value *q = b.CreateSDiv(a, safe);
+        llvm::Value *r = b.CreateSRem(a, safe);
+        // Adjust when the remainder is nonzero and its sign differs from the divisor's.
+        llvm::Value *adj = b.CreateAnd(b.CreateICmpNE(r, zero), b.CreateICmpSLT(b.CreateXor(r, safe), zero));
+        llvm::Value *res;
+        if (is_mod) res = b.CreateSelect(adj, b.CreateAdd(r, safe), r);
+        else res = b.CreateSub(q, b.CreateZExt(adj, ty));
+        if (!is_k) {
+            llvm::Value *m1 = is_mod ? zero : b.CreateSub(zero, a);
+            res = b.CreateSelect(cm1, m1, res);
+            res = b.CreateSelect(cz, zero, res);
+        }
+        return res;
+    }
+
+    llvm::Value *codegen_cast(Type to, const Expr &ev) {
+        Type from = ev.type();
+        llvm::Value *v = codegen(ev);
+        if (from == to) return v;
+        llvm::Type *dt = llvm_type(to);
+        if (to.is_bool()) {
+            if (from.is_float()) return b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+            if (from.is_handle()) v = b.CreatePtrToInt(v, i64);
+            return b.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+        }
+        if (from.is_bool()) {
+            if (to.is_float()) return b.CreateUIToFP(v, dt);
+            if (to.is_handle()) return b.CreateIntToPtr(b.CreateZExt(v, i64), dt);
+            return b.CreateZExt(v, dt);
+        }
+        if (from.is_handle() || to.is_handle()) {
+            if (from.is_handle() && to.is_handle()) return v;
+            if (from.is_handle()) return b.CreateZExtOrTrunc(b.CreatePtrToInt(v, i64), dt);
+            if (to.is_handle() && from.is_int_or_uint())
+                return b.CreateIntToPtr(from.is_int() ? b.CreateSExtOrTrunc(v, i64) : b.CreateZExtOrTrunc(v, i64), dt);
+            fail("unsupported cast from " + from.str() + " to " + to.str());
+        }
+        if (from.is_float() && to.is_float()) return b.CreateFPCast(v, dt);
+        if (from.is_float()) {
+            auto id = to.is_int() ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+            return intrinsic(id, {dt, v->getType()}, {v});
+        }
+        if (to.is_float()) return from.is_int() ? b.CreateSIToFP(v, dt) : b.CreateUIToFP(v, dt);
+        // int -> int
+        if (to.bits() < from.bits()) return b.CreateTrunc(v, dt);
+        if (to.bits() > from.bits()) return from.is_int() ? b.CreateSExt(v, dt) : b.CreateZExt(v, dt);
+        return v;  // same width, signedness change only
+    }
+
+    // ---- memory
+    llvm::Value *index64(llvm::Value *idx) {
+        llvm::Type *t = idx->getType();
+        llvm::Type *want = i64;
+        if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) want = llvm::FixedVectorType::get(i64, vt->getNumElements());
+        if (t == want) return idx;
+        return b.CreateSExt(idx, want);
+    }
+    // Alignment of an access to elements of type t (scalar) at an index known to be a multiple of `al` elements.
+    llvm::Align access_align(const Sym &s, Type et, int al) {
+        int eb = et.is_bool() ? 1 : et.bytes();
+        uint64_t a = (uint64_t)eb;
+        if (s.align > 0 && al > 0) {
+            uint64_t x = (uint64_t)al * eb;
+            x &= -x;  // largest power of two dividing al*eb
+            x = std::min<uint64_t>(x, (uint64_t)s.align);
+            if (x > a) a = x;
+        }
+        if (a & (a - 1)) a = 1;  // odd element sizes
+        return llvm::Align(a);
+    }
+    // Returns the element pointer for a dense access (non-null), else the vector of pointers.
+    bool dense_ramp(const Expr &index) {
+        const Ramp *r = index.as<Ramp>();
+        int64_t s = 0;
+        return r && r->base.type().lanes() == 1 && is_const_int(r->stride, &s) && s == 1;
+    }
+
+    llvm::Value *codegen_load(const Load *op) {
+        Type t = op->type;
+        Sym s = lookup(op->name);
+        llvm::Value *base = s.value;
+        llvm::Type *elem = mem_type(t.element_of());
+        llvm::Value *result;
+        if (t.lanes() == 1) {
+            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen(op->index)));
+            result = b.CreateAlignedLoad(elem, p, access_align(s, t.element_of(), op->alignment));
+        } else if (dense_ramp(op->index)) {
+            const Ramp *r = op->index.as<Ramp>();
+            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen(r->base)));
+            result = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment));
+        } else {
+            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen(op->index)));
+            llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
+            result = b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
+        }
+        if (t.is_bool()) result = b.CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
+        return result;
+    }
+
+    void codegen_store(const Store *op) {
+        Type t = op->value.type();
+        Sym s = lookup(op->name);
+        llvm::Value *v = codegen(op->value);
+        if (t.is_bool()) v = b.CreateZExt(v, mem_type(t));
+        llvm::Type *elem = mem_type(t.element_of());
+        if (t.lanes() == 1) {
+            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen(op->index)));
+            b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment));
+        } else if (dense_ramp(op->index)) {
+            const Ramp *r = op->index.as<Ramp>();
+            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen(r->base)));
+            b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment));
+        } else {
+            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, s.value, index64(codegen(op->index)));
+            llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
+            b.CreateMaskedScatter(v, ptrs, access_align(s, t.element_of(), 0), mask);
+        }
+    }
+
+    // ---- calls
+    llvm::Value *codegen_call(const Call *op) {
+        if (op->call_type != Call::Intrinsic) fail("call to " + op->name + " reached the LLVM backend");
+        Type t = op->type;
+        const std::string &nm = op->name;
+        if (nm == "likely") return codegen(op->args.at(0));
+        std::vector<llvm::Value *> args;
+        for (const Expr &a : op->args) args.push_back(codegen(a));
+        if (args.empty()) fail("intrinsic " + nm + " without arguments");
+        llvm::Type *ty = args[0]->getType();
+        if (nm == "abs") {
+            if (t.is_float()) return intrinsic(llvm::Intrinsic::fabs, {ty}, {args[0]});
+            Type at = op->args[0].type();
+            if (!at.is_int()) return args[0];
+            llvm::Value *z = llvm::Constant::getNullValue(ty);
+            llvm::Value *r = b.CreateSelect(b.CreateICmpSLT(args[0], z), b.CreateSub(z, args[0]), args[0]);
+            return r;
+        }
+        static const std::map<std::string, llvm::Intrinsic::ID> unary = {
+            {"sqrt", llvm::Intrinsic::sqrt},   {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},
+            {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos},     {"floor", llvm::Intrinsic::floor},
+            {"ceil", llvm::Intrinsic::ceil},   {"round", llvm::Intrinsic::roundeven},
+        };
+        auto it = unary.find(nm);
+        if (it != unary.end()) {
+            if (!t.is_float()) fail("intrinsic " + nm + " of non-float type " + t.str());
+            return intrinsic(it->second, {ty}, {args[0]});
+        }
+        if (nm == "pow") {
+            if (args.size() != 2) fail("pow needs 2 arguments");
+            return intrinsic(llvm::Intrinsic::pow, {ty}, {args[0], args[1]});
+        }
+        if (nm == "tanh") {
+            if (!t.is_float() || (t.bits() != 32 && t.bits() != 64)) fail("tanh of type " + t.str());
+            llvm::Type *st = scalar_type(t.element_of());
+            llvm::FunctionCallee f = mod.getOrInsertFunction(t.bits() == 32 ? "tanhf" : "tanh",
+                                                              llvm::FunctionType::get(st, {st}, false));
+            if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
+                fn->addFnAttr(llvm::Attribute::NoUnwind);
+                fn->setOnlyAccessesInaccessibleMemory();
+                fn->setWillReturn();
+            }
+            if (t.lanes() == 1) return b.CreateCall(f, {args[0]});
+            llvm::Value *r = llvm::PoisonValue::get(ty);
+            for (int i = 0; i < t.lanes(); i++) {
+                llvm::Value *x = b.CreateExtractElement(args[0], (uint64_t)i);
+                r = b.CreateInsertElement(r, b.CreateCall(f, {x}), (uint64_t)i);
+            }
+            return r;
+        }
+        fail("unknown intrinsic " + nm);
+    }
+
+    llvm::Value *reduce_op(VectorReduce::Op o, Type t, llvm::Value *a, llvm::Value *c) {
+        switch (o) {
+        case VectorReduce::Add:
+            if (t.is_float()) return b.CreateFAdd(a, c);
+            if (t.is_bool()) return b.CreateOr(a, c);
+            return b.CreateAdd(a, c);
+        case VectorReduce::Mul:
+            if (t.is_float()) return b.CreateFMul(a, c);
+            if (t.is_bool()) return b.CreateAnd(a, c);
+            return b.CreateMul(a, c);
+        case VectorReduce::Min: return minmax(t, a, c, true);
+        case VectorReduce::Max: return minmax(t, a, c, false);
+        }
+        return nullptr;
+    }
+
+    llvm::Value *codegen_reduce(const VectorReduce *op) {
+        Type t = op->type;
+        Type in = op->value.type();
+        llvm::Value *v = codegen(op->value);
+        int n = in.lanes(), m = t.lanes();
+        if (m == n) return v;
+        if (m <= 0 || n % m) fail("bad VectorReduce lanes");
+        if (m == 1 && !t.is_bool()) {
+            if (t.is_float()) {
+                llvm::IRBuilderBase::FastMathFlagGuard guard(b);
+                llvm::FastMathFlags fmf;
+                fmf.setAllowContract(true);
+                fmf.setAllowReassoc(true);
+                b.setFastMathFlags(fmf);
+                switch (op->op) {
+                case VectorReduce::Add: return b.CreateFAddReduce(llvm::ConstantFP::getNegativeZero(v->getType()->getScalarType()), v);
+                case VectorReduce::Mul: return b.CreateFMulReduce(llvm::ConstantFP::get(v->getType()->getScalarType(), 1.0), v);
+                default: break;  // min/max below: keep select-based semantics
+                }
+            } else {
+                bool s = t.is_int();
+                switch (op->op) {
+                case VectorReduce::Add: return b.CreateAddReduce(v);
+                case VectorReduce::Mul: return b.CreateMulReduce(v);
+                case VectorReduce::Min: return b.CreateIntMinReduce(v, s);
+                case VectorReduce::Max: return b.CreateIntMaxReduce(v, s);
+                }
+            }
+        }
+        // Group-wise: combine the f = n/m slices, slice j = lanes {i*f + j}.
+        int f = n / m;
+        llvm::Value *acc = nullptr;
+        for (int j = 0; j < f; j++) {
+            std::vector<int> mask;
+            for (int i = 0; i < m; i++) mask.push_back(i * f + j);
+            llvm::Value *slice = b.CreateShuffleVector(v, mask);
+            if (m == 1) slice = b.CreateExtractElement(slice, (uint64_t)0);
+            acc = acc ? reduce_op(op->op, t, acc, slice) : slice;
+        }
+        return acc;
+    }
+
+    // ================================================================== Stmts
+    void codegen(const Stmt &s) {
+        if (!s.defined()) return;
+        const StmtNode *n = s.get();
+        switch (n->node_type) {
+        case IRNodeType::LetStmt: {
+            auto *op = static_cast<const LetStmt *>(n);
+            llvm::Value *v = codegen(op->value);
+            if (!v->hasName() && !llvm::isa<llvm::Constant>(v)) v->setName(op->name);
+            push(op->name, {v, 0});
+            codegen(op->body);
+            pop(op->name);
+            return;
+        }
+        case IRNodeType::AssertStmt: return codegen_assert(static_cast<const AssertStmt *>(n));
+        case IRNodeType::For: return codegen_for(static_cast<const For *>(n));
+        case IRNodeType::Store: return codegen_store(static_cast<const Store *>(n));
+        case IRNodeType::Allocate: return codegen_allocate(static_cast<const Allocate *>(n));
+        case IRNodeType::Block: {
+            auto *op = static_cast<const Block *>(n);
+            codegen(op->first);
+            codegen(op->rest);
+            return;
+        }
+        case IRNodeType::IfThenElse: {
+            auto *op = static_cast<const IfThenElse *>(n);
+            llvm::Value *c = codegen(op->condition);
+            llvm::Function *fn = fs->fn;
+            auto *then_bb = llvm::BasicBlock::Create(ctx, "then", fn);
+            auto *after_bb = llvm::BasicBlock::Create(ctx, "after", fn);
+            auto *else_bb = op->else_case.defined() ? llvm::BasicBlock::Create(ctx, "else", fn) : after_bb;
+            b.CreateCondBr(c, then_bb, else_bb);
+            b.SetInsertPoint(then_bb);
+            codegen(op->then_case);
+            b.CreateBr(after_bb);
+            if (op->else_case.defined()) {
+                b.SetInsertPoint(else_bb);
+                codegen(op->else_case);
+                b.CreateBr(after_bb);
+            }
+            b.SetInsertPoint(after_bb);
+            return;
+        }
+        case IRNodeType::Evaluate: {
+            auto *op = static_cast<const Evaluate *>(n);
+            if (op->value.as<IntImm>() || op->value.as<UIntImm>()) return;
+            codegen(op->value);
+            return;
+        }
+        case IRNodeType::Provide: fail("Provide reached the LLVM backend");
+        case IRNodeType::Realize: fail("Realize reached the LLVM backend");
+        default: break;
+        }
+        fail("unexpected Stmt node in codegen");
+    }
+
+    void codegen_assert(const AssertStmt *op) {
+        llvm::Value *c = codegen(op->condition);
+        if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(c))
+            if (ci->isOne()) return;
+        llvm::Function *fn = fs->fn;
+        auto *fail_bb = llvm::BasicBlock::Create(ctx, "assert_fail", fn);
+        auto *ok_bb = llvm::BasicBlock::Create(ctx, "assert_ok", fn);
+        llvm::MDBuilder md(ctx);
+        b.CreateCondBr(c, ok_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
+        b.SetInsertPoint(fail_bb);
+        int n = (int)op->args.size();
+        llvm::Value *arr = llvm::ConstantPointerNull::get(ptr);
+        if (n > 0) {
+            arr = entry_alloca(llvm::ArrayType::get(i64, n), nullptr, 8, "assert_args");
+            for (int i = 0; i < n; i++) {
+                llvm::Value *v = codegen(op->args[i]);
+                Type at = op->args[i].type();
+                if (at.is_float()) v = intrinsic(llvm::Intrinsic::fptosi_sat, {i64, v->getType()}, {v});
+                else if (at.is_handle()) v = b.CreatePtrToInt(v, i64);
+                else if (at.is_int()) v = b.CreateSExtOrTrunc(v, i64);
+                else v = b.CreateZExtOrTrunc(v, i64);
+                b.CreateStore(v, b.CreateConstInBoundsGEP1_64(i64, arr, i));
+            }
+        }
+        llvm::Value *msg = b.CreateGlobalString(op->message, "assert_msg");
+        llvm::Value *r = b.CreateCall(rt("weft_rt_assert_fail"), {fs->ctx, msg, arr, b.getInt32(n)});
+        emit_fail_return(r);
+        b.SetInsertPoint(ok_bb);
+    }
+
+    void codegen_for(const For *op) {
+        llvm::Value *mn = codegen(op->min);
+        llvm::Value *ext = codegen(op->extent);
+        if (op->for_type == ForType::Parallel) return codegen_parallel(op, mn, ext);
+        llvm::Function *fn = fs->fn;
+        llvm::BasicBlock *pre = b.GetInsertBlock();
+        auto *loop_bb = llvm::BasicBlock::Create(ctx, op->name + ".loop", fn);
+        auto *after_bb = llvm::BasicBlock::Create(ctx, op->name + ".end", fn);
+        llvm::Value *end = b.CreateAdd(mn, ext, op->name + ".max");
+        b.CreateCondBr(b.CreateICmpSGT(ext, llvm::ConstantInt::get(ext->getType(), 0)), loop_bb, after_bb);
+        b.SetInsertPoint(loop_bb);
+        llvm::PHINode *phi = b.CreatePHI(mn->getType(), 2, op->name);
+        phi->addIncoming(mn, pre);
+        push(op->name, {phi, 0});
+        codegen(op->body);
+        pop(op->name);
+        llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1));
+        phi->addIncoming(next, b.GetInsertBlock());
+        b.CreateCondBr(b.CreateICmpNE(next, end), loop_bb, after_bb);
+        b.SetInsertPoint(after_bb);
+    }
+
+    void codegen_parallel(const For *op, llvm::Value *mn, llvm::Value *ext) {
+        // Captured values: names used in the body that are bound here (constants are re-created).
+        CollectNames cn;
+        cn.include(op->body);
+        std::vector<std::pair<std::string, Sym>> captured, constants;
+        for (const std::string &n : cn.names) {
+            if (n == op->name) continue;
+            auto it = syms.find(n);
+            if (it == syms.end()) continue;
+            const Sym &s = it->second.back();
+            if (llvm::isa<llvm::Constant>(s.value)) constants.push_back({n, s});
+            else captured.push_back({n, s});
+        }
+        std::vector<llvm::Type *> fields;
+        for (auto &c : captured) fields.push_back(c.second.value->getType());
+        llvm::StructType *cty = llvm::StructType::get(ctx, fields);
+        llvm::Value *closure = llvm::ConstantPointerNull::get(ptr);
+        if (!captured.empty()) {
+            closure = entry_alloca(cty, nullptr, 16, "closure");
+            for (size_t i = 0; i < captured.size(); i++)
+                b.CreateStore(captured[i].second.value, b.CreateStructGEP(cty, closure, (unsigned)i));
+        }
+        // The outlined body.
+        auto *bty = llvm::FunctionType::get(i32, {ptr, i32, ptr}, false);
+        std::string bname = fs->fn->getName().str() + ".par." + std::to_string(num_bodies++) + "." + op->name;
+        llvm::Function *bfn = llvm::Function::Create(bty, llvm::Function::InternalLinkage, bname, mod);
+        llvm::IRBuilderBase::InsertPoint saved_ip = b.saveIP();
+        FnState *saved_fs = fs;
+        std::map<std::string, std::vector<Sym>> saved_syms;
+        saved_syms.swap(syms);
+        FnState st;
+        begin_function(st, bfn, bfn->getArg(0));
+        llvm::Value *cl = bfn->getArg(2);
+        for (size_t i = 0; i < captured.size(); i++) {
+            llvm::Value *v = b.CreateLoad(fields[i], b.CreateStructGEP(cty, cl, (unsigned)i), captured[i].first);
+            push(captured[i].first, {v, captured[i].second.align});
+        }
+        for (auto &c : constants) push(c.first, c.second);
+        llvm::Value *idx = bfn->getArg(1);
+        idx->setName(op->name);
+        if (mn->getType() != i32) idx = b.CreateSExtOrTrunc(idx, mn->getType());
+        push(op->name, {idx, 0});
+        codegen(op->body);
+        end_function(st);
+        syms.swap(saved_syms);
+        fs = saved_fs;
+        b.restoreIP(saved_ip);
+        // The call.
+        llvm::Value *r = b.CreateCall(rt("weft_rt_parallel_for"),
+                                      {fs->ctx, bfn, closure, b.CreateSExtOrTrunc(mn, i32), b.CreateSExtOrTrunc(ext, i32)});
+        llvm::Function *fn = fs->fn;
+        auto *fail_bb = llvm::BasicBlock::Create(ctx, "par_fail", fn);
+        auto *ok_bb = llvm::BasicBlock::Create(ctx, "par_ok", fn);
+        llvm::MDBuilder md(ctx);
+        b.CreateCondBr(b.CreateICmpEQ(r, b.getInt32(0)), ok_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
+        b.SetInsertPoint(fail_bb);
+        emit_fail_return(r);
+        b.SetInsertPoint(ok_bb);
+    }
+
+    void codegen_allocate(const Allocate *op) {
+        Type et = op->type.element_of();
+        llvm::Type *elem = mem_type(et);
+        int64_t eb = et.is_bool() ? 1 : et.bytes();
+        int64_t n = 0;
+        bool is_k = is_const_int(op->extent, &n);
+        bool stack = false;
+        if (is_k && n >= 0) {
+            int64_t bytes = n * eb;
+            if (op->memory_type == MemoryType::Stack || op->memory_type == MemoryType::Register)
+                stack = bytes <= (int64_t(1) << 20);
+            else if (op->memory_type == MemoryType::Auto)
+                stack = bytes <= (int64_t(1) << 14);
+        }
+        if (stack) {
+            llvm::Value *p = entry_alloca(elem, b.getInt64(std::max<int64_t>(n, 1)), 64, op->name);
+            push(op->name, {p, 64});
+            codegen(op->body);
+            pop(op->name);
+            return;
+        }
+        llvm::Value *ext = codegen(op->extent);
+        ext = b.CreateSExtOrTrunc(ext, i64);
+        llvm::Value *bytes = b.CreateMul(ext, b.getInt64(eb));
+        // Negative or overflowing sizes are rejected by the runtime.
+        bytes = b.CreateSelect(b.CreateICmpSLT(ext, b.getInt64(0)), b.getInt64(-1), bytes);
+        if (eb > 1)
+            bytes = b.CreateSelect(b.CreateICmpSGT(ext, b.getInt64(((int64_t(1) << 62) / eb))), b.getInt64(-1), bytes);
+        llvm::Value *p = b.CreateCall(rt("weft_rt_malloc"), {fs->ctx, bytes}, op->name);
+        llvm::Function *fn = fs->fn;
+        auto *fail_bb = llvm::BasicBlock::Create(ctx, "malloc_fail", fn);
+        auto *ok_bb = llvm::BasicBlock::Create(ctx, "malloc_ok", fn);
+        llvm::MDBuilder md(ctx);
+        b.CreateCondBr(b.CreateIsNull(p), fail_bb, ok_bb, md.createBranchWeights(1, 1u << 20));
+        b.SetInsertPoint(fail_bb);
+        emit_fail_return(b.getInt32(-1));
+        b.SetInsertPoint(ok_bb);
+        fs->heap.push_back(p);
+        push(op->name, {p, 64});
+        codegen(op->body);
+        pop(op->name);
+        fs->heap.pop_back();
+        call_rt_free(p);
+    }
+};
+
+std::atomic<uint64_t> module_counter{0};
+
+std::string sanitize(const std::string &s) {
+    std::string r;
+    for (char c : s) r += (isalnum((unsigned char)c) || c == '_') ? c : '_';
+    if (r.empty()) r = "pipeline";
+    return r;
+}
+
+}  // namespace
+
+CPUTargetInfo host_cpu_info() {
+    static const CPUTargetInfo info = [] {
+        CPUTargetInfo t;
+        t.cpu = llvm::sys::getHostCPUName().str();
+        std::string f;
+        auto feats = llvm::sys::getHostCPUFeatures();
+        std::vector<std::string> v;
+        for (auto &kv : feats) v.push_back((kv.getValue() ? "+" : "-") + kv.getKey().str());
+        std::sort(v.begin(), v.end());
+        for (auto &x : v) {
+            if (!f.empty()) f += ",";
+            f += x;
+        }
+        t.features = f;
+        return t;
+    }();
+    return info;
+}
+
+std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target, std::string *llvm_ir) {
+    JITState &js = jit_state();
+    llvm::TargetMachine *tm = target_machine(target);
+    std::string fname = "weft_" + sanitize(f.name) + "_" + std::to_string(module_counter.fetch_add(1));
+
+    llvm::LLVMContext lctx;
+    auto mod = std::make_unique<llvm::Module>(fname, lctx);
+    mod->setTargetTriple(tm->getTargetTriple().str());
+    mod->setDataLayout(tm->createDataLayout());
+    {
+        CodeGen cg(lctx, *mod, target);
+        cg.compile(f, fname);
+    }
+    {
+        std::string err;
+        llvm::raw_string_ostream os(err);
+        if (llvm::verifyModule(*mod, &os)) {
+            os.flush();
+            fail("LLVM module verification failed: " + err);
+        }
+    }
+    // The new-pass-manager O3 pipeline, with the target's cost model.
+    {
+        llvm::LoopAnalysisManager lam;
+        llvm::FunctionAnalysisManager fam;
+        llvm::CGSCCAnalysisManager cgam;
+        llvm::ModuleAnalysisManager mam;
+        llvm::PipelineTuningOptions pto;
+        pto.LoopVectorization = true;
+        pto.SLPVectorization = true;
+        pto.LoopUnrolling = true;
+        llvm::PassBuilder pb(tm, pto);
+        pb.registerModuleAnalyses(mam);
+        pb.registerCGSCCAnalyses(cgam);
+        pb.registerFunctionAnalyses(fam);
+        pb.registerLoopAnalyses(lam);
+        pb.crossRegisterProxies(lam, fam, cgam, mam);
+        llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+        mpm.run(*mod, mam);
+    }
+    if (llvm_ir) {
+        std::string s;
+        llvm::raw_string_ostream os(s);
+        mod->print(os, nullptr);
+        os.flush();
+        *llvm_ir = std::move(s);
+    }
+    // Machine code.
+    llvm::SmallVector<char, 0> obj;
+    {
+        llvm::raw_svector_ostream os(obj);
+        llvm::legacy::PassManager pm;
+        if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+            fail("the target cannot emit object files");
+        pm.run(*mod);
+    }
+    auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(obj.data(), obj.size()), fname);
+    auto result = std::make_shared<LLVMModule>();
+    {
+        std::lock_guard<std::mutex> lk(js.mu);
+        result->rt = js.jit->getMainJITDylib().createResourceTracker();
+        if (auto e = js.jit->addObjectFile(result->rt, std::move(buf))) {
+            llvm::orc::ResourceTrackerSP rt = std::move(result->rt);
+            llvm::consumeError(rt->remove());
+            fail("JIT cannot add object: " + llvm_err(std::move(e)));
+        }
+        auto sym = js.jit->lookup(fname);
+        if (!sym) {
+            llvm::orc::ResourceTrackerSP rt = std::move(result->rt);
+            std::string m = llvm_err(sym.takeError());
+            llvm::consumeError(rt->remove());
+            fail("JIT lookup of " + fname + " failed: " + m);
+        }
+        result->fn = sym->toPtr<weft_pipeline_fn>();
+    }
+    return result;
+}
+
+}  // namespace internal
+}  // namespace weft

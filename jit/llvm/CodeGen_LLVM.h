@@ -1,0 +1,33 @@
+// The CPU backend: lowered IR -> LLVM IR -> machine code through LLVM 19's ORC JIT.
+// No LLVM header appears here: the rest of weft includes only this file.
+#pragma once
+#include <memory>
+#include <string>
+#include "lower/LoweredFunc.h"
+#include "runtime/Runtime.h"
+
+namespace weft {
+namespace internal {
+
+/** Compiled code; releasing the last reference frees its JIT memory. */
+class CompiledModule {
+public:
+    virtual ~CompiledModule() = default;
+    weft_pipeline_fn fn = nullptr;
+};
+
+struct CPUTargetInfo {
+    std::string cpu;                 // e.g. "znver5"
+    std::string features;            // LLVM feature string, e.g. "+avx2,+avx512f,..."
+};
+
+/** The host CPU as LLVM sees it (name and feature string). */
+CPUTargetInfo host_cpu_info();
+
+/** Compiles f for the CPU. If llvm_ir is non-null it receives the optimised LLVM IR as text.
+    Throws weft::Error on failure. Thread-safe. */
+std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target,
+                                             std::string *llvm_ir = nullptr);
+
+}  // namespace internal
+}  // namespace weft

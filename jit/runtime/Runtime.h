@@ -1,0 +1,48 @@
+// The runtime that JIT-compiled code calls, with a C ABI. Implemented in Runtime.cpp.
+#pragma once
+#include <cstdint>
+
+extern "C" {
+
+/** How a buffer argument is passed to a compiled pipeline. */
+struct weft_dim_t {
+    int32_t min, extent, stride, pad;
+};
+struct weft_buffer_t {
+    void *host;
+    int32_t dims;
+    int32_t pad;
+    weft_dim_t dim[8];
+};
+
+/** Per-call context passed to a compiled pipeline: error reporting and profiling. */
+struct weft_context_t {
+    char error[1024];      // message of the first failure
+    int32_t error_code;    // 0 = none
+};
+
+/** Signature of a compiled pipeline: args[i] points to a weft_buffer_t for a buffer
+    argument, or to the scalar's value for a scalar argument. Returns 0 on success,
+    nonzero after an assertion failed (message in ctx->error). */
+typedef int32_t (*weft_pipeline_fn)(void **args, weft_context_t *ctx);
+
+/** Body of a parallel loop: called for each index in [min, min+extent); returns nonzero on failure. */
+typedef int32_t (*weft_task_fn)(weft_context_t *ctx, int32_t index, void *closure);
+
+/** Runs body(ctx, i, closure) for i in [min, min + extent) on the thread pool
+    (WEFT_NUM_THREADS threads; the caller takes part). Nested calls run serially.
+    Returns the first nonzero result, else 0. */
+int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closure, int32_t min, int32_t extent);
+
+/** Memory for heap allocations, from a pool reused across calls (64-byte aligned).
+    Returns null (and records an error in ctx) if bytes is negative or too large. */
+void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes);
+void weft_rt_free(weft_context_t *ctx, void *p);
+
+/** Records an assertion failure: formats msg, replacing each '%' by the next of args.
+    Returns -1 (the pipeline returns it). */
+int32_t weft_rt_assert_fail(weft_context_t *ctx, const char *msg, const int64_t *args, int32_t nargs);
+
+/** Number of threads in the pool. */
+int32_t weft_rt_num_threads();
+}

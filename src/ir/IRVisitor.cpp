@@ -1,0 +1,389 @@
+#include "ir/IRVisitor.h"
+
+namespace weft {
+namespace internal {
+
+#define DISPATCH_EXPR(T) \
+    case IRNodeType::T: visit(static_cast<const T *>(n)); break;
+
+void IRVisitor::include(const Expr &e) {
+    if (!e.defined()) return;
+    const ExprNode *n = e.get();
+    switch (n->node_type) {
+        DISPATCH_EXPR(IntImm) DISPATCH_EXPR(UIntImm) DISPATCH_EXPR(FloatImm) DISPATCH_EXPR(StringImm)
+        DISPATCH_EXPR(Variable) DISPATCH_EXPR(Cast) DISPATCH_EXPR(Add) DISPATCH_EXPR(Sub) DISPATCH_EXPR(Mul)
+        DISPATCH_EXPR(Div) DISPATCH_EXPR(Mod) DISPATCH_EXPR(Min) DISPATCH_EXPR(Max) DISPATCH_EXPR(EQ)
+        DISPATCH_EXPR(NE) DISPATCH_EXPR(LT) DISPATCH_EXPR(LE) DISPATCH_EXPR(GT) DISPATCH_EXPR(GE)
+        DISPATCH_EXPR(And) DISPATCH_EXPR(Or) DISPATCH_EXPR(Not) DISPATCH_EXPR(Select) DISPATCH_EXPR(Load)
+        DISPATCH_EXPR(Ramp) DISPATCH_EXPR(Broadcast) DISPATCH_EXPR(Let) DISPATCH_EXPR(Call)
+        DISPATCH_EXPR(VectorReduce)
+    default: WEFT_ASSERT(false, "bad expr node");
+    }
+}
+void IRVisitor::include(const Stmt &s) {
+    if (!s.defined()) return;
+    const StmtNode *n = s.get();
+    switch (n->node_type) {
+        DISPATCH_EXPR(LetStmt) DISPATCH_EXPR(AssertStmt) DISPATCH_EXPR(For) DISPATCH_EXPR(Store)
+        DISPATCH_EXPR(Provide) DISPATCH_EXPR(Allocate) DISPATCH_EXPR(Realize) DISPATCH_EXPR(Block)
+        DISPATCH_EXPR(IfThenElse) DISPATCH_EXPR(Evaluate)
+    default: WEFT_ASSERT(false, "bad stmt node");
+    }
+}
+#undef DISPATCH_EXPR
+
+void IRVisitor::visit(const Cast *op) { include(op->value); }
+#define BIN_VISIT(T) \
+    void IRVisitor::visit(const T *op) { include(op->a); include(op->b); }
+BIN_VISIT(Add) BIN_VISIT(Sub) BIN_VISIT(Mul) BIN_VISIT(Div) BIN_VISIT(Mod) BIN_VISIT(Min) BIN_VISIT(Max)
+BIN_VISIT(EQ) BIN_VISIT(NE) BIN_VISIT(LT) BIN_VISIT(LE) BIN_VISIT(GT) BIN_VISIT(GE) BIN_VISIT(And) BIN_VISIT(Or)
+#undef BIN_VISIT
+void IRVisitor::visit(const Not *op) { include(op->a); }
+void IRVisitor::visit(const Select *op) {
+    include(op->condition);
+    include(op->true_value);
+    include(op->false_value);
+}
+void IRVisitor::visit(const Load *op) { include(op->index); }
+void IRVisitor::visit(const Ramp *op) {
+    include(op->base);
+    include(op->stride);
+}
+void IRVisitor::visit(const Broadcast *op) { include(op->value); }
+void IRVisitor::visit(const Let *op) {
+    include(op->value);
+    include(op->body);
+}
+void IRVisitor::visit(const Call *op) {
+    for (auto &a : op->args) include(a);
+}
+void IRVisitor::visit(const VectorReduce *op) { include(op->value); }
+void IRVisitor::visit(const LetStmt *op) {
+    include(op->value);
+    include(op->body);
+}
+void IRVisitor::visit(const AssertStmt *op) {
+    include(op->condition);
+    for (auto &a : op->args) include(a);
+}
+void IRVisitor::visit(const For *op) {
+    include(op->min);
+    include(op->extent);
+    include(op->body);
+}
+void IRVisitor::visit(const Store *op) {
+    include(op->value);
+    include(op->index);
+}
+void IRVisitor::visit(const Provide *op) {
+    include(op->value);
+    for (auto &a : op->args) include(a);
+}
+void IRVisitor::visit(const Allocate *op) {
+    include(op->extent);
+    include(op->body);
+}
+void IRVisitor::visit(const Realize *op) {
+    for (auto &r : op->bounds) {
+        include(r.min);
+        include(r.extent);
+    }
+    include(op->body);
+}
+void IRVisitor::visit(const Block *op) {
+    include(op->first);
+    include(op->rest);
+}
+void IRVisitor::visit(const IfThenElse *op) {
+    include(op->condition);
+    include(op->then_case);
+    include(op->else_case);
+}
+void IRVisitor::visit(const Evaluate *op) { include(op->value); }
+
+// ---------------- IRMutator ----------------
+#define DISPATCH_M(T) \
+    case IRNodeType::T: return visit(static_cast<const T *>(n), e);
+
+Expr IRMutator::mutate(const Expr &e) {
+    if (!e.defined()) return e;
+    const ExprNode *n = e.get();
+    switch (n->node_type) {
+        DISPATCH_M(IntImm) DISPATCH_M(UIntImm) DISPATCH_M(FloatImm) DISPATCH_M(StringImm) DISPATCH_M(Variable)
+        DISPATCH_M(Cast) DISPATCH_M(Add) DISPATCH_M(Sub) DISPATCH_M(Mul) DISPATCH_M(Div) DISPATCH_M(Mod)
+        DISPATCH_M(Min) DISPATCH_M(Max) DISPATCH_M(EQ) DISPATCH_M(NE) DISPATCH_M(LT) DISPATCH_M(LE)
+        DISPATCH_M(GT) DISPATCH_M(GE) DISPATCH_M(And) DISPATCH_M(Or) DISPATCH_M(Not) DISPATCH_M(Select)
+        DISPATCH_M(Load) DISPATCH_M(Ramp) DISPATCH_M(Broadcast) DISPATCH_M(Let) DISPATCH_M(Call)
+        DISPATCH_M(VectorReduce)
+    default: WEFT_ASSERT(false, "bad expr node");
+    }
+}
+#undef DISPATCH_M
+#define DISPATCH_S(T) \
+    case IRNodeType::T: return visit(static_cast<const T *>(n), s);
+Stmt IRMutator::mutate(const Stmt &s) {
+    if (!s.defined()) return s;
+    const StmtNode *n = s.get();
+    switch (n->node_type) {
+        DISPATCH_S(LetStmt) DISPATCH_S(AssertStmt) DISPATCH_S(For) DISPATCH_S(Store) DISPATCH_S(Provide)
+        DISPATCH_S(Allocate) DISPATCH_S(Realize) DISPATCH_S(Block) DISPATCH_S(IfThenElse) DISPATCH_S(Evaluate)
+    default: WEFT_ASSERT(false, "bad stmt node");
+    }
+}
+#undef DISPATCH_S
+
+Expr rebuild_binary(IRNodeType t, Expr a, Expr b) {
+    switch (t) {
+    case IRNodeType::Add: return Add::make(a, b);
+    case IRNodeType::Sub: return Sub::make(a, b);
+    case IRNodeType::Mul: return Mul::make(a, b);
+    case IRNodeType::Div: return Div::make(a, b);
+    case IRNodeType::Mod: return Mod::make(a, b);
+    case IRNodeType::Min: return Min::make(a, b);
+    case IRNodeType::Max: return Max::make(a, b);
+    case IRNodeType::EQ: return EQ::make(a, b);
+    case IRNodeType::NE: return NE::make(a, b);
+    case IRNodeType::LT: return LT::make(a, b);
+    case IRNodeType::LE: return LE::make(a, b);
+    case IRNodeType::GT: return GT::make(a, b);
+    case IRNodeType::GE: return GE::make(a, b);
+    case IRNodeType::And: return And::make(a, b);
+    case IRNodeType::Or: return Or::make(a, b);
+    default: WEFT_ASSERT(false, "rebuild_binary of non-binary");
+    }
+}
+
+Expr IRMutator::visit(const Cast *op, const Expr &e) {
+    Expr v = mutate(op->value);
+    return v.same_as(op->value) ? e : Cast::make(op->type, v);
+}
+#define BIN_MUT(T)                                                     \
+    Expr IRMutator::visit(const T *op, const Expr &e) {                \
+        Expr a = mutate(op->a), b = mutate(op->b);                     \
+        if (a.same_as(op->a) && b.same_as(op->b)) return e;            \
+        return T::make(a, b);                                          \
+    }
+BIN_MUT(Add) BIN_MUT(Sub) BIN_MUT(Mul) BIN_MUT(Div) BIN_MUT(Mod) BIN_MUT(Min) BIN_MUT(Max) BIN_MUT(EQ)
+BIN_MUT(NE) BIN_MUT(LT) BIN_MUT(LE) BIN_MUT(GT) BIN_MUT(GE) BIN_MUT(And) BIN_MUT(Or)
+#undef BIN_MUT
+Expr IRMutator::visit(const Not *op, const Expr &e) {
+    Expr a = mutate(op->a);
+    return a.same_as(op->a) ? e : Not::make(a);
+}
+Expr IRMutator::visit(const Select *op, const Expr &e) {
+    Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return e;
+    return Select::make(c, t, f);
+}
+Expr IRMutator::visit(const Load *op, const Expr &e) {
+    Expr i = mutate(op->index);
+    return i.same_as(op->index) ? e : Load::make(op->type, op->name, i, op->alignment);
+}
+Expr IRMutator::visit(const Ramp *op, const Expr &e) {
+    Expr b = mutate(op->base), s = mutate(op->stride);
+    if (b.same_as(op->base) && s.same_as(op->stride)) return e;
+    return Ramp::make(b, s, op->lanes);
+}
+Expr IRMutator::visit(const Broadcast *op, const Expr &e) {
+    Expr v = mutate(op->value);
+    return v.same_as(op->value) ? e : Broadcast::make(v, op->lanes);
+}
+Expr IRMutator::visit(const Let *op, const Expr &e) {
+    Expr v = mutate(op->value), b = mutate(op->body);
+    if (v.same_as(op->value) && b.same_as(op->body)) return e;
+    return Let::make(op->name, v, b);
+}
+Expr IRMutator::visit(const Call *op, const Expr &e) {
+    std::vector<Expr> args;
+    bool changed = false;
+    for (auto &a : op->args) {
+        args.push_back(mutate(a));
+        changed |= !args.back().same_as(a);
+    }
+    if (!changed) return e;
+    auto n = std::make_shared<Call>(*op);
+    n->args = std::move(args);
+    return Expr(n);
+}
+Expr IRMutator::visit(const VectorReduce *op, const Expr &e) {
+    Expr v = mutate(op->value);
+    return v.same_as(op->value) ? e : VectorReduce::make(op->op, v, op->type.lanes());
+}
+Stmt IRMutator::visit(const LetStmt *op, const Stmt &s) {
+    Expr v = mutate(op->value);
+    Stmt b = mutate(op->body);
+    if (v.same_as(op->value) && b.same_as(op->body)) return s;
+    return LetStmt::make(op->name, v, b);
+}
+Stmt IRMutator::visit(const AssertStmt *op, const Stmt &s) {
+    Expr c = mutate(op->condition);
+    std::vector<Expr> args;
+    bool changed = !c.same_as(op->condition);
+    for (auto &a : op->args) {
+        args.push_back(mutate(a));
+        changed |= !args.back().same_as(a);
+    }
+    return changed ? AssertStmt::make(c, op->message, args) : s;
+}
+Stmt IRMutator::visit(const For *op, const Stmt &s) {
+    Expr mi = mutate(op->min), ex = mutate(op->extent);
+    Stmt b = mutate(op->body);
+    if (mi.same_as(op->min) && ex.same_as(op->extent) && b.same_as(op->body)) return s;
+    return For::make(op->name, mi, ex, op->for_type, b);
+}
+Stmt IRMutator::visit(const Store *op, const Stmt &s) {
+    Expr v = mutate(op->value), i = mutate(op->index);
+    if (v.same_as(op->value) && i.same_as(op->index)) return s;
+    return Store::make(op->name, v, i, op->alignment);
+}
+Stmt IRMutator::visit(const Provide *op, const Stmt &s) {
+    Expr v = mutate(op->value);
+    bool changed = !v.same_as(op->value);
+    std::vector<Expr> args;
+    for (auto &a : op->args) {
+        args.push_back(mutate(a));
+        changed |= !args.back().same_as(a);
+    }
+    return changed ? Provide::make(op->name, v, args) : s;
+}
+Stmt IRMutator::visit(const Allocate *op, const Stmt &s) {
+    Expr ex = mutate(op->extent);
+    Stmt b = mutate(op->body);
+    if (ex.same_as(op->extent) && b.same_as(op->body)) return s;
+    return Allocate::make(op->name, op->type, ex, op->memory_type, b);
+}
+Stmt IRMutator::visit(const Realize *op, const Stmt &s) {
+    bool changed = false;
+    Region r;
+    for (auto &b : op->bounds) {
+        Range n{mutate(b.min), mutate(b.extent)};
+        changed |= !n.min.same_as(b.min) || !n.extent.same_as(b.extent);
+        r.push_back(n);
+    }
+    Stmt body = mutate(op->body);
+    changed |= !body.same_as(op->body);
+    return changed ? Realize::make(op->name, op->type, r, op->memory_type, body) : s;
+}
+Stmt IRMutator::visit(const Block *op, const Stmt &s) {
+    Stmt f = mutate(op->first), r = mutate(op->rest);
+    if (f.same_as(op->first) && r.same_as(op->rest)) return s;
+    return Block::make(f, r);
+}
+Stmt IRMutator::visit(const IfThenElse *op, const Stmt &s) {
+    Expr c = mutate(op->condition);
+    Stmt t = mutate(op->then_case), e = mutate(op->else_case);
+    if (c.same_as(op->condition) && t.same_as(op->then_case) && e.same_as(op->else_case)) return s;
+    if (!t.defined()) {
+        if (!e.defined()) return Stmt();
+        return IfThenElse::make(Not::make(c), e);
+    }
+    return IfThenElse::make(c, t, e);
+}
+Stmt IRMutator::visit(const Evaluate *op, const Stmt &s) {
+    Expr v = mutate(op->value);
+    return v.same_as(op->value) ? s : Evaluate::make(v);
+}
+
+// ---------------- utilities ----------------
+namespace {
+class Substitute : public IRMutator {
+public:
+    explicit Substitute(const std::map<std::string, Expr> &m) : m_(m) {}
+    using IRMutator::mutate;
+
+protected:
+    const std::map<std::string, Expr> &m_;
+    std::map<std::string, int> shadowed_;
+    bool active(const std::string &n) const {
+        auto it = shadowed_.find(n);
+        return m_.count(n) && (it == shadowed_.end() || it->second == 0);
+    }
+    Expr visit(const Variable *op, const Expr &e) override {
+        if (active(op->name)) return m_.at(op->name);
+        return e;
+    }
+    Expr visit(const Let *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        shadowed_[op->name]++;
+        Expr b = mutate(op->body);
+        shadowed_[op->name]--;
+        if (v.same_as(op->value) && b.same_as(op->body)) return e;
+        return Let::make(op->name, v, b);
+    }
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        Expr v = mutate(op->value);
+        shadowed_[op->name]++;
+        Stmt b = mutate(op->body);
+        shadowed_[op->name]--;
+        if (v.same_as(op->value) && b.same_as(op->body)) return s;
+        return LetStmt::make(op->name, v, b);
+    }
+    Stmt visit(const For *op, const Stmt &s) override {
+        Expr mi = mutate(op->min), ex = mutate(op->extent);
+        shadowed_[op->name]++;
+        Stmt b = mutate(op->body);
+        shadowed_[op->name]--;
+        if (mi.same_as(op->min) && ex.same_as(op->extent) && b.same_as(op->body)) return s;
+        return For::make(op->name, mi, ex, op->for_type, b);
+    }
+};
+
+class UsesVar : public IRVisitor {
+public:
+    explicit UsesVar(const std::string &n) : name(n) {}
+    const std::string &name;
+    bool found = false;
+
+protected:
+    void visit(const Variable *op) override {
+        if (op->name == name) found = true;
+    }
+    void visit(const Load *op) override {
+        if (op->name == name) found = true;
+        IRVisitor::visit(op);
+    }
+};
+}  // namespace
+
+Expr substitute(const std::map<std::string, Expr> &m, const Expr &e) {
+    if (m.empty()) return e;
+    return Substitute(m).mutate(e);
+}
+Stmt substitute(const std::map<std::string, Expr> &m, const Stmt &s) {
+    if (m.empty()) return s;
+    return Substitute(m).mutate(s);
+}
+Expr substitute(const std::string &name, const Expr &value, const Expr &e) {
+    std::map<std::string, Expr> m{{name, value}};
+    return Substitute(m).mutate(e);
+}
+Stmt substitute(const std::string &name, const Expr &value, const Stmt &s) {
+    std::map<std::string, Expr> m{{name, value}};
+    return Substitute(m).mutate(s);
+}
+bool expr_uses_var(const Expr &e, const std::string &name) {
+    UsesVar u(name);
+    u.include(e);
+    return u.found;
+}
+bool stmt_uses_var(const Stmt &s, const std::string &name) {
+    UsesVar u(name);
+    u.include(s);
+    return u.found;
+}
+
+bool equal(const Expr &a, const Expr &b) {
+    if (a.same_as(b)) return true;
+    if (!a.defined() || !b.defined()) return false;
+    if (a.get()->node_type != b.get()->node_type || a.type() != b.type()) return false;
+    // Compare by printed form: exact for our node set (names, constants and structure).
+    return to_string(a) == to_string(b);
+}
+bool equal(const Stmt &a, const Stmt &b) {
+    if (a.same_as(b)) return true;
+    if (!a.defined() || !b.defined()) return false;
+    return to_string(a) == to_string(b);
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,122 @@
+// Visitor and mutator over the IR. Override the visits you need; the defaults recurse.
+#pragma once
+#include "ir/IR.h"
+
+namespace weft {
+namespace internal {
+
+class IRVisitor {
+public:
+    virtual ~IRVisitor() = default;
+    void include(const Expr &e);  // dispatches on e's node type (no-op if undefined)
+    void include(const Stmt &s);
+
+protected:
+    virtual void visit(const IntImm *) {}
+    virtual void visit(const UIntImm *) {}
+    virtual void visit(const FloatImm *) {}
+    virtual void visit(const StringImm *) {}
+    virtual void visit(const Variable *) {}
+    virtual void visit(const Cast *);
+    virtual void visit(const Add *);
+    virtual void visit(const Sub *);
+    virtual void visit(const Mul *);
+    virtual void visit(const Div *);
+    virtual void visit(const Mod *);
+    virtual void visit(const Min *);
+    virtual void visit(const Max *);
+    virtual void visit(const EQ *);
+    virtual void visit(const NE *);
+    virtual void visit(const LT *);
+    virtual void visit(const LE *);
+    virtual void visit(const GT *);
+    virtual void visit(const GE *);
+    virtual void visit(const And *);
+    virtual void visit(const Or *);
+    virtual void visit(const Not *);
+    virtual void visit(const Select *);
+    virtual void visit(const Load *);
+    virtual void visit(const Ramp *);
+    virtual void visit(const Broadcast *);
+    virtual void visit(const Let *);
+    virtual void visit(const Call *);
+    virtual void visit(const VectorReduce *);
+    virtual void visit(const LetStmt *);
+    virtual void visit(const AssertStmt *);
+    virtual void visit(const For *);
+    virtual void visit(const Store *);
+    virtual void visit(const Provide *);
+    virtual void visit(const Allocate *);
+    virtual void visit(const Realize *);
+    virtual void visit(const Block *);
+    virtual void visit(const IfThenElse *);
+    virtual void visit(const Evaluate *);
+};
+
+/** Rebuilds the IR bottom-up; a node whose children are unchanged is returned as is. */
+class IRMutator {
+public:
+    virtual ~IRMutator() = default;
+    virtual Expr mutate(const Expr &e);
+    virtual Stmt mutate(const Stmt &s);
+
+protected:
+    virtual Expr visit(const IntImm *, const Expr &e) { return e; }
+    virtual Expr visit(const UIntImm *, const Expr &e) { return e; }
+    virtual Expr visit(const FloatImm *, const Expr &e) { return e; }
+    virtual Expr visit(const StringImm *, const Expr &e) { return e; }
+    virtual Expr visit(const Variable *, const Expr &e) { return e; }
+    virtual Expr visit(const Cast *, const Expr &e);
+    virtual Expr visit(const Add *, const Expr &e);
+    virtual Expr visit(const Sub *, const Expr &e);
+    virtual Expr visit(const Mul *, const Expr &e);
+    virtual Expr visit(const Div *, const Expr &e);
+    virtual Expr visit(const Mod *, const Expr &e);
+    virtual Expr visit(const Min *, const Expr &e);
+    virtual Expr visit(const Max *, const Expr &e);
+    virtual Expr visit(const EQ *, const Expr &e);
+    virtual Expr visit(const NE *, const Expr &e);
+    virtual Expr visit(const LT *, const Expr &e);
+    virtual Expr visit(const LE *, const Expr &e);
+    virtual Expr visit(const GT *, const Expr &e);
+    virtual Expr visit(const GE *, const Expr &e);
+    virtual Expr visit(const And *, const Expr &e);
+    virtual Expr visit(const Or *, const Expr &e);
+    virtual Expr visit(const Not *, const Expr &e);
+    virtual Expr visit(const Select *, const Expr &e);
+    virtual Expr visit(const Load *, const Expr &e);
+    virtual Expr visit(const Ramp *, const Expr &e);
+    virtual Expr visit(const Broadcast *, const Expr &e);
+    virtual Expr visit(const Let *, const Expr &e);
+    virtual Expr visit(const Call *, const Expr &e);
+    virtual Expr visit(const VectorReduce *, const Expr &e);
+    virtual Stmt visit(const LetStmt *, const Stmt &s);
+    virtual Stmt visit(const AssertStmt *, const Stmt &s);
+    virtual Stmt visit(const For *, const Stmt &s);
+    virtual Stmt visit(const Store *, const Stmt &s);
+    virtual Stmt visit(const Provide *, const Stmt &s);
+    virtual Stmt visit(const Allocate *, const Stmt &s);
+    virtual Stmt visit(const Realize *, const Stmt &s);
+    virtual Stmt visit(const Block *, const Stmt &s);
+    virtual Stmt visit(const IfThenElse *, const Stmt &s);
+    virtual Stmt visit(const Evaluate *, const Stmt &s);
+};
+
+/** Rebuilds a binary node of the same kind as `like` from new operands. */
+Expr rebuild_binary(IRNodeType t, Expr a, Expr b);
+
+// ---- small utilities over the IR ----
+/** Replaces free uses of variables by name. */
+Expr substitute(const std::map<std::string, Expr> &m, const Expr &e);
+Stmt substitute(const std::map<std::string, Expr> &m, const Stmt &s);
+Expr substitute(const std::string &name, const Expr &value, const Expr &e);
+Stmt substitute(const std::string &name, const Expr &value, const Stmt &s);
+/** Does e / s use variable `name`? */
+bool expr_uses_var(const Expr &e, const std::string &name);
+bool stmt_uses_var(const Stmt &s, const std::string &name);
+/** Structural equality. */
+bool equal(const Expr &a, const Expr &b);
+bool equal(const Stmt &a, const Stmt &b);
+
+}  // namespace internal
+}  // namespace weft

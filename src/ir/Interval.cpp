@@ -1,0 +1,526 @@
+// Interval arithmetic over symbolic Exprs. See Interval.h.
+//
+// Int(32)/Int(64) bounds assume no overflow for symbolic bounds (as the simplifier does);
+// constant bounds are computed exactly and a side whose constant does not fit the type becomes
+// unbounded. For the wrapping types (UInt*, Int8/16) any interval that is not a single point or
+// a pair of exactly computed constants is widened to the full range of the type.
+#include "ir/Interval.h"
+
+#include <cmath>
+
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+
+namespace weft {
+namespace internal {
+
+bool Interval::is_single_point() const {
+    if (!min.defined() || !max.defined()) return false;
+    return min.same_as(max) || structurally_equal(min, max);
+}
+
+namespace {
+
+using i128 = __int128;
+using u128 = unsigned __int128;
+
+i128 swrap(int bits, i128 v) {
+    u128 m = bits >= 64 ? (u128)UINT64_MAX : (((u128)1 << bits) - 1);
+    u128 u = (u128)v & m;
+    if ((u >> (bits - 1)) & 1) return (i128)u - ((i128)1 << bits);
+    return (i128)u;
+}
+i128 tmin(Type t) {
+    if (t.is_int()) return -((i128)1 << (t.bits() - 1));
+    return 0;
+}
+i128 tmax(Type t) {
+    if (t.is_int()) return ((i128)1 << (t.bits() - 1)) - 1;
+    if (t.is_bool()) return 1;
+    return ((i128)1 << t.bits()) - 1;
+}
+bool representable(Type t, i128 v) { return v >= tmin(t) && v <= tmax(t); }
+bool cint(const Expr &e, i128 *v = nullptr) {
+    if (!e.defined()) return false;
+    if (auto *p = e.as<IntImm>()) {
+        if (v) *v = p->value;
+        return true;
+    }
+    if (auto *p = e.as<UIntImm>()) {
+        if (v) *v = (i128)p->value;
+        return true;
+    }
+    if (auto *p = e.as<Broadcast>()) return cint(p->value, v);
+    return false;
+}
+bool cflt(const Expr &e, double *v = nullptr) {
+    if (!e.defined()) return false;
+    if (auto *p = e.as<FloatImm>()) {
+        if (v) *v = p->value;
+        return true;
+    }
+    if (auto *p = e.as<Broadcast>()) return cflt(p->value, v);
+    return false;
+}
+// Sign of a constant bound: 1 positive, 0 zero, -1 negative, 2 unknown.
+int csign(const Expr &e) {
+    i128 v;
+    double d;
+    if (cint(e, &v)) return v > 0 ? 1 : v < 0 ? -1 : 0;
+    if (cflt(e, &d) && !std::isnan(d)) return d > 0 ? 1 : d < 0 ? -1 : 0;
+    return 2;
+}
+Expr mkc(Type t, i128 v) {
+    Type s = t.element_of();
+    if (s.is_bool()) return UIntImm::make(s, v != 0);
+    if (s.is_int()) return IntImm::make(s, (int64_t)swrap(s.bits(), v));
+    if (s.is_uint()) return UIntImm::make(s, (uint64_t)v);
+    return FloatImm::make(s, (double)v);
+}
+bool strict(Type t) { return t.is_int() && t.bits() >= 32; }
+i128 floordiv(i128 a, i128 b) {
+    if (b == 0) return 0;
+    i128 q = a / b, r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) q--;
+    return q;
+}
+i128 floormod(i128 a, i128 b) {
+    if (b == 0) return 0;
+    i128 r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+
+Interval point(const Expr &e) { return Interval(e, e); }
+Interval bool_range() { return Interval(mkc(Bool(), 0), mkc(Bool(), 1)); }
+Interval full_range(Type t) { return Interval(mkc(t, tmin(t)), mkc(t, tmax(t))); }
+// The range of a Load or of a call to a Func/input.
+Interval value_range(Type t) {
+    if (t.is_bool()) return bool_range();
+    if (t.is_int_or_uint() && t.bits() <= 16) return full_range(t);
+    return Interval::everything();
+}
+
+enum BOp { BADD, BSUB, BMUL, BDIV, BMIN, BMAX };
+
+// a op b for bound Exprs; undefined if either is, or if a constant result does not fit.
+Expr bop(BOp op, const Expr &a, const Expr &b) {
+    if (!a.defined() || !b.defined()) return Expr();
+    Type t = a.type();
+    i128 x, y, r = 0;
+    if (t.is_int_or_uint() && cint(a, &x) && cint(b, &y)) {
+        switch (op) {
+        case BADD: r = x + y; break;
+        case BSUB: r = x - y; break;
+        case BMUL:
+            if (__builtin_mul_overflow(x, y, &r)) return Expr();
+            break;
+        case BDIV: r = floordiv(x, y); break;
+        case BMIN: r = x < y ? x : y; break;
+        case BMAX: r = x > y ? x : y; break;
+        }
+        if (!representable(t, r)) return Expr();
+        return mkc(t, r);
+    }
+    Expr e;
+    switch (op) {
+    case BADD: e = Add::make(a, b); break;
+    case BSUB: e = Sub::make(a, b); break;
+    case BMUL: e = Mul::make(a, b); break;
+    case BDIV: e = Div::make(a, b); break;
+    case BMIN: e = Min::make(a, b); break;
+    case BMAX: e = Max::make(a, b); break;
+    }
+    return simplify(e);
+}
+
+class NeedsRange : public IRVisitor {
+public:
+    explicit NeedsRange(const Scope &s) : sc(s) {}
+    const Scope &sc;
+    bool found = false;
+
+protected:
+    void visit(const Variable *op) override {
+        if (sc.count(op->name)) found = true;
+    }
+    void visit(const Load *) override { found = true; }
+    void visit(const Ramp *) override { found = true; }
+    void visit(const VectorReduce *) override { found = true; }
+    void visit(const Call *op) override {
+        if (op->call_type != Call::Intrinsic) found = true;
+        else IRVisitor::visit(op);
+    }
+};
+
+class Bounder {
+public:
+    explicit Bounder(const Scope &s) : sc(s) {}
+    const Scope &sc;
+    std::vector<std::pair<std::string, Interval>> lets;
+
+    Interval get(const Expr &e) { return sanitize(e.type().element_of(), get_raw(e)); }
+
+    Interval sanitize(Type t, const Interval &I) {
+        if (t.is_bool()) {
+            if (I.is_single_point() || (cint(I.min) && cint(I.max))) return I;
+            return bool_range();
+        }
+        if (t.is_int_or_uint() && !strict(t)) {
+            if (I.is_single_point()) return I;
+            i128 lo, hi;
+            if (cint(I.min, &lo) && cint(I.max, &hi) && representable(t, lo) && representable(t, hi)) return I;
+            return full_range(t);
+        }
+        return I;
+    }
+
+    Interval mul_iv(const Interval &A, const Interval &B) {
+        if (A.is_single_point() && B.is_single_point()) return point(simplify(Mul::make(A.min, B.min)));
+        if (B.is_single_point()) {
+            int s = csign(B.min);
+            if (s == 0) return point(B.min);
+            if (s == 1) return Interval(bop(BMUL, A.min, B.min), bop(BMUL, A.max, B.min));
+            if (s == -1) return Interval(bop(BMUL, A.max, B.min), bop(BMUL, A.min, B.min));
+        }
+        if (A.is_single_point() && csign(A.min) != 2) return mul_iv(B, A);
+        if (A.is_bounded() && B.is_bounded()) {
+            bool nonneg = csign(A.min) >= 0 && csign(A.min) <= 1 && csign(B.min) >= 0 && csign(B.min) <= 1;
+            if (nonneg) return Interval(bop(BMUL, A.min, B.min), bop(BMUL, A.max, B.max));
+            Expr p[4] = {bop(BMUL, A.min, B.min), bop(BMUL, A.min, B.max), bop(BMUL, A.max, B.min),
+                         bop(BMUL, A.max, B.max)};
+            for (auto &x : p)
+                if (!x.defined()) return Interval::everything();
+            return Interval(bop(BMIN, bop(BMIN, p[0], p[1]), bop(BMIN, p[2], p[3])),
+                            bop(BMAX, bop(BMAX, p[0], p[1]), bop(BMAX, p[2], p[3])));
+        }
+        int sa = csign(A.min), sb = csign(B.min);
+        if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1))
+            return Interval(bop(BMUL, A.min, B.min), bop(BMUL, A.max, B.max));
+        return Interval::everything();
+    }
+
+    Interval div_iv(const Interval &A, const Interval &B, Type t) {
+        if (A.is_single_point() && B.is_single_point()) return point(simplify(Div::make(A.min, B.min)));
+        if (B.is_single_point()) {
+            int s = csign(B.min);
+            if (s == 0 && t.is_int_or_uint()) return point(mkc(t, 0));
+            if (s == 1) return Interval(bop(BDIV, A.min, B.min), bop(BDIV, A.max, B.min));
+            if (s == -1) return Interval(bop(BDIV, A.max, B.min), bop(BDIV, A.min, B.min));
+        }
+        if (!A.is_bounded() || !B.is_bounded()) return Interval::everything();
+        int smin = csign(B.min), smax = csign(B.max);
+        if (smin == 1 || smax == -1) {
+            Expr p[4] = {bop(BDIV, A.min, B.min), bop(BDIV, A.min, B.max), bop(BDIV, A.max, B.min),
+                         bop(BDIV, A.max, B.max)};
+            for (auto &x : p)
+                if (!x.defined()) return Interval::everything();
+            return Interval(bop(BMIN, bop(BMIN, p[0], p[1]), bop(BMIN, p[2], p[3])),
+                            bop(BMAX, bop(BMAX, p[0], p[1]), bop(BMAX, p[2], p[3])));
+        }
+        if (t.is_int_or_uint()) {
+            // |a / b| <= |a| for integers (and a / 0 == 0).
+            Expr zero = mkc(t, 0);
+            Expr m = bop(BMAX, bop(BSUB, zero, A.min), A.max);
+            Expr lo = bop(BSUB, zero, m);
+            if (!m.defined() || !lo.defined()) return Interval::everything();
+            return Interval(lo, m);
+        }
+        return Interval::everything();
+    }
+
+    Interval mod_iv(const Interval &A, const Interval &B, Type t) {
+        if (A.is_single_point() && B.is_single_point()) return point(simplify(Mod::make(A.min, B.min)));
+        if (t.is_float()) {
+            if (csign(B.min) == 1 && B.max.defined()) return Interval(FloatImm::make(t, 0), B.max);
+            return Interval::everything();
+        }
+        i128 c;
+        if (B.is_single_point() && cint(B.min, &c)) {
+            if (c == 0) return point(mkc(t, 0));
+            if (c > 0) {
+                i128 lo, hi;
+                if (cint(A.min, &lo) && cint(A.max, &hi) && floordiv(lo, c) == floordiv(hi, c))
+                    return Interval(mkc(t, floormod(lo, c)), mkc(t, floormod(hi, c)));
+                if (csign(A.min) >= 0 && csign(A.min) <= 1 && cint(A.max, &hi) && hi < c) return A;
+                return Interval(mkc(t, 0), mkc(t, c - 1));
+            }
+            return Interval(mkc(t, c + 1), mkc(t, 0));
+        }
+        if (csign(B.min) == 1) return Interval(mkc(t, 0), bop(BSUB, B.max, mkc(t, 1)));
+        if (B.is_bounded()) {
+            Expr zero = mkc(t, 0), one = mkc(t, 1);
+            Expr lo = bop(BMIN, bop(BADD, B.min, one), zero);
+            Expr hi = bop(BMAX, bop(BSUB, B.max, one), zero);
+            return Interval(lo, hi);
+        }
+        return Interval::everything();
+    }
+
+    Interval cmp_iv(IRNodeType op, const Expr &a, const Expr &b) {
+        Interval A = get(a), B = get(b);
+        if (op == IRNodeType::GT) {
+            op = IRNodeType::LT;
+            std::swap(A, B);
+        } else if (op == IRNodeType::GE) {
+            op = IRNodeType::LE;
+            std::swap(A, B);
+        }
+        auto mk = [&](IRNodeType o, const Expr &x, const Expr &y) -> Expr {
+            switch (o) {
+            case IRNodeType::LT: return LT::make(x, y);
+            case IRNodeType::LE: return LE::make(x, y);
+            case IRNodeType::EQ: return EQ::make(x, y);
+            default: return NE::make(x, y);
+            }
+        };
+        if (A.is_single_point() && B.is_single_point()) return point(simplify(mk(op, A.min, B.min)));
+        auto prove = [&](IRNodeType o, const Expr &x, const Expr &y) {
+            return x.defined() && y.defined() && is_true(simplify(mk(o, x, y)));
+        };
+        Expr T = mkc(Bool(), 1), F = mkc(Bool(), 0);
+        switch (op) {
+        case IRNodeType::LT:
+            if (prove(IRNodeType::LT, A.max, B.min)) return point(T);
+            if (prove(IRNodeType::LE, B.max, A.min)) return point(F);
+            break;
+        case IRNodeType::LE:
+            if (prove(IRNodeType::LE, A.max, B.min)) return point(T);
+            if (prove(IRNodeType::LT, B.max, A.min)) return point(F);
+            break;
+        default:
+            if (prove(IRNodeType::LT, A.max, B.min) || prove(IRNodeType::LT, B.max, A.min))
+                return point(op == IRNodeType::EQ ? F : T);
+            break;
+        }
+        return bool_range();
+    }
+
+    Interval cast_iv(Type t, const Expr &v) {
+        Type te = t.element_of(), se = v.type().element_of();
+        Interval V = get(v);
+        if (V.is_single_point()) return point(simplify(Cast::make(te, V.min)));
+        auto cast_side = [&](const Expr &x) { return x.defined() ? simplify(Cast::make(te, x)) : Expr(); };
+        if (te.is_bool()) {
+            i128 lo, hi;
+            if (cint(V.min, &lo) && cint(V.max, &hi) && (lo > 0 || hi < 0)) return point(mkc(te, 1));
+            return bool_range();
+        }
+        if (se.is_bool()) return Interval(cast_side(V.min), cast_side(V.max));
+        if (te.is_int_or_uint() && se.is_int_or_uint()) {
+            i128 lo, hi;
+            if (cint(V.min, &lo) && cint(V.max, &hi)) {
+                if (representable(te, lo) && representable(te, hi)) return Interval(mkc(te, lo), mkc(te, hi));
+                return full_range(te);
+            }
+            bool widening = (te.is_int() == se.is_int() && te.bits() >= se.bits()) ||
+                            (te.is_int() && se.is_uint() && te.bits() > se.bits());
+            if (widening) return Interval(cast_side(V.min), cast_side(V.max));
+            return full_range(te);
+        }
+        if (te.is_int_or_uint() && se.is_float()) {
+            // Saturating: the type's range bounds everything.
+            Expr lo = V.min.defined() ? cast_side(V.min) : mkc(te, tmin(te));
+            Expr hi = V.max.defined() ? cast_side(V.max) : mkc(te, tmax(te));
+            return Interval(lo, hi);
+        }
+        // int->float, float->float: monotone.
+        return Interval(cast_side(V.min), cast_side(V.max));
+    }
+
+    Interval call_iv(const Call *op) {
+        Type t = op->type.element_of();
+        if (op->call_type != Call::Intrinsic) return value_range(t);
+        if (op->args.size() == 1) {
+            const std::string &n = op->name;
+            if (n == "likely") return get(op->args[0]);
+            Interval X = get(op->args[0]);
+            if (X.is_single_point())
+                return point(simplify(Call::make_intrinsic(t, n, {X.min})));
+            auto app = [&](const Expr &x) {
+                return x.defined() ? simplify(Call::make_intrinsic(t, n, {x})) : Expr();
+            };
+            if (n == "floor" || n == "ceil" || n == "round") return Interval(app(X.min), app(X.max));
+            if (t.is_float() && (n == "sin" || n == "cos" || n == "tanh"))
+                return Interval(FloatImm::make(t, -1.0), FloatImm::make(t, 1.0));
+            if (t.is_float() && n == "exp")
+                return Interval(X.min.defined() ? app(X.min) : FloatImm::make(t, 0.0), app(X.max));
+            if (t.is_float() && n == "sqrt") {
+                int s = csign(X.min);
+                return Interval(s == 0 || s == 1 ? app(X.min) : FloatImm::make(t, 0.0), app(X.max));
+            }
+            if (t.is_float() && n == "log" && (csign(X.min) == 1)) return Interval(app(X.min), app(X.max));
+            if (n == "abs" && op->args[0].type().element_of() == t) {
+                if (t.is_uint()) return X;
+                int smin = csign(X.min), smax = csign(X.max);
+                if (smin == 0 || smin == 1) return X;
+                Expr zero = t.is_float() ? FloatImm::make(t, 0.0) : mkc(t, 0);
+                Expr nmin = bop(BSUB, zero, X.min), nmax = bop(BSUB, zero, X.max);
+                if (smax == 0 || smax == -1) return Interval(nmax, nmin);
+                Expr lo = (t.is_float() || X.min.defined()) ? zero : Expr();
+                Expr hi = (nmin.defined() && X.max.defined()) ? bop(BMAX, nmin, X.max) : Expr();
+                return Interval(lo, hi);
+            }
+        }
+        return value_range(t);
+    }
+
+    Interval get_raw(const Expr &e) {
+        const ExprNode *n = e.get();
+        switch (n->node_type) {
+        case IRNodeType::IntImm:
+        case IRNodeType::UIntImm:
+        case IRNodeType::FloatImm: return point(e);
+        case IRNodeType::StringImm: return Interval::everything();
+        case IRNodeType::Variable: {
+            auto *op = static_cast<const Variable *>(n);
+            for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+                if (it->first == op->name) return it->second;
+            auto it = sc.find(op->name);
+            if (it != sc.end()) return it->second;
+            return point(e);
+        }
+        case IRNodeType::Cast: return cast_iv(e.type(), static_cast<const Cast *>(n)->value);
+        case IRNodeType::Add: {
+            auto *op = static_cast<const Add *>(n);
+            Interval A = get(op->a), B = get(op->b);
+            if (A.is_single_point() && B.is_single_point()) return point(simplify(Add::make(A.min, B.min)));
+            return Interval(bop(BADD, A.min, B.min), bop(BADD, A.max, B.max));
+        }
+        case IRNodeType::Sub: {
+            auto *op = static_cast<const Sub *>(n);
+            Interval A = get(op->a), B = get(op->b);
+            if (A.is_single_point() && B.is_single_point()) return point(simplify(Sub::make(A.min, B.min)));
+            return Interval(bop(BSUB, A.min, B.max), bop(BSUB, A.max, B.min));
+        }
+        case IRNodeType::Mul: {
+            auto *op = static_cast<const Mul *>(n);
+            return mul_iv(get(op->a), get(op->b));
+        }
+        case IRNodeType::Div: {
+            auto *op = static_cast<const Div *>(n);
+            return div_iv(get(op->a), get(op->b), e.type().element_of());
+        }
+        case IRNodeType::Mod: {
+            auto *op = static_cast<const Mod *>(n);
+            return mod_iv(get(op->a), get(op->b), e.type().element_of());
+        }
+        case IRNodeType::Min: {
+            auto *op = static_cast<const Min *>(n);
+            Interval A = get(op->a), B = get(op->b);
+            if (A.is_single_point() && B.is_single_point()) return point(simplify(Min::make(A.min, B.min)));
+            Expr lo = bop(BMIN, A.min, B.min);
+            Expr hi = (A.max.defined() && B.max.defined()) ? bop(BMIN, A.max, B.max)
+                                                          : (A.max.defined() ? A.max : B.max);
+            return Interval(lo, hi);
+        }
+        case IRNodeType::Max: {
+            auto *op = static_cast<const Max *>(n);
+            Interval A = get(op->a), B = get(op->b);
+            if (A.is_single_point() && B.is_single_point()) return point(simplify(Max::make(A.min, B.min)));
+            Expr lo = (A.min.defined() && B.min.defined()) ? bop(BMAX, A.min, B.min)
+                                                          : (A.min.defined() ? A.min : B.min);
+            Expr hi = bop(BMAX, A.max, B.max);
+            return Interval(lo, hi);
+        }
+        case IRNodeType::EQ: return cmp_iv(IRNodeType::EQ, static_cast<const EQ *>(n)->a, static_cast<const EQ *>(n)->b);
+        case IRNodeType::NE: return cmp_iv(IRNodeType::NE, static_cast<const NE *>(n)->a, static_cast<const NE *>(n)->b);
+        case IRNodeType::LT: return cmp_iv(IRNodeType::LT, static_cast<const LT *>(n)->a, static_cast<const LT *>(n)->b);
+        case IRNodeType::LE: return cmp_iv(IRNodeType::LE, static_cast<const LE *>(n)->a, static_cast<const LE *>(n)->b);
+        case IRNodeType::GT: return cmp_iv(IRNodeType::GT, static_cast<const GT *>(n)->a, static_cast<const GT *>(n)->b);
+        case IRNodeType::GE: return cmp_iv(IRNodeType::GE, static_cast<const GE *>(n)->a, static_cast<const GE *>(n)->b);
+        case IRNodeType::And:
+        case IRNodeType::Or: {
+            bool is_and = n->node_type == IRNodeType::And;
+            Expr a = is_and ? static_cast<const And *>(n)->a : static_cast<const Or *>(n)->a;
+            Expr b = is_and ? static_cast<const And *>(n)->b : static_cast<const Or *>(n)->b;
+            Interval A = get(a), B = get(b);
+            auto mk = [&](const Expr &x, const Expr &y) {
+                return simplify(is_and ? And::make(x, y) : Or::make(x, y));
+            };
+            if (A.is_single_point() && B.is_single_point()) return point(mk(A.min, B.min));
+            return Interval(mk(A.min, B.min), mk(A.max, B.max));
+        }
+        case IRNodeType::Not: {
+            Interval A = get(static_cast<const Not *>(n)->a);
+            if (A.is_single_point()) return point(simplify(Not::make(A.min)));
+            return Interval(simplify(Not::make(A.max)), simplify(Not::make(A.min)));
+        }
+        case IRNodeType::Select: {
+            auto *op = static_cast<const Select *>(n);
+            Interval C = get(op->condition);
+            i128 c;
+            if (C.is_single_point() && cint(C.min, &c)) return get(c ? op->true_value : op->false_value);
+            Interval T = get(op->true_value), F = get(op->false_value);
+            if (C.is_single_point() && T.is_single_point() && F.is_single_point())
+                return point(simplify(Select::make(C.min, T.min, F.min)));
+            return interval_union(T, F);
+        }
+        case IRNodeType::Load: return value_range(e.type().element_of());
+        case IRNodeType::Ramp: {
+            auto *op = static_cast<const Ramp *>(n);
+            Type s = op->base.type();
+            Interval B = get(op->base), S = get(op->stride);
+            Interval L(mkc(s, 0), s.is_float() ? FloatImm::make(s, op->lanes - 1) : mkc(s, op->lanes - 1));
+            if (s.is_int_or_uint() && !representable(s, op->lanes - 1)) return Interval::everything();
+            Interval M = mul_iv(S, L);
+            return Interval(bop(BADD, B.min, M.min), bop(BADD, B.max, M.max));
+        }
+        case IRNodeType::Broadcast: return get(static_cast<const Broadcast *>(n)->value);
+        case IRNodeType::Let: {
+            auto *op = static_cast<const Let *>(n);
+            Interval V = get(op->value);
+            lets.emplace_back(op->name, V);
+            Interval R = get(op->body);
+            lets.pop_back();
+            return R;
+        }
+        case IRNodeType::Call: return call_iv(static_cast<const Call *>(n));
+        case IRNodeType::VectorReduce: {
+            auto *op = static_cast<const VectorReduce *>(n);
+            Interval V = get(op->value);
+            Type s = e.type().element_of();
+            int factor = op->value.type().lanes() / e.type().lanes();
+            switch (op->op) {
+            case VectorReduce::Min:
+            case VectorReduce::Max: return V;
+            case VectorReduce::Add:
+                if (s.is_int_or_uint() && !representable(s, factor)) return Interval::everything();
+                return mul_iv(V, point(s.is_float() ? FloatImm::make(s, factor) : mkc(s, factor)));
+            default: return Interval::everything();
+            }
+        }
+        default: return Interval::everything();
+        }
+    }
+};
+
+}  // namespace
+
+Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope) {
+    if (!e.defined()) return Interval::everything();
+    NeedsRange nr(scope);
+    nr.include(e);
+    if (!nr.found && e.type().is_scalar()) return point(simplify(e));
+    Bounder b(scope);
+    return b.get(e);
+}
+
+Interval interval_union(const Interval &a, const Interval &b) {
+    Expr lo, hi;
+    if (a.min.defined() && b.min.defined()) lo = simplify(Min::make(a.min, b.min));
+    if (a.max.defined() && b.max.defined()) hi = simplify(Max::make(a.max, b.max));
+    return Interval(lo, hi);
+}
+
+Interval interval_intersection(const Interval &a, const Interval &b) {
+    Expr lo, hi;
+    if (a.min.defined() && b.min.defined()) lo = simplify(Max::make(a.min, b.min));
+    else lo = a.min.defined() ? a.min : b.min;
+    if (a.max.defined() && b.max.defined()) hi = simplify(Min::make(a.max, b.max));
+    else hi = a.max.defined() ? a.max : b.max;
+    return Interval(lo, hi);
+}
+
+}  // namespace internal
+}  // namespace weft

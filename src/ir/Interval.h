@@ -1,0 +1,38 @@
+// Interval arithmetic over symbolic Exprs: the basis of bounds inference.
+#pragma once
+#include <map>
+#include <string>
+#include "ir/IR.h"
+
+namespace weft {
+namespace internal {
+
+/** A closed range [min, max] of Exprs; an undefined bound means unbounded on that side. */
+struct Interval {
+    Expr min, max;
+    Interval() = default;
+    Interval(Expr mi, Expr ma) : min(std::move(mi)), max(std::move(ma)) {}
+    static Interval single_point(const Expr &e) { return Interval(e, e); }
+    static Interval everything() { return Interval(); }
+    bool is_bounded() const { return min.defined() && max.defined(); }
+    bool has_lower_bound() const { return min.defined(); }
+    bool has_upper_bound() const { return max.defined(); }
+    bool is_single_point() const;  // min and max are the same node, or equal
+};
+
+/** Known ranges of variables by name. */
+using Scope = std::map<std::string, Interval>;
+
+/** The range of e's value when each variable named in `scope` ranges over its interval
+    (variables not in scope are treated as fixed symbols: interval [v, v]). Results are
+    simplified. Calls to Funcs / inputs and Loads are bounded by their type's range for
+    8- and 16-bit integers and Bool, unbounded otherwise. Let exprs are handled. Vector
+    exprs (Ramp, Broadcast) give the range over all lanes. Works for ints and floats. */
+Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope);
+
+/** Smallest interval containing both (unbounded if either side is). */
+Interval interval_union(const Interval &a, const Interval &b);
+Interval interval_intersection(const Interval &a, const Interval &b);
+
+}  // namespace internal
+}  // namespace weft

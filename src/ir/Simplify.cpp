@@ -1,0 +1,1169 @@
+// The simplifier. See Simplify.h.
+//
+// Overflow model (as in Halide): Int(32) and Int(64) scalar arithmetic is assumed not to
+// overflow. Rules that are only exact without overflow (comparison of linear forms, min/max of
+// expressions differing by a constant, (a*c + k)/c -> a + k/c, distributing a sum over min/max,
+// reasoning with variable ranges) are applied to those types only. Rewrites that are exact in
+// wrapping (two's complement) arithmetic -- collecting linear terms with +, -, * by a constant,
+// constant folding, min/max of constants, (x % c1) % c2 -- are applied to every integer type.
+// Floats: constants are folded (float32 results rounded to float), nothing is reassociated.
+#include "ir/Simplify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "ir/IRVisitor.h"
+
+namespace weft {
+namespace internal {
+
+namespace {
+
+using i128 = __int128;
+using u128 = unsigned __int128;
+
+// ---------------- constants ----------------
+i128 swrap(int bits, i128 v) {
+    u128 m = bits >= 64 ? (u128)UINT64_MAX : (((u128)1 << bits) - 1);
+    u128 u = (u128)v & m;
+    if ((u >> (bits - 1)) & 1) return (i128)u - ((i128)1 << bits);
+    return (i128)u;
+}
+i128 tmin(Type t) {
+    if (t.is_int()) return -((i128)1 << (t.bits() - 1));
+    return 0;
+}
+i128 tmax(Type t) {
+    if (t.is_int()) return ((i128)1 << (t.bits() - 1)) - 1;
+    if (t.is_bool()) return 1;
+    return ((i128)1 << t.bits()) - 1;
+}
+i128 wrapv(Type t, i128 v) {
+    if (t.is_bool()) return v != 0;
+    if (t.is_uint()) {
+        u128 m = t.bits() >= 64 ? (u128)UINT64_MAX : (((u128)1 << t.bits()) - 1);
+        return (i128)((u128)v & m);
+    }
+    return swrap(t.bits(), v);
+}
+bool representable(Type t, i128 v) { return v >= tmin(t) && v <= tmax(t); }
+
+bool cint(const Expr &e, i128 *v = nullptr) {
+    if (!e.defined()) return false;
+    if (auto *p = e.as<IntImm>()) {
+        if (v) *v = p->value;
+        return true;
+    }
+    if (auto *p = e.as<UIntImm>()) {
+        if (v) *v = (i128)p->value;
+        return true;
+    }
+    if (auto *p = e.as<Broadcast>()) return cint(p->value, v);
+    return false;
+}
+bool cflt(const Expr &e, double *v = nullptr) {
+    if (!e.defined()) return false;
+    if (auto *p = e.as<FloatImm>()) {
+        if (v) *v = p->value;
+        return true;
+    }
+    if (auto *p = e.as<Broadcast>()) return cflt(p->value, v);
+    return false;
+}
+bool is_c(const Expr &e) { return cint(e) || cflt(e); }
+
+Expr mkc(Type t, i128 v) {
+    Type s = t.element_of();
+    Expr r;
+    if (s.is_bool()) r = UIntImm::make(s, v != 0);
+    else if (s.is_int()) r = IntImm::make(s, (int64_t)wrapv(s, v));
+    else if (s.is_uint()) r = UIntImm::make(s, (uint64_t)wrapv(s, v));
+    else if (s.is_float()) r = FloatImm::make(s, (double)v);
+    else internal_error("simplify: constant of bad type", __FILE__, __LINE__);
+    return t.lanes() > 1 ? Broadcast::make(r, t.lanes()) : r;
+}
+Expr mkf(Type t, double v) {
+    Expr r = FloatImm::make(t.element_of(), v);
+    return t.lanes() > 1 ? Broadcast::make(r, t.lanes()) : r;
+}
+Expr mkbool(bool b, int lanes) { return mkc(Bool(lanes), b); }
+bool float_foldable(Type t) { return t.is_float() && (t.bits() == 32 || t.bits() == 64); }
+
+i128 floordiv(i128 a, i128 b) {
+    if (b == 0) return 0;
+    i128 q = a / b, r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) q--;
+    return q;
+}
+i128 floormod(i128 a, i128 b) {
+    if (b == 0) return 0;
+    i128 r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+i128 mulw(i128 a, i128 b) { return (i128)((u128)a * (u128)b); }
+
+// Int(32)/Int(64): the no-overflow assumption applies.
+bool strict(Type t) { return t.is_int() && t.bits() >= 32; }
+
+// ---------------- structural equality ----------------
+bool eq(const Expr &a, const Expr &b);
+bool eqv(const std::vector<Expr> &a, const std::vector<Expr> &b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); i++)
+        if (!eq(a[i], b[i])) return false;
+    return true;
+}
+template <typename T>
+bool eqbin(const ExprNode *x, const ExprNode *y) {
+    auto *p = static_cast<const T *>(x);
+    auto *q = static_cast<const T *>(y);
+    return eq(p->a, q->a) && eq(p->b, q->b);
+}
+bool eq(const Expr &a, const Expr &b) {
+    if (a.same_as(b)) return true;
+    if (!a.defined() || !b.defined()) return false;
+    const ExprNode *x = a.get(), *y = b.get();
+    if (x->node_type != y->node_type || !(x->type == y->type)) return false;
+    switch (x->node_type) {
+    case IRNodeType::IntImm: return static_cast<const IntImm *>(x)->value == static_cast<const IntImm *>(y)->value;
+    case IRNodeType::UIntImm: return static_cast<const UIntImm *>(x)->value == static_cast<const UIntImm *>(y)->value;
+    case IRNodeType::FloatImm: {
+        double p = static_cast<const FloatImm *>(x)->value, q = static_cast<const FloatImm *>(y)->value;
+        return p == q && std::signbit(p) == std::signbit(q);
+    }
+    case IRNodeType::StringImm:
+        return static_cast<const StringImm *>(x)->value == static_cast<const StringImm *>(y)->value;
+    case IRNodeType::Variable: {
+        auto *p = static_cast<const Variable *>(x);
+        auto *q = static_cast<const Variable *>(y);
+        return p->name == q->name && p->param == q->param && p->rdom == q->rdom;
+    }
+    case IRNodeType::Cast: return eq(static_cast<const Cast *>(x)->value, static_cast<const Cast *>(y)->value);
+    case IRNodeType::Add: return eqbin<Add>(x, y);
+    case IRNodeType::Sub: return eqbin<Sub>(x, y);
+    case IRNodeType::Mul: return eqbin<Mul>(x, y);
+    case IRNodeType::Div: return eqbin<Div>(x, y);
+    case IRNodeType::Mod: return eqbin<Mod>(x, y);
+    case IRNodeType::Min: return eqbin<Min>(x, y);
+    case IRNodeType::Max: return eqbin<Max>(x, y);
+    case IRNodeType::EQ: return eqbin<EQ>(x, y);
+    case IRNodeType::NE: return eqbin<NE>(x, y);
+    case IRNodeType::LT: return eqbin<LT>(x, y);
+    case IRNodeType::LE: return eqbin<LE>(x, y);
+    case IRNodeType::GT: return eqbin<GT>(x, y);
+    case IRNodeType::GE: return eqbin<GE>(x, y);
+    case IRNodeType::And: return eqbin<And>(x, y);
+    case IRNodeType::Or: return eqbin<Or>(x, y);
+    case IRNodeType::Not: return eq(static_cast<const Not *>(x)->a, static_cast<const Not *>(y)->a);
+    case IRNodeType::Select: {
+        auto *p = static_cast<const Select *>(x);
+        auto *q = static_cast<const Select *>(y);
+        return eq(p->condition, q->condition) && eq(p->true_value, q->true_value) &&
+               eq(p->false_value, q->false_value);
+    }
+    case IRNodeType::Load: {
+        auto *p = static_cast<const Load *>(x);
+        auto *q = static_cast<const Load *>(y);
+        return p->name == q->name && eq(p->index, q->index);
+    }
+    case IRNodeType::Ramp: {
+        auto *p = static_cast<const Ramp *>(x);
+        auto *q = static_cast<const Ramp *>(y);
+        return p->lanes == q->lanes && eq(p->base, q->base) && eq(p->stride, q->stride);
+    }
+    case IRNodeType::Broadcast: {
+        auto *p = static_cast<const Broadcast *>(x);
+        auto *q = static_cast<const Broadcast *>(y);
+        return p->lanes == q->lanes && eq(p->value, q->value);
+    }
+    case IRNodeType::Let: {
+        auto *p = static_cast<const Let *>(x);
+        auto *q = static_cast<const Let *>(y);
+        return p->name == q->name && eq(p->value, q->value) && eq(p->body, q->body);
+    }
+    case IRNodeType::Call: {
+        auto *p = static_cast<const Call *>(x);
+        auto *q = static_cast<const Call *>(y);
+        return p->name == q->name && p->call_type == q->call_type && p->func == q->func &&
+               p->image == q->image && p->buffer == q->buffer && eqv(p->args, q->args);
+    }
+    case IRNodeType::VectorReduce: {
+        auto *p = static_cast<const VectorReduce *>(x);
+        auto *q = static_cast<const VectorReduce *>(y);
+        return p->op == q->op && eq(p->value, q->value);
+    }
+    default: return false;
+    }
+}
+
+// ---------------- linear forms ----------------
+struct Lin {
+    std::vector<std::pair<Expr, i128>> terms;
+    i128 k = 0;
+    bool exact = true;  // no coefficient was wrapped to the type's width
+};
+
+void norm(Type t, i128 &v, bool &exact) {
+    i128 w = swrap(t.bits(), v);
+    if (w != v) exact = false;
+    v = w;
+}
+void add_term(Lin &L, const Expr &e, i128 c, Type t) {
+    for (auto &p : L.terms) {
+        if (eq(p.first, e)) {
+            p.second += c;
+            norm(t, p.second, L.exact);
+            return;
+        }
+    }
+    L.terms.emplace_back(e, c);
+}
+void lin_of(const Expr &e, i128 scale, Lin &L, Type t) {
+    norm(t, scale, L.exact);
+    if (scale == 0) return;
+    i128 v;
+    if (cint(e, &v)) {
+        v = swrap(t.bits(), v);  // uint constants in signed form
+        L.k += scale * v;
+        norm(t, L.k, L.exact);
+        return;
+    }
+    if (auto *p = e.as<Add>()) {
+        lin_of(p->a, scale, L, t);
+        lin_of(p->b, scale, L, t);
+        return;
+    }
+    if (auto *p = e.as<Sub>()) {
+        lin_of(p->a, scale, L, t);
+        lin_of(p->b, -scale, L, t);
+        return;
+    }
+    if (auto *p = e.as<Mul>()) {
+        if (cint(p->b, &v)) {
+            lin_of(p->a, scale * swrap(t.bits(), v), L, t);
+            return;
+        }
+        if (cint(p->a, &v)) {
+            lin_of(p->b, scale * swrap(t.bits(), v), L, t);
+            return;
+        }
+    }
+    add_term(L, e, scale, t);
+}
+void cleanup(Lin &L) {
+    L.terms.erase(std::remove_if(L.terms.begin(), L.terms.end(), [](auto &p) { return p.second == 0; }),
+                  L.terms.end());
+}
+Lin lin(const Expr &e) {
+    Lin L;
+    lin_of(e, 1, L, e.type());
+    cleanup(L);
+    return L;
+}
+Lin lin_combine(const Lin &a, const Lin &b, i128 sb, Type t) {
+    Lin L = a;
+    L.exact = a.exact && b.exact;
+    for (auto &p : b.terms) {
+        i128 c = p.second * sb;
+        norm(t, c, L.exact);
+        add_term(L, p.first, c, t);
+    }
+    i128 k = b.k * sb;
+    norm(t, k, L.exact);
+    L.k += k;
+    norm(t, L.k, L.exact);
+    cleanup(L);
+    return L;
+}
+Lin lin_scale(const Lin &a, i128 s, Type t) {
+    Lin L;
+    L.exact = a.exact;
+    norm(t, s, L.exact);
+    for (auto &p : a.terms) {
+        i128 c = p.second * s;
+        norm(t, c, L.exact);
+        L.terms.emplace_back(p.first, c);
+    }
+    L.k = a.k * s;
+    norm(t, L.k, L.exact);
+    cleanup(L);
+    return L;
+}
+
+Expr term_times(const Expr &t, i128 c, Type ty) { return c == 1 ? t : Mul::make(t, mkc(ty, c)); }
+
+Expr emit(const Lin &L, Type t) {
+    Expr r;
+    i128 k = L.k;
+    std::vector<std::pair<Expr, i128>> neg;
+    for (auto &p : L.terms) {
+        // Negative coefficients are subtracted, unless negating would overflow the type.
+        if (p.second < 0 && representable(Int(t.bits()), -p.second)) {
+            neg.push_back(p);
+            continue;
+        }
+        Expr piece = term_times(p.first, p.second, t);
+        r = r.defined() ? Add::make(r, piece) : piece;
+    }
+    for (auto &p : neg) {
+        Expr piece = term_times(p.first, -p.second, t);
+        if (!r.defined()) {
+            if (k > 0) {
+                r = mkc(t, k);
+                k = 0;
+            } else {
+                r = mkc(t, 0);
+            }
+        }
+        r = Sub::make(r, piece);
+    }
+    if (!r.defined()) return mkc(t, k);
+    if (k > 0 || (k < 0 && !representable(Int(t.bits()), -k))) r = Add::make(r, mkc(t, k));
+    else if (k < 0) r = Sub::make(r, mkc(t, -k));
+    return r;
+}
+
+// ---------------- small visitors ----------------
+class CountUses : public IRVisitor {
+public:
+    explicit CountUses(const std::string &n) : name(n) {}
+    const std::string &name;
+    int count = 0;
+
+protected:
+    void visit(const Variable *op) override {
+        if (op->name == name) count++;
+    }
+};
+
+class UsesAny : public IRVisitor {
+public:
+    explicit UsesAny(const Scope &s) : sc(s) {}
+    const Scope &sc;
+    bool found = false;
+
+protected:
+    void visit(const Variable *op) override {
+        if (!found && sc.count(op->name)) found = true;
+    }
+};
+
+bool is_noop(const Stmt &s) {
+    if (!s.defined()) return true;
+    if (auto *e = s.as<Evaluate>()) return is_c(e->value);
+    return false;
+}
+
+// ---------------- the simplifier ----------------
+class Simp : public IRMutator {
+public:
+    Scope sc;
+    using IRMutator::mutate;
+
+    Stmt noop() { return Evaluate::make(mkc(Int(32), 0)); }
+
+    bool scoped(const Expr &e) {
+        if (sc.empty()) return false;
+        UsesAny u(sc);
+        u.include(e);
+        return u.found;
+    }
+    Interval bnd(const Expr &e) {
+        if (!scoped(e)) return Interval::single_point(e);
+        return bounds_of_expr_in_scope(e, sc);
+    }
+    // Constant bounds of e from the scope (false if not both constant).
+    bool cbounds(const Expr &e, i128 *lo, i128 *hi) {
+        if (sc.empty()) return false;
+        Interval I = bnd(e);
+        return cint(I.min, lo) && cint(I.max, hi);
+    }
+
+    // Push / pop a variable's range.
+    struct Saved {
+        std::string name;
+        bool had;
+        Interval old;
+    };
+    Saved push(const std::string &n, const Interval &i) {
+        Saved s{n, false, Interval()};
+        auto it = sc.find(n);
+        if (it != sc.end()) {
+            s.had = true;
+            s.old = it->second;
+        }
+        sc[n] = i;
+        return s;
+    }
+    void pop(const Saved &s) {
+        if (s.had) sc[s.name] = s.old;
+        else sc.erase(s.name);
+    }
+
+    Expr mk_ramp(const Expr &base, const Expr &stride, int lanes) {
+        if (cint(stride) && cint(stride) && is_const_zero(stride)) return Broadcast::make(base, lanes);
+        double f;
+        if (cflt(stride, &f) && f == 0 && !std::signbit(f)) return Broadcast::make(base, lanes);
+        return Ramp::make(base, stride, lanes);
+    }
+
+    // Min/max distribution: in L, a term min(p, q) / max(p, q) with coefficient +-1 whose rest R
+    // cancels against p or q. Returns undefined if not applicable.
+    Expr distribute(const Lin &L, Type t) {
+        if (!strict(t) || L.terms.size() < 2) return Expr();
+        for (size_t i = 0; i < L.terms.size(); i++) {
+            const Expr &m = L.terms[i].first;
+            i128 c = L.terms[i].second;
+            if (c != 1 && c != -1) continue;
+            const Min *mn = m.as<Min>();
+            const Max *mx = m.as<Max>();
+            if (!mn && !mx) continue;
+            Expr p = mn ? mn->a : mx->a, q = mn ? mn->b : mx->b;
+            Lin R;
+            R.k = L.k;
+            for (size_t j = 0; j < L.terms.size(); j++)
+                if (j != i) R.terms.push_back(L.terms[j]);
+            Lin lp = lin(p), lq = lin(q);
+            Lin P = lin_combine(R, lp, c, t), Q = lin_combine(R, lq, c, t);
+            if (!P.exact || !Q.exact || !lp.exact || !lq.exact) continue;
+            // Only when some term of R cancels out entirely against p or q.
+            auto cancels_in = [&](const Lin &X) {
+                for (auto &r : R.terms) {
+                    bool found = false;
+                    for (auto &x : X.terms)
+                        if (eq(x.first, r.first)) found = true;
+                    if (!found) return true;
+                }
+                return false;
+            };
+            bool cancels = cancels_in(P) || cancels_in(Q);
+            if (!cancels) continue;
+            bool is_min = (mn != nullptr) == (c == 1);
+            Expr pe = emit(P, t), qe = emit(Q, t);
+            return is_min ? mk_min(pe, qe) : mk_max(pe, qe);
+        }
+        return Expr();
+    }
+
+    Expr finish(Lin &L, Type t, const Expr &fallback) {
+        if (strict(t) && !L.exact) return fallback;
+        Expr d = distribute(L, t);
+        if (d.defined()) return d;
+        return emit(L, t);
+    }
+
+    // ---- arithmetic on simplified operands ----
+    enum Op { ADD, SUB, MUL };
+    Expr vec_arith(Op op, const Expr &a, const Expr &b) {
+        Type t = a.type();
+        int n = t.lanes();
+        auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        auto *ra = a.as<Ramp>(), *rb = b.as<Ramp>();
+        auto f = [&](const Expr &x, const Expr &y) { return op == ADD ? mk_add(x, y) : op == SUB ? mk_sub(x, y) : mk_mul(x, y); };
+        if (ba && bb) return Broadcast::make(f(ba->value, bb->value), n);
+        if (!t.is_int_or_uint()) return Expr();
+        Type s = t.element_of();
+        switch (op) {
+        case ADD:
+            if (ra && bb) return mk_ramp(mk_add(ra->base, bb->value), ra->stride, n);
+            if (ba && rb) return mk_ramp(mk_add(ba->value, rb->base), rb->stride, n);
+            if (ra && rb) return mk_ramp(mk_add(ra->base, rb->base), mk_add(ra->stride, rb->stride), n);
+            if (cint(b) && is_const_zero(b)) return a;
+            if (cint(a) && is_const_zero(a)) return b;
+            break;
+        case SUB:
+            if (ra && bb) return mk_ramp(mk_sub(ra->base, bb->value), ra->stride, n);
+            if (ba && rb) return mk_ramp(mk_sub(ba->value, rb->base), mk_sub(mkc(s, 0), rb->stride), n);
+            if (ra && rb) return mk_ramp(mk_sub(ra->base, rb->base), mk_sub(ra->stride, rb->stride), n);
+            if (cint(b) && is_const_zero(b)) return a;
+            if (eq(a, b)) return mkc(t, 0);
+            break;
+        case MUL:
+            if (ra && bb) return mk_ramp(mk_mul(ra->base, bb->value), mk_mul(ra->stride, bb->value), n);
+            if (ba && rb) return mk_ramp(mk_mul(ba->value, rb->base), mk_mul(ba->value, rb->stride), n);
+            if (cint(b) && is_const_one(b)) return a;
+            if (cint(a) && is_const_one(a)) return b;
+            if ((cint(b) && is_const_zero(b)) || (cint(a) && is_const_zero(a))) return mkc(t, 0);
+            break;
+        }
+        return Expr();
+    }
+
+    Expr mk_add(const Expr &a, const Expr &b) {
+        Type t = a.type();
+        if (t.is_float()) {
+            double x, y;
+            if (float_foldable(t) && cflt(a, &x) && cflt(b, &y)) return mkf(t, x + y);
+            auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+            if (ba && bb) return Broadcast::make(mk_add(ba->value, bb->value), t.lanes());
+            return Add::make(a, b);
+        }
+        if (!t.is_int_or_uint()) return Add::make(a, b);
+        i128 x, y;
+        if (cint(a, &x) && cint(b, &y)) return mkc(t, x + y);
+        if (t.is_vector()) {
+            Expr r = vec_arith(ADD, a, b);
+            return r.defined() ? r : Add::make(a, b);
+        }
+        Lin L = lin_combine(lin(a), lin(b), 1, t);
+        return finish(L, t, Add::make(a, b));
+    }
+    Expr mk_sub(const Expr &a, const Expr &b) {
+        Type t = a.type();
+        if (t.is_float()) {
+            double x, y;
+            if (float_foldable(t) && cflt(a, &x) && cflt(b, &y)) return mkf(t, x - y);
+            auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+            if (ba && bb) return Broadcast::make(mk_sub(ba->value, bb->value), t.lanes());
+            return Sub::make(a, b);
+        }
+        if (!t.is_int_or_uint()) return Sub::make(a, b);
+        i128 x, y;
+        if (cint(a, &x) && cint(b, &y)) return mkc(t, x - y);
+        if (t.is_vector()) {
+            Expr r = vec_arith(SUB, a, b);
+            return r.defined() ? r : Sub::make(a, b);
+        }
+        Lin L = lin_combine(lin(a), lin(b), -1, t);
+        return finish(L, t, Sub::make(a, b));
+    }
+    Expr mk_mul(Expr a, Expr b) {
+        Type t = a.type();
+        if (t.is_float()) {
+            double x, y;
+            if (float_foldable(t) && cflt(a, &x) && cflt(b, &y)) return mkf(t, x * y);
+            auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+            if (ba && bb) return Broadcast::make(mk_mul(ba->value, bb->value), t.lanes());
+            return Mul::make(a, b);
+        }
+        if (!t.is_int_or_uint()) return Mul::make(a, b);
+        i128 x, y;
+        if (cint(a, &x) && cint(b, &y)) return mkc(t, mulw(x, y));
+        if (t.is_vector()) {
+            Expr r = vec_arith(MUL, a, b);
+            return r.defined() ? r : Mul::make(a, b);
+        }
+        if (cint(a)) std::swap(a, b);
+        if (cint(b, &y)) {
+            y = swrap(t.bits(), y);
+            if (y == 0) return mkc(t, 0);
+            if (y == 1) return a;
+            Lin L = lin_scale(lin(a), y, t);
+            return finish(L, t, Mul::make(a, b));
+        }
+        Lin la = lin(a), lb = lin(b);
+        if (la.terms.size() == 1 && la.k == 0 && lb.terms.size() == 1 && lb.k == 0 &&
+            (la.terms[0].second != 1 || lb.terms[0].second != 1)) {
+            Lin L;
+            L.exact = la.exact && lb.exact;
+            i128 c = la.terms[0].second * lb.terms[0].second;
+            norm(t, c, L.exact);
+            L.terms.emplace_back(Mul::make(la.terms[0].first, lb.terms[0].first), c);
+            cleanup(L);
+            if (!strict(t) || L.exact) return emit(L, t);
+        }
+        return Mul::make(a, b);
+    }
+
+    Expr mk_div(const Expr &a, const Expr &b) {
+        Type t = a.type();
+        auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (t.is_float()) {
+            double x, y;
+            if (float_foldable(t) && cflt(a, &x) && cflt(b, &y)) return mkf(t, x / y);
+            if (ba && bb) return Broadcast::make(mk_div(ba->value, bb->value), t.lanes());
+            return Div::make(a, b);
+        }
+        if (!t.is_int_or_uint()) return Div::make(a, b);
+        i128 x, y;
+        if (!cint(b, &y)) {
+            if (ba && bb) return Broadcast::make(mk_div(ba->value, bb->value), t.lanes());
+            return Div::make(a, b);
+        }
+        if (y == 0) return mkc(t, 0);
+        if (cint(a, &x)) return mkc(t, floordiv(x, y));
+        if (y == 1) return a;
+        if (ba && bb) return Broadcast::make(mk_div(ba->value, bb->value), t.lanes());
+        Type s = t.element_of();
+        if (t.is_int() && y == -1) return mk_sub(mkc(t, 0), a);
+        if (y < 0) return Div::make(a, b);
+        // (a / c1) / c2 -> a / (c1 * c2), c1, c2 > 0
+        if (auto *d = a.as<Div>()) {
+            i128 c1;
+            if (cint(d->b, &c1) && c1 > 0 && representable(s, c1 * y)) return mk_div(d->a, mkc(t, c1 * y));
+        }
+        // With known ranges: a lies within one period.
+        i128 lo, hi;
+        if (t.is_scalar() && cbounds(a, &lo, &hi) && floordiv(lo, y) == floordiv(hi, y))
+            return mkc(t, floordiv(lo, y));
+        if (!strict(s)) return Div::make(a, b);
+        if (auto *r = a.as<Ramp>()) {
+            i128 st;
+            if (cint(r->stride, &st)) {
+                if (floormod(st, y) == 0)
+                    return mk_ramp(mk_div(r->base, mkc(s, y)), mkc(s, st / y), r->lanes);
+                // base = c*Q + r0 with 0 <= r0 and r0 + stride*(lanes-1) < c (stride >= 0)
+                Lin L = lin(r->base);
+                if (L.exact && st >= 0) {
+                    Lin Q;
+                    bool ok = true;
+                    for (auto &p : L.terms) {
+                        if (floormod(p.second, y) != 0) ok = false;
+                        else Q.terms.emplace_back(p.first, p.second / y);
+                    }
+                    i128 q0 = floordiv(L.k, y), r0 = floormod(L.k, y);
+                    Q.k = q0;
+                    if (ok && r0 + st * (r->lanes - 1) < y) return Broadcast::make(emit(Q, s), r->lanes);
+                }
+            }
+            return Div::make(a, b);
+        }
+        if (t.is_vector()) return Div::make(a, b);
+        Lin L = lin(a);
+        if (!L.exact) return Div::make(a, b);
+        Lin Q, R;
+        for (auto &p : L.terms) {
+            if (floormod(p.second, y) == 0) Q.terms.emplace_back(p.first, p.second / y);
+            else R.terms.push_back(p);
+        }
+        Q.k = floordiv(L.k, y);
+        R.k = floormod(L.k, y);
+        if (R.terms.empty()) return emit(Q, t);
+        if (Q.terms.empty() && Q.k == 0 && R.k == L.k) return Div::make(a, b);
+        Expr re = emit(R, t);
+        if (cbounds(re, &lo, &hi) && floordiv(lo, y) == floordiv(hi, y)) {
+            Q.k += floordiv(lo, y);
+            return emit(Q, t);
+        }
+        Expr q = Div::make(re, b);
+        if (Q.terms.empty() && Q.k == 0) return q;
+        return mk_add(emit(Q, t), q);
+    }
+
+    Expr mk_mod(const Expr &a, const Expr &b) {
+        Type t = a.type();
+        auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) return Broadcast::make(mk_mod(ba->value, bb->value), t.lanes());
+        if (!t.is_int_or_uint()) return Mod::make(a, b);
+        i128 x, y;
+        if (!cint(b, &y)) return Mod::make(a, b);
+        if (y == 0) return mkc(t, 0);
+        if (cint(a, &x)) return mkc(t, floormod(x, y));
+        if (y == 1 || (t.is_int() && y == -1)) return mkc(t, 0);
+        if (y < 0) return Mod::make(a, b);
+        Type s = t.element_of();
+        // (a % c1) % c2
+        if (auto *m = a.as<Mod>()) {
+            i128 c1;
+            if (cint(m->b, &c1) && c1 > 0) {
+                if (c1 <= y) return a;
+                if (c1 % y == 0) return mk_mod(m->a, b);
+            }
+        }
+        i128 lo, hi;
+        if (t.is_scalar() && cbounds(a, &lo, &hi) && floordiv(lo, y) == floordiv(hi, y)) {
+            i128 m = floordiv(lo, y);
+            return m == 0 ? a : mk_sub(a, mkc(t, m * y));
+        }
+        bool pow2 = (y & (y - 1)) == 0;
+        if (!strict(s) && !pow2) return Mod::make(a, b);
+        if (auto *r = a.as<Ramp>()) {
+            i128 st;
+            if (strict(s) && cint(r->stride, &st)) {
+                if (floormod(st, y) == 0) return Broadcast::make(mk_mod(r->base, mkc(s, y)), r->lanes);
+                Lin L = lin(r->base);
+                if (L.exact && st >= 0) {
+                    bool ok = true;
+                    for (auto &p : L.terms)
+                        if (floormod(p.second, y) != 0) ok = false;
+                    i128 r0 = floormod(L.k, y);
+                    if (ok && r0 + st * (r->lanes - 1) < y) return mk_ramp(mkc(s, r0), r->stride, r->lanes);
+                }
+            }
+            return Mod::make(a, b);
+        }
+        if (t.is_vector()) return Mod::make(a, b);
+        Lin L = lin(a);
+        if (strict(s) && !L.exact) return Mod::make(a, b);
+        Lin R;
+        bool changed = false;
+        for (auto &p : L.terms) {
+            if (floormod(p.second, y) == 0) changed = true;
+            else R.terms.push_back(p);
+        }
+        R.k = floormod(L.k, y);
+        if (R.k != L.k) changed = true;
+        if (R.terms.empty()) return mkc(t, R.k);
+        if (!changed) return Mod::make(a, b);
+        Expr re = emit(R, t);
+        if (cbounds(re, &lo, &hi) && floordiv(lo, y) == floordiv(hi, y)) {
+            i128 m = floordiv(lo, y);
+            return m == 0 ? re : mk_sub(re, mkc(t, m * y));
+        }
+        return Mod::make(re, b);
+    }
+
+    Expr mk_min(const Expr &a, const Expr &b) { return mk_minmax(true, a, b); }
+    Expr mk_max(const Expr &a, const Expr &b) { return mk_minmax(false, a, b); }
+    Expr mk_minmax(bool is_min, Expr a, Expr b) {
+        Type t = a.type();
+        auto build = [&](const Expr &x, const Expr &y) { return is_min ? Min::make(x, y) : Max::make(x, y); };
+        if (t.is_float()) {
+            double x, y;
+            if (float_foldable(t) && cflt(a, &x) && cflt(b, &y) && !std::isnan(x) && !std::isnan(y)) {
+                if (x == y) return a;  // e.g. min(0.0, -0.0): leave the choice to the backend
+                return (is_min ? (x < y) : (x > y)) ? a : b;
+            }
+        }
+        auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) return Broadcast::make(mk_minmax(is_min, ba->value, bb->value), t.lanes());
+        if (!t.is_int_or_uint()) {
+            if (t.is_bool()) {
+                i128 x, y;
+                if (cint(a, &x) && cint(b, &y)) return (is_min ? (x < y) : (x > y)) ? a : b;
+            }
+            if (!t.is_float() && eq(a, b)) return a;
+            return build(a, b);
+        }
+        i128 x, y;
+        if (cint(a, &x) && cint(b, &y)) return (is_min ? (x <= y) : (x >= y)) ? a : b;
+        if (eq(a, b)) return a;
+        if (cint(a)) std::swap(a, b);
+        Type s = t.element_of();
+        if (cint(b, &y)) {
+            if (y == (is_min ? tmax(s) : tmin(s))) return a;
+            if (y == (is_min ? tmin(s) : tmax(s))) return b;
+            // nested constants
+            if (auto *m = is_min ? nullptr : a.as<Max>()) {
+                i128 c1;
+                if (cint(m->b, &c1)) return mk_max(m->a, mkc(t, std::max(c1, y)));
+            }
+            if (auto *m = is_min ? a.as<Min>() : nullptr) {
+                i128 c1;
+                if (cint(m->b, &c1)) return mk_min(m->a, mkc(t, std::min(c1, y)));
+            }
+            if (is_min) {
+                if (auto *m = a.as<Max>()) {
+                    i128 c1;
+                    if (cint(m->b, &c1) && c1 >= y) return b;
+                }
+            } else {
+                if (auto *m = a.as<Min>()) {
+                    i128 c1;
+                    if (cint(m->b, &c1) && c1 <= y) return b;
+                }
+            }
+        }
+        // min(a, max(a, b)) -> a, min(a, min(a, b)) -> min(a, b), and the like.
+        for (int swap = 0; swap < 2; swap++) {
+            const Expr &p = swap ? b : a, &q = swap ? a : b;
+            if (auto *m = q.as<Max>()) {
+                if (is_min && (eq(m->a, p) || eq(m->b, p))) return p;
+                if (!is_min && (eq(m->a, p) || eq(m->b, p))) return q;
+            }
+            if (auto *m = q.as<Min>()) {
+                if (!is_min && (eq(m->a, p) || eq(m->b, p))) return p;
+                if (is_min && (eq(m->a, p) || eq(m->b, p))) return q;
+            }
+        }
+        if (t.is_scalar() && strict(s)) {
+            Lin D = lin_combine(lin(a), lin(b), -1, t);
+            if (D.exact) {
+                if (D.terms.empty()) return ((D.k <= 0) == is_min) ? a : b;
+                if (!sc.empty()) {
+                    Interval I = bnd(emit(D, t));
+                    i128 v;
+                    if (cint(I.max, &v) && v <= 0) return is_min ? a : b;
+                    if (cint(I.min, &v) && v >= 0) return is_min ? b : a;
+                }
+            }
+        } else if (t.is_scalar() && !sc.empty()) {
+            i128 alo, ahi, blo, bhi;
+            if (cbounds(a, &alo, &ahi) && cbounds(b, &blo, &bhi)) {
+                if (ahi <= blo) return is_min ? a : b;
+                if (bhi <= alo) return is_min ? b : a;
+            }
+        }
+        return build(a, b);
+    }
+
+    Expr mk_cmp(IRNodeType op, Expr a, Expr b) {
+        if (op == IRNodeType::GT) {
+            op = IRNodeType::LT;
+            std::swap(a, b);
+        } else if (op == IRNodeType::GE) {
+            op = IRNodeType::LE;
+            std::swap(a, b);
+        }
+        Type t = a.type();
+        int lanes = t.lanes();
+        auto build = [&](const Expr &x, const Expr &y) -> Expr {
+            switch (op) {
+            case IRNodeType::LT: return LT::make(x, y);
+            case IRNodeType::LE: return LE::make(x, y);
+            case IRNodeType::EQ: return EQ::make(x, y);
+            default: return NE::make(x, y);
+            }
+        };
+        auto res = [&](i128 d) -> bool {  // outcome given the sign of a - b
+            switch (op) {
+            case IRNodeType::LT: return d < 0;
+            case IRNodeType::LE: return d <= 0;
+            case IRNodeType::EQ: return d == 0;
+            default: return d != 0;
+            }
+        };
+        double fx, fy;
+        if (float_foldable(t) && cflt(a, &fx) && cflt(b, &fy)) {
+            bool r = op == IRNodeType::LT ? fx < fy : op == IRNodeType::LE ? fx <= fy : op == IRNodeType::EQ ? fx == fy : fx != fy;
+            return mkbool(r, lanes);
+        }
+        auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) return Broadcast::make(mk_cmp(op, ba->value, bb->value), lanes);
+        if (t.is_float()) return build(a, b);
+        i128 x, y;
+        if (cint(a, &x) && cint(b, &y)) return mkbool(res(x < y ? -1 : x > y ? 1 : 0), lanes);
+        if (eq(a, b)) return mkbool(res(0), lanes);
+        if (!t.is_int_or_uint() || t.is_vector()) return build(a, b);
+        Type s = t.element_of();
+        if (!strict(s)) {
+            i128 alo, ahi, blo, bhi;
+            if (cbounds(a, &alo, &ahi) && cbounds(b, &blo, &bhi)) {
+                switch (op) {
+                case IRNodeType::LT:
+                    if (ahi < blo) return mkbool(true, lanes);
+                    if (alo >= bhi) return mkbool(false, lanes);
+                    break;
+                case IRNodeType::LE:
+                    if (ahi <= blo) return mkbool(true, lanes);
+                    if (alo > bhi) return mkbool(false, lanes);
+                    break;
+                default:
+                    if (ahi < blo || bhi < alo) return mkbool(op == IRNodeType::NE, lanes);
+                    if (alo == ahi && blo == bhi && alo == blo) return mkbool(op == IRNodeType::EQ, lanes);
+                    break;
+                }
+            }
+            return build(a, b);
+        }
+        Lin D = lin_combine(lin(a), lin(b), -1, t);
+        if (!D.exact) return build(a, b);
+        if (D.terms.empty()) return mkbool(res(D.k), lanes);
+        if (!sc.empty()) {
+            Interval I = bnd(emit(D, t));
+            i128 lo, hi;
+            bool hl = cint(I.min, &lo), hh = cint(I.max, &hi);
+            switch (op) {
+            case IRNodeType::LT:
+                if (hh && hi < 0) return mkbool(true, lanes);
+                if (hl && lo >= 0) return mkbool(false, lanes);
+                break;
+            case IRNodeType::LE:
+                if (hh && hi <= 0) return mkbool(true, lanes);
+                if (hl && lo > 0) return mkbool(false, lanes);
+                break;
+            default:
+                if ((hh && hi < 0) || (hl && lo > 0)) return mkbool(op == IRNodeType::NE, lanes);
+                if (hh && hl && lo == 0 && hi == 0) return mkbool(op == IRNodeType::EQ, lanes);
+                break;
+            }
+        }
+        // Canonical form: (positive terms) op (negated negative terms) - k.
+        Lin P, N;
+        for (auto &p : D.terms) {
+            if (p.second > 0) P.terms.push_back(p);
+            else if (representable(s, -p.second)) N.terms.emplace_back(p.first, -p.second);
+            else return build(a, b);
+        }
+        if (P.terms.empty()) {
+            // k op N  (D = k - N)
+            return build(mkc(t, D.k), emit(N, t));
+        }
+        if (!representable(s, -D.k)) return build(a, b);
+        N.k = -D.k;
+        return build(emit(P, t), emit(N, t));
+    }
+
+    Expr mk_not(const Expr &a) {
+        i128 v;
+        if (cint(a, &v)) return mkbool(v == 0, a.type().lanes());
+        if (auto *b = a.as<Broadcast>()) return Broadcast::make(mk_not(b->value), b->lanes);
+        if (auto *n = a.as<Not>()) return n->a;
+        if (auto *c = a.as<LT>())
+            if (!c->a.type().is_float()) return mk_cmp(IRNodeType::LE, c->b, c->a);
+        if (auto *c = a.as<LE>())
+            if (!c->a.type().is_float()) return mk_cmp(IRNodeType::LT, c->b, c->a);
+        if (auto *c = a.as<GT>())
+            if (!c->a.type().is_float()) return mk_cmp(IRNodeType::LE, c->a, c->b);
+        if (auto *c = a.as<GE>())
+            if (!c->a.type().is_float()) return mk_cmp(IRNodeType::LT, c->a, c->b);
+        if (auto *c = a.as<EQ>()) return mk_cmp(IRNodeType::NE, c->a, c->b);
+        if (auto *c = a.as<NE>()) return mk_cmp(IRNodeType::EQ, c->a, c->b);
+        return Not::make(a);
+    }
+
+    Expr mk_andor(bool is_and, const Expr &a, const Expr &b) {
+        int lanes = a.type().lanes();
+        i128 v;
+        // `absorbing` value: false for And, true for Or.
+        for (int i = 0; i < 2; i++) {
+            const Expr &p = i ? b : a, &q = i ? a : b;
+            if (cint(p, &v)) {
+                if ((v != 0) == is_and) return q;  // identity
+                return mkbool(!is_and, lanes);
+            }
+        }
+        auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
+        if (ba && bb) return Broadcast::make(mk_andor(is_and, ba->value, bb->value), lanes);
+        if (eq(a, b)) return a;
+        if (auto *n = b.as<Not>())
+            if (eq(n->a, a)) return mkbool(!is_and, lanes);
+        if (auto *n = a.as<Not>())
+            if (eq(n->a, b)) return mkbool(!is_and, lanes);
+        return is_and ? And::make(a, b) : Or::make(a, b);
+    }
+
+    Expr mk_select(const Expr &c, const Expr &tv, const Expr &fv) {
+        i128 v;
+        if (cint(c, &v)) return v ? tv : fv;
+        if (eq(tv, fv)) return tv;
+        int lanes = tv.type().lanes();
+        if (auto *n = c.as<Not>()) return mk_select(n->a, fv, tv);
+        if (tv.type().is_bool() && c.type().lanes() == lanes) {
+            i128 x, y;
+            if (cint(tv, &x) && cint(fv, &y)) return x ? c : mk_not(c);
+        }
+        if (auto *s = tv.as<Select>())
+            if (eq(s->condition, c)) return mk_select(c, s->true_value, fv);
+        if (auto *s = fv.as<Select>())
+            if (eq(s->condition, c)) return mk_select(c, tv, s->false_value);
+        auto *bc = c.as<Broadcast>(), *bt = tv.as<Broadcast>(), *bf = fv.as<Broadcast>();
+        if (bt && bf && (bc || c.type().is_scalar()))
+            return Broadcast::make(mk_select(bc ? bc->value : c, bt->value, bf->value), lanes);
+        return Select::make(c, tv, fv);
+    }
+
+    Expr mk_cast(Type t, const Expr &v) {
+        Type s = v.type();
+        if (s == t) return v;
+        Type te = t.element_of(), se = s.element_of();
+        i128 x;
+        double d;
+        if (cint(v, &x)) {
+            if (te.is_int_or_uint() || te.is_bool()) return mkc(t, x);
+            if (float_foldable(te)) {
+                double r;
+                if (te.bits() == 32) r = se.is_uint() ? (double)(float)(uint64_t)x : (double)(float)(int64_t)x;
+                else r = se.is_uint() ? (double)(uint64_t)x : (double)(int64_t)x;
+                return mkf(t, r);
+            }
+        }
+        if (cflt(v, &d) && float_foldable(se)) {
+            if (te.is_bool()) return mkbool(d != 0, t.lanes());
+            if (te.is_int_or_uint()) {
+                i128 r;
+                if (std::isnan(d)) r = 0;
+                else if (d <= (double)tmin(te)) r = tmin(te);
+                else if (d >= (double)tmax(te)) r = tmax(te);
+                else r = (i128)std::trunc(d);
+                return mkc(t, r);
+            }
+            if (float_foldable(te)) return mkf(t, d);
+        }
+        if (auto *b = v.as<Broadcast>()) return Broadcast::make(mk_cast(te, b->value), b->lanes);
+        if (auto *c = v.as<Cast>()) {
+            Type ie = c->value.type().element_of();
+            if (c->value.type() == t && te.is_int_or_uint() && se.is_int_or_uint() && se.bits() >= te.bits())
+                return c->value;
+            // int->int chains: cast(T, cast(U, x)) where U is at least as wide as both.
+            (void)ie;
+        }
+        return Cast::make(t, v);
+    }
+
+    // ---- visits ----
+    Expr visit(const Variable *op, const Expr &e) override {
+        auto it = sc.find(op->name);
+        if (it != sc.end()) {
+            i128 lo, hi;
+            if (cint(it->second.min, &lo) && cint(it->second.max, &hi) && lo == hi &&
+                it->second.min.type() == e.type())
+                return it->second.min;
+        }
+        return e;
+    }
+    Expr visit(const Cast *op, const Expr &) override { return mk_cast(op->type, mutate(op->value)); }
+    Expr visit(const Add *op, const Expr &) override { return mk_add(mutate(op->a), mutate(op->b)); }
+    Expr visit(const Sub *op, const Expr &) override { return mk_sub(mutate(op->a), mutate(op->b)); }
+    Expr visit(const Mul *op, const Expr &) override { return mk_mul(mutate(op->a), mutate(op->b)); }
+    Expr visit(const Div *op, const Expr &) override { return mk_div(mutate(op->a), mutate(op->b)); }
+    Expr visit(const Mod *op, const Expr &) override { return mk_mod(mutate(op->a), mutate(op->b)); }
+    Expr visit(const Min *op, const Expr &) override { return mk_min(mutate(op->a), mutate(op->b)); }
+    Expr visit(const Max *op, const Expr &) override { return mk_max(mutate(op->a), mutate(op->b)); }
+    Expr visit(const EQ *op, const Expr &) override { return mk_cmp(IRNodeType::EQ, mutate(op->a), mutate(op->b)); }
+    Expr visit(const NE *op, const Expr &) override { return mk_cmp(IRNodeType::NE, mutate(op->a), mutate(op->b)); }
+    Expr visit(const LT *op, const Expr &) override { return mk_cmp(IRNodeType::LT, mutate(op->a), mutate(op->b)); }
+    Expr visit(const LE *op, const Expr &) override { return mk_cmp(IRNodeType::LE, mutate(op->a), mutate(op->b)); }
+    Expr visit(const GT *op, const Expr &) override { return mk_cmp(IRNodeType::GT, mutate(op->a), mutate(op->b)); }
+    Expr visit(const GE *op, const Expr &) override { return mk_cmp(IRNodeType::GE, mutate(op->a), mutate(op->b)); }
+    Expr visit(const And *op, const Expr &) override { return mk_andor(true, mutate(op->a), mutate(op->b)); }
+    Expr visit(const Or *op, const Expr &) override { return mk_andor(false, mutate(op->a), mutate(op->b)); }
+    Expr visit(const Not *op, const Expr &) override { return mk_not(mutate(op->a)); }
+    Expr visit(const Select *op, const Expr &) override {
+        return mk_select(mutate(op->condition), mutate(op->true_value), mutate(op->false_value));
+    }
+    Expr visit(const Ramp *op, const Expr &) override {
+        return mk_ramp(mutate(op->base), mutate(op->stride), op->lanes);
+    }
+    Expr visit(const Broadcast *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        return v.same_as(op->value) ? e : Broadcast::make(v, op->lanes);
+    }
+    Expr visit(const Let *op, const Expr &) override {
+        Expr v = mutate(op->value);
+        CountUses cu(op->name);
+        cu.include(op->body);
+        if (is_c(v) || v.as<Variable>() || cu.count <= 1) return mutate(substitute(op->name, v, op->body));
+        Saved s;
+        bool pushed = false;
+        if (!sc.empty() && v.type().is_scalar()) {
+            s = push(op->name, bounds_of_expr_in_scope(v, sc));
+            pushed = true;
+        }
+        Expr body = mutate(op->body);
+        if (pushed) pop(s);
+        if (!expr_uses_var(body, op->name)) return body;
+        return Let::make(op->name, v, body);
+    }
+    Expr visit(const Call *op, const Expr &e) override {
+        std::vector<Expr> args;
+        bool changed = false;
+        for (auto &a : op->args) {
+            args.push_back(mutate(a));
+            if (!args.back().same_as(a)) changed = true;
+        }
+        if (op->call_type == Call::Intrinsic && args.size() == 1) {
+            Type t = op->type;
+            i128 x;
+            double d;
+            if (op->name == "abs" && cint(args[0], &x) && t.is_int_or_uint() && args[0].type() == t)
+                return mkc(t, x < 0 ? -x : x);
+            if (cflt(args[0], &d) && float_foldable(t) && args[0].type() == t) {
+                if (op->name == "abs") return mkf(t, std::fabs(d));
+                if (op->name == "floor") return mkf(t, std::floor(d));
+                if (op->name == "ceil") return mkf(t, std::ceil(d));
+                if (op->name == "round") return mkf(t, std::nearbyint(d));
+                if (op->name == "sqrt") return mkf(t, std::sqrt(d));
+            }
+        }
+        if (!changed) return e;
+        auto n = std::make_shared<Call>(*op);
+        n->args = std::move(args);
+        return Expr(n);
+    }
+
+    // ---- statements ----
+    Stmt visit(const LetStmt *op, const Stmt &) override {
+        Expr v = mutate(op->value);
+        if (is_c(v) || v.as<Variable>()) return mutate(substitute(op->name, v, op->body));
+        Saved s;
+        bool pushed = false;
+        if (v.type().is_scalar() && (v.type().is_int_or_uint() || v.type().is_float())) {
+            Interval I = bounds_of_expr_in_scope(v, sc);
+            if (!I.is_single_point() || is_c(I.min)) {
+                s = push(op->name, I);
+                pushed = true;
+            }
+        }
+        Stmt body = mutate(op->body);
+        if (pushed) pop(s);
+        if (!stmt_uses_var(body, op->name)) return body;
+        return LetStmt::make(op->name, v, body);
+    }
+    Stmt visit(const AssertStmt *op, const Stmt &) override {
+        Expr c = mutate(op->condition);
+        if (is_true(c)) return noop();
+        std::vector<Expr> args;
+        for (auto &a : op->args) args.push_back(mutate(a));
+        return AssertStmt::make(c, op->message, args);
+    }
+    Stmt visit(const For *op, const Stmt &) override {
+        Expr mi = mutate(op->min), ex = mutate(op->extent);
+        i128 n;
+        if (cint(ex, &n) && n <= 0) return noop();
+        if (!cint(ex)) {
+            Interval I = bnd(ex);
+            if (cint(I.max, &n) && n <= 0) return noop();
+        }
+        if (cint(ex, &n) && n == 1) return mutate(LetStmt::make(op->name, mi, op->body));
+        Saved s = push(op->name, Interval(mi, mk_sub(mk_add(mi, ex), mkc(ex.type(), 1))));
+        Stmt body = mutate(op->body);
+        pop(s);
+        if (is_noop(body)) return noop();
+        return For::make(op->name, mi, ex, op->for_type, body);
+    }
+    Stmt visit(const IfThenElse *op, const Stmt &) override {
+        Expr c = mutate(op->condition);
+        if (is_true(c)) return mutate(op->then_case);
+        if (is_false(c)) return op->else_case.defined() ? mutate(op->else_case) : noop();
+        Stmt t = mutate(op->then_case);
+        Stmt e = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+        if (e.defined() && is_noop(e)) e = Stmt();
+        if (is_noop(t)) {
+            if (!e.defined()) return noop();
+            return IfThenElse::make(mk_not(c), e, Stmt());
+        }
+        return IfThenElse::make(c, t, e);
+    }
+    Stmt visit(const Block *op, const Stmt &) override {
+        Stmt f = mutate(op->first), r = mutate(op->rest);
+        if (is_noop(f)) return is_noop(r) ? noop() : r;
+        if (is_noop(r)) return f;
+        return Block::make(f, r);
+    }
+    Stmt visit(const Allocate *op, const Stmt &s) override {
+        Stmt r = IRMutator::visit(op, s);
+        if (auto *a = r.as<Allocate>())
+            if (is_noop(a->body)) return noop();
+        return r;
+    }
+    Stmt visit(const Realize *op, const Stmt &s) override {
+        Stmt r = IRMutator::visit(op, s);
+        if (auto *a = r.as<Realize>())
+            if (is_noop(a->body)) return noop();
+        return r;
+    }
+};
+
+}  // namespace
+
+bool structurally_equal(const Expr &a, const Expr &b) { return eq(a, b); }
+
+Expr simplify(const Expr &e) {
+    if (!e.defined()) return e;
+    Simp s;
+    return s.mutate(e);
+}
+
+Expr simplify(const Expr &e, const Scope &bounds) {
+    if (!e.defined()) return e;
+    Simp s;
+    s.sc = bounds;
+    return s.mutate(e);
+}
+
+Stmt simplify(const Stmt &st) {
+    if (!st.defined()) return st;
+    Simp s;
+    return s.mutate(st);
+}
+
+bool can_prove(const Expr &e, const Scope &bounds) {
+    Expr r = simplify(e, bounds);
+    return is_true(r);
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,29 @@
+// The simplifier: constant folding, canonical linear forms, min/max and comparison rules.
+#pragma once
+#include "ir/IR.h"
+#include "ir/Interval.h"
+
+namespace weft {
+namespace internal {
+
+/** Returns an equivalent, usually smaller Expr. Integer expressions are put in a canonical
+    linear form (sum of coefficient * term + constant) so that, e.g., (x + 8) - (x - 1)
+    simplifies to 9 and min(x + 3, x) to x. Never changes the value (wrapping semantics of
+    IR.h are respected: only rewrites that are exact for 32/64-bit Int are applied; UInt and
+    narrow ints get constant folding only). */
+Expr simplify(const Expr &e);
+/** Same, with known ranges of variables (e.g. loop variables) to fold comparisons, min/max,
+    div/mod. */
+Expr simplify(const Expr &e, const Scope &bounds);
+/** Simplifies every Expr in a statement; drops loops of extent 0 (or proven <= 0), branches
+    whose condition is constant, lets that are unused; substitutes lets whose value is a
+    constant or a variable; uses loop bounds (For min/extent) as known ranges for the loop
+    variable while simplifying its body. */
+Stmt simplify(const Stmt &s);
+/** True if e (a Bool) simplifies to constant true. */
+bool can_prove(const Expr &e, const Scope &bounds = Scope());
+/** Fast exact structural equality of two Exprs (types, names, constants, structure). */
+bool structurally_equal(const Expr &a, const Expr &b);
+
+}  // namespace internal
+}  // namespace weft

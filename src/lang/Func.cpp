@@ -1,0 +1,790 @@
+// Func, Stage, Var, RDom, ImageParam, Param, Buffer: turning user code into definitions and schedules.
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include "ir/IRVisitor.h"
+#include "lang/Function.h"
+
+namespace weft {
+using namespace internal;
+
+namespace internal {
+std::atomic<uint64_t> g_definition_epoch{1};
+
+std::string unique_name(char prefix) {
+    static std::atomic<int> counter{0};
+    return std::string(1, prefix) + std::to_string(counter++);
+}
+
+std::string stage_name(const FunctionContents &f, int stage) {
+    return stage == 0 ? "Func \"" + f.name + "\"" : "Func \"" + f.name + "\".update(" + std::to_string(stage - 1) + ")";
+}
+Definition &stage_definition(FunctionContents &f, int stage) {
+    if (stage == 0) return f.init;
+    return f.updates.at(stage - 1);
+}
+
+// ---- buffers ----
+size_t BufferContents::size_in_bytes() const { return (size_t)num_elements() * type.bytes(); }
+int64_t BufferContents::num_elements() const {
+    int64_t n = 1;
+    for (int i = 0; i < dims; i++) n *= dim[i].extent;
+    return n;
+}
+void buffer_error(const std::string &msg) { throw Error("weft: " + msg); }
+
+std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &extents, void *data, const std::string &name) {
+    if (extents.size() > (size_t)kMaxDims)
+        buffer_error("Buffer \"" + name + "\": " + std::to_string(extents.size()) + " dimensions; at most " +
+                     std::to_string(kMaxDims) + " are supported");
+    if (t.is_handle() || t.is_vector()) buffer_error("Buffer \"" + name + "\": bad element type " + t.str());
+    auto b = std::make_shared<BufferContents>();
+    b->type = t;
+    b->dims = (int)extents.size();
+    b->name = name.empty() ? unique_name('b') : name;
+    int64_t stride = 1;
+    for (size_t i = 0; i < extents.size(); i++) {
+        if (extents[i] < 0)
+            buffer_error("Buffer \"" + b->name + "\" dimension " + std::to_string(i) + ": negative extent " +
+                         std::to_string(extents[i]));
+        b->dim[i].min = 0;
+        b->dim[i].extent = extents[i];
+        b->dim[i].stride = (int32_t)stride;
+        stride *= std::max(extents[i], 1);
+        if (stride > INT32_MAX) buffer_error("Buffer \"" + b->name + "\" is too large (more than 2^31 elements)");
+    }
+    if (data) {
+        b->host = data;
+    } else {
+        size_t bytes = (size_t)stride * t.bytes();
+        void *p = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+        if (!p) buffer_error("Buffer \"" + b->name + "\": out of memory");
+        std::memset(p, 0, ((bytes + 63) / 64) * 64 + 64);
+        b->storage = std::shared_ptr<void>(p, [](void *q) { std::free(q); });
+        b->host = p;
+    }
+    return b;
+}
+
+Expr buffer_call(const std::shared_ptr<BufferContents> &b, std::vector<Expr> args) {
+    if (!b) user_error("weft: use of an undefined Buffer in a definition");
+    if ((int)args.size() != b->dims)
+        user_error("weft: Buffer \"" + b->name + "\" has " + std::to_string(b->dims) + " dimensions but is called with " +
+                   std::to_string(args.size()) + " arguments");
+    for (auto &a : args) {
+        if (!a.defined()) user_error("weft: Buffer \"" + b->name + "\" called with an undefined argument");
+        if (!a.type().is_int_or_uint() || a.type().is_vector())
+            user_error("weft: Buffer \"" + b->name + "\" coordinates must be integers, got " + a.type().str() + " (" +
+                       to_string(a) + ")");
+        if (a.type() != Int(32)) a = Cast::make(Int(32), a);
+    }
+    auto c = std::make_shared<Call>(b->type, b->name, std::move(args), Call::Image);
+    c->buffer = b;
+    return Expr(c);
+}
+
+Expr param_expr(const std::shared_ptr<ParamContents> &p) {
+    auto v = std::make_shared<Variable>(p->type, p->name);
+    v->param = p;
+    return Expr(v);
+}
+}  // namespace internal
+
+// ---------------- Var / RVar / RDom ----------------
+Var::Var() : name_(unique_name('v')) {}
+Var::operator Expr() const { return Variable::make(Int(32), name_); }
+
+RVar::RVar(std::shared_ptr<ReductionDomainContents> d, int index) : dom_(std::move(d)), index_(index) {
+    name_ = dom_->domain.at(index).var;
+}
+Expr RVar::min() const {
+    if (!dom_) user_error("weft: RVar \"" + name_ + "\" is not part of an RDom");
+    return dom_->domain[index_].min;
+}
+Expr RVar::extent() const {
+    if (!dom_) user_error("weft: RVar \"" + name_ + "\" is not part of an RDom");
+    return dom_->domain[index_].extent;
+}
+RVar::operator Expr() const {
+    if (!dom_) user_error("weft: RVar \"" + name_ + "\" names a loop for scheduling only; it cannot be used in an Expr");
+    auto v = std::make_shared<Variable>(Int(32), name_);
+    v->rdom = dom_;
+    return Expr(v);
+}
+
+RDom::RDom(const std::vector<std::pair<Expr, Expr>> &ranges, const std::string &name) {
+    if (ranges.empty() || ranges.size() > 4) user_error("weft: an RDom has 1 to 4 dimensions");
+    dom_ = std::make_shared<ReductionDomainContents>();
+    dom_->name = name.empty() ? unique_name('r') : name;
+    static const char *suffix[] = {".x", ".y", ".z", ".w"};
+    for (size_t i = 0; i < ranges.size(); i++) {
+        Expr mi = ranges[i].first, ex = ranges[i].second;
+        if (!mi.defined() || !ex.defined()) user_error("weft: RDom \"" + dom_->name + "\": undefined bound");
+        if (!mi.type().is_int_or_uint() || !ex.type().is_int_or_uint())
+            user_error("weft: RDom \"" + dom_->name + "\" bounds must be integers, got " + mi.type().str() + " and " +
+                       ex.type().str());
+        mi = cast(Int(32), mi);
+        ex = cast(Int(32), ex);
+        int64_t e;
+        if (is_const_int(ex, &e) && e < 0)
+            user_error("weft: RDom \"" + dom_->name + "\" dimension " + std::to_string(i) + " has negative extent " +
+                       std::to_string(e));
+        dom_->domain.push_back({dom_->name + suffix[i], mi, ex});
+    }
+    init();
+}
+RDom::RDom(Expr m0, Expr e0, const std::string &n) : RDom(std::vector<std::pair<Expr, Expr>>{{m0, e0}}, n) {}
+RDom::RDom(Expr m0, Expr e0, Expr m1, Expr e1, const std::string &n)
+    : RDom(std::vector<std::pair<Expr, Expr>>{{m0, e0}, {m1, e1}}, n) {}
+RDom::RDom(Expr m0, Expr e0, Expr m1, Expr e1, Expr m2, Expr e2, const std::string &n)
+    : RDom(std::vector<std::pair<Expr, Expr>>{{m0, e0}, {m1, e1}, {m2, e2}}, n) {}
+RDom::RDom(Expr m0, Expr e0, Expr m1, Expr e1, Expr m2, Expr e2, Expr m3, Expr e3, const std::string &n)
+    : RDom(std::vector<std::pair<Expr, Expr>>{{m0, e0}, {m1, e1}, {m2, e2}, {m3, e3}}, n) {}
+static std::vector<std::pair<Expr, Expr>> buffer_ranges(const Buffer<void> &b) {
+    if (!b.defined()) user_error("weft: RDom over an undefined Buffer");
+    std::vector<std::pair<Expr, Expr>> r;
+    for (int i = 0; i < b.dimensions(); i++) r.push_back({b.dim(i).min(), b.dim(i).extent()});
+    return r;
+}
+RDom::RDom(const Buffer<void> &b) : RDom(buffer_ranges(b)) {}
+static std::vector<std::pair<Expr, Expr>> param_ranges(const ImageParam &p) {
+    std::vector<std::pair<Expr, Expr>> r;
+    for (int i = 0; i < p.dimensions(); i++) r.push_back({p.min(i), p.extent(i)});
+    return r;
+}
+RDom::RDom(const ImageParam &p) : RDom(param_ranges(p)) {}
+void RDom::init() {
+    RVar *slots[] = {&x, &y, &z, &w};
+    for (size_t i = 0; i < dom_->domain.size(); i++) *slots[i] = RVar(dom_, (int)i);
+}
+int RDom::dimensions() const { return dom_ ? (int)dom_->domain.size() : 0; }
+RVar RDom::operator[](int i) const {
+    if (i < 0 || i >= dimensions())
+        user_error("weft: RDom \"" + (dom_ ? dom_->name : std::string("?")) + "\" has no dimension " + std::to_string(i));
+    return RVar(dom_, i);
+}
+RDom::operator RVar() const {
+    if (dimensions() != 1)
+        user_error("weft: only a one-dimensional RDom converts to an RVar (this one has " + std::to_string(dimensions()) +
+                   ")");
+    return RVar(dom_, 0);
+}
+RDom::operator Expr() const { return Expr(RVar(*this)); }
+RDom RDom::where(Expr cond) {
+    if (!dom_) user_error("weft: where() on an undefined RDom");
+    if (!cond.defined() || !cond.type().is_bool())
+        user_error("weft: RDom \"" + dom_->name + "\".where() needs a bool condition");
+    dom_->predicate = dom_->predicate.defined() ? (dom_->predicate && cond) : cond;
+    bump_epoch();
+    return *this;
+}
+
+// ---------------- ImageParam ----------------
+ImageParam::ImageParam(Type t, int dims, const std::string &name) : c_(std::make_shared<ImageParamContents>()) {
+    if (dims < 0 || dims > kMaxDims) user_error("weft: ImageParam \"" + name + "\": bad dimension count " + std::to_string(dims));
+    c_->name = name.empty() ? unique_name('i') : name;
+    c_->type = t;
+    c_->dims = dims;
+}
+static void check_image(const std::shared_ptr<ImageParamContents> &c) {
+    if (!c) user_error("weft: use of an undefined ImageParam");
+}
+Expr ImageParam::operator()(const std::vector<Expr> &args) const {
+    check_image(c_);
+    if ((int)args.size() != c_->dims)
+        user_error("weft: ImageParam \"" + c_->name + "\" has " + std::to_string(c_->dims) +
+                   " dimensions but is called with " + std::to_string(args.size()) + " arguments");
+    std::vector<Expr> a = args;
+    for (auto &e : a) {
+        if (!e.defined()) user_error("weft: ImageParam \"" + c_->name + "\" called with an undefined argument");
+        if (!e.type().is_int_or_uint() || e.type().is_vector())
+            user_error("weft: ImageParam \"" + c_->name + "\" coordinates must be integers, got " + e.type().str());
+        if (e.type() != Int(32)) e = Cast::make(Int(32), e);
+    }
+    auto call = std::make_shared<Call>(c_->type, c_->name, std::move(a), Call::Image);
+    call->image = c_;
+    return Expr(call);
+}
+void ImageParam::set(const Buffer<void> &b) {
+    check_image(c_);
+    if (!b.defined()) user_error("weft: ImageParam \"" + c_->name + "\".set() given an undefined Buffer");
+    if (b.type() != c_->type)
+        user_error("weft: ImageParam \"" + c_->name + "\" has type " + c_->type.str() + " but was given a buffer of " +
+                   b.type().str());
+    if (b.dimensions() != c_->dims)
+        user_error("weft: ImageParam \"" + c_->name + "\" has " + std::to_string(c_->dims) +
+                   " dimensions but was given a buffer of " + std::to_string(b.dimensions()));
+    c_->bound = b;
+}
+static Expr field(const std::shared_ptr<ImageParamContents> &c, const char *f, int d) {
+    check_image(c);
+    if (d < 0 || d >= c->dims)
+        user_error("weft: ImageParam \"" + c->name + "\" has no dimension " + std::to_string(d));
+    return Variable::make(Int(32), c->name + "." + f + "." + std::to_string(d));
+}
+Expr ImageParam::min(int d) const { return field(c_, "min", d); }
+Expr ImageParam::extent(int d) const { return field(c_, "extent", d); }
+Expr ImageParam::stride(int d) const { return field(c_, "stride", d); }
+
+// ---------------- FuncRef ----------------
+namespace {
+void check_func(const std::shared_ptr<FunctionContents> &f) {
+    if (!f) user_error("weft: use of a null Func");
+}
+
+/** Marks calls to f inside its own definition (self references are by name, to avoid cycles). */
+class StripSelf : public IRMutator {
+public:
+    explicit StripSelf(const FunctionContents *f) : f(f) {}
+    const FunctionContents *f;
+
+protected:
+    Expr visit(const Call *op, const Expr &e) override {
+        Expr r = IRMutator::visit(op, e);
+        auto c = r.as<Call>();
+        if (c && c->call_type == Call::Func && c->func.get() == f) {
+            auto n = std::make_shared<Call>(*c);
+            n->func = nullptr;
+            return Expr(n);
+        }
+        return r;
+    }
+};
+
+class CollectDefVars : public IRVisitor {
+public:
+    std::set<std::string> pure;
+    std::shared_ptr<ReductionDomainContents> rdom;
+    std::string fname;
+    std::set<std::string> lets;
+
+protected:
+    void visit(const Variable *op) override {
+        if (op->rdom) {
+            if (rdom && rdom != op->rdom)
+                user_error("weft: definition of Func \"" + fname + "\" uses two RDoms (" + rdom->name + " and " +
+                           op->rdom->name + "); use one RDom per definition");
+            rdom = op->rdom;
+            include(op->rdom->predicate);
+            for (auto &rv : op->rdom->domain) {
+                include(rv.min);
+                include(rv.extent);
+            }
+            return;
+        }
+        if (op->param || op->type.is_handle() || lets.count(op->name)) return;
+        if (op->name.find('.') != std::string::npos) return;  // buffer fields (in.min.0)
+        pure.insert(op->name);
+    }
+    void visit(const Let *op) override {
+        include(op->value);
+        lets.insert(op->name);
+        include(op->body);
+        lets.erase(op->name);
+    }
+};
+
+std::string join_names(const std::vector<std::string> &v) {
+    std::string s;
+    for (auto &n : v) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+}  // namespace
+
+FuncRef::operator Expr() const {
+    check_func(f_);
+    if (!f_->defined)
+        user_error("weft: Func \"" + f_->name + "\" is called before it has a definition");
+    if (args_.size() != f_->args.size())
+        user_error("weft: Func \"" + f_->name + "\" has " + std::to_string(f_->args.size()) +
+                   " dimensions but is called with " + std::to_string(args_.size()) + " arguments");
+    std::vector<Expr> a = args_;
+    for (size_t i = 0; i < a.size(); i++) {
+        if (!a[i].defined()) user_error("weft: Func \"" + f_->name + "\" called with an undefined argument");
+        if (!a[i].type().is_int_or_uint() || a[i].type().is_vector())
+            user_error("weft: Func \"" + f_->name + "\" argument " + std::to_string(i) + " must be an integer, got " +
+                       a[i].type().str() + " (" + to_string(a[i]) + ")");
+        if (a[i].type() != Int(32)) a[i] = Cast::make(Int(32), a[i]);
+    }
+    auto c = std::make_shared<Call>(f_->type, f_->name, std::move(a), Call::Func);
+    c->func = f_;
+    return Expr(c);
+}
+
+FuncRef &FuncRef::operator=(const FuncRef &e) { return *this = Expr(e); }
+
+FuncRef &FuncRef::operator=(Expr value) {
+    check_func(f_);
+    FunctionContents &f = *f_;
+    if (!value.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined Expr");
+    if (value.type().is_vector() || value.type().is_handle())
+        user_error("weft: Func \"" + f.name + "\" must have a scalar value, got " + value.type().str());
+    for (auto &a : args_)
+        if (!a.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined argument");
+    CollectDefVars cv;
+    cv.fname = f.name;
+    if (!f.defined) {
+        // Pure definition: distinct Vars as arguments.
+        std::vector<std::string> names;
+        for (size_t i = 0; i < args_.size(); i++) {
+            auto v = args_[i].as<Variable>();
+            if (!v || v->rdom || v->param || v->name.find('.') != std::string::npos)
+                user_error("weft: the first definition of Func \"" + f.name + "\" must be pure: argument " +
+                           std::to_string(i) + " (" + to_string(args_[i]) + ") is not a Var");
+            if (std::find(names.begin(), names.end(), v->name) != names.end())
+                user_error("weft: Func \"" + f.name + "\": Var \"" + v->name +
+                           "\" appears twice in the arguments of its pure definition");
+            names.push_back(v->name);
+        }
+        cv.include(value);
+        if (cv.rdom)
+            user_error("weft: the pure definition of Func \"" + f.name + "\" uses RDom \"" + cv.rdom->name +
+                       "\"; use an update definition or sum()/maximum()/minimum()");
+        for (auto &p : cv.pure)
+            if (std::find(names.begin(), names.end(), p) == names.end())
+                user_error("weft: the definition of Func \"" + f.name + "\" uses Var \"" + p +
+                           "\", which is not one of its arguments (" + join_names(names) + ")");
+        f.args = names;
+        f.type = value.type();
+        f.init.args = args_;
+        f.init.value = value;
+        for (auto &n : names) f.init.schedule.dims.push_back({n, ForType::Serial, false});
+        f.defined = true;
+        bump_epoch();
+        return *this;
+    }
+    // Update definition.
+    if (args_.size() != f.args.size())
+        user_error("weft: Func \"" + f.name + "\" has " + std::to_string(f.args.size()) +
+                   " dimensions but an update gives " + std::to_string(args_.size()) + " arguments");
+    if (value.type() != f.type) {
+        Expr v = value, like = make_zero(f.type);
+        match_types(like, v, "=");
+        if (v.type() != f.type)
+            user_error("weft: update of Func \"" + f.name + "\" has type " + value.type().str() + " but the Func has type " +
+                       f.type.str() + "; use cast<>()");
+        value = v;
+    }
+    std::vector<Expr> args = args_;
+    for (size_t i = 0; i < args.size(); i++) {
+        if (!args[i].type().is_int_or_uint() || args[i].type().is_vector())
+            user_error("weft: update of Func \"" + f.name + "\": argument " + std::to_string(i) + " must be an integer");
+        if (args[i].type() != Int(32)) args[i] = Cast::make(Int(32), args[i]);
+    }
+    std::set<std::string> lhs_pure;
+    for (size_t i = 0; i < args.size(); i++) {
+        auto v = args[i].as<Variable>();
+        if (v && !v->rdom && !v->param && v->name.find('.') == std::string::npos) {
+            if (v->name != f.args[i])
+                user_error("weft: update of Func \"" + f.name + "\": pure Var \"" + v->name + "\" must appear in position " +
+                           "of the pure definition's Var (argument " + std::to_string(i) + " is \"" + f.args[i] + "\")");
+            lhs_pure.insert(v->name);
+        }
+    }
+    for (auto &a : args) cv.include(a);
+    cv.include(value);
+    for (auto &p : cv.pure)
+        if (!lhs_pure.count(p))
+            user_error("weft: update of Func \"" + f.name + "\" uses Var \"" + p +
+                       "\", which is not a pure argument of its left-hand side");
+    Definition d;
+    StripSelf strip(&f);
+    for (auto &a : args) d.args.push_back(strip.mutate(a));
+    d.value = strip.mutate(value);
+    d.rdom = cv.rdom;
+    if (cv.rdom)
+        for (auto &rv : cv.rdom->domain) d.schedule.dims.push_back({rv.var, ForType::Serial, true});
+    for (size_t i = 0; i < args.size(); i++)
+        if (lhs_pure.count(f.args[i])) d.schedule.dims.push_back({f.args[i], ForType::Serial, false});
+    f.updates.push_back(std::move(d));
+    bump_epoch();
+    return *this;
+}
+FuncRef &FuncRef::operator+=(Expr e) {
+    check_func(f_);
+    if (!f_->defined) {  // Halide semantics: an undefined Func starts at 0
+        std::vector<Expr> pure;
+        for (size_t i = 0; i < args_.size(); i++) pure.push_back(Var(unique_name('v')));
+        FuncRef(f_, pure) = make_zero(e.type());
+    }
+    return *this = Expr(*this) + e;
+}
+FuncRef &FuncRef::operator-=(Expr e) {
+    check_func(f_);
+    if (!f_->defined) user_error("weft: -= on Func \"" + f_->name + "\" before it has a definition");
+    return *this = Expr(*this) - e;
+}
+FuncRef &FuncRef::operator*=(Expr e) {
+    check_func(f_);
+    if (!f_->defined) user_error("weft: *= on Func \"" + f_->name + "\" before it has a definition");
+    return *this = Expr(*this) * e;
+}
+FuncRef &FuncRef::operator/=(Expr e) {
+    check_func(f_);
+    if (!f_->defined) user_error("weft: /= on Func \"" + f_->name + "\" before it has a definition");
+    return *this = Expr(*this) / e;
+}
+
+// ---------------- Stage scheduling ----------------
+namespace {
+StageSchedule &sched_of(const std::shared_ptr<FunctionContents> &f, int stage) {
+    check_func(f);
+    if (!f->defined) user_error("weft: cannot schedule Func \"" + f->name + "\" before it has a definition");
+    return stage_definition(*f, stage).schedule;
+}
+std::string dims_list(const StageSchedule &s) {
+    std::string r;
+    for (auto it = s.dims.rbegin(); it != s.dims.rend(); ++it) r += (r.empty() ? "" : ", ") + it->var;
+    return r;
+}
+int find_dim(const FunctionContents &f, int stage, const StageSchedule &s, const std::string &v, const char *prim) {
+    for (size_t i = 0; i < s.dims.size(); i++)
+        if (s.dims[i].var == v) return (int)i;
+    user_error("weft: " + stage_name(f, stage) + "." + prim + "(): no loop named \"" + v + "\"; the loops are (outermost first): " +
+               dims_list(s));
+}
+void check_new_name(const FunctionContents &f, int stage, const StageSchedule &s, const std::string &n,
+                    const std::string &except, const char *prim) {
+    if (n == except) return;
+    for (auto &d : s.dims)
+        if (d.var == n)
+            user_error("weft: " + stage_name(f, stage) + "." + prim + "(): the name \"" + n + "\" is already a loop");
+}
+void check_factor(const FunctionContents &f, int stage, const Expr &factor, const char *prim) {
+    if (!factor.defined() || !factor.type().is_int_or_uint() || factor.type().is_vector())
+        user_error("weft: " + stage_name(f, stage) + "." + prim + "(): the factor must be an integer Expr");
+    int64_t v;
+    if (is_const_int(factor, &v) && v <= 0)
+        user_error("weft: " + stage_name(f, stage) + "." + prim + "(): the factor must be positive, got " + std::to_string(v));
+}
+}  // namespace
+
+std::string Stage::name() const { return stage_name(*f_, stage_); }
+
+Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, Expr factor, TailStrategy tail) {
+    StageSchedule &s = sched_of(f_, stage_);
+    int i = find_dim(*f_, stage_, s, old.name(), "split");
+    check_factor(*f_, stage_, factor, "split");
+    if (outer.name() == inner.name())
+        user_error("weft: " + name() + ".split(): outer and inner names are both \"" + outer.name() + "\"");
+    check_new_name(*f_, stage_, s, outer.name(), old.name(), "split");
+    check_new_name(*f_, stage_, s, inner.name(), old.name(), "split");
+    Dim d = s.dims[i];
+    s.splits.push_back({Split::SplitVar, old.name(), outer.name(), inner.name(), cast(Int(32), factor), tail});
+    Dim din = d, dout = d;
+    din.var = inner.name();
+    dout.var = outer.name();
+    din.for_type = ForType::Serial;
+    s.dims[i] = din;
+    s.dims.insert(s.dims.begin() + i + 1, dout);
+    bump_epoch();
+    return *this;
+}
+Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
+    StageSchedule &s = sched_of(f_, stage_);
+    int ii = find_dim(*f_, stage_, s, inner.name(), "fuse");
+    int io = find_dim(*f_, stage_, s, outer.name(), "fuse");
+    if (ii == io) user_error("weft: " + name() + ".fuse(): inner and outer are the same loop \"" + inner.name() + "\"");
+    if (fused.name() != inner.name() && fused.name() != outer.name())
+        check_new_name(*f_, stage_, s, fused.name(), "", "fuse");
+    bool rv = s.dims[ii].is_rvar || s.dims[io].is_rvar;
+    if (s.dims[ii].is_rvar != s.dims[io].is_rvar)
+        user_error("weft: " + name() + ".fuse(): cannot fuse a pure Var with an RVar (\"" + inner.name() + "\", \"" +
+                   outer.name() + "\")");
+    s.splits.push_back({Split::FuseVars, fused.name(), outer.name(), inner.name(), Expr(), TailStrategy::Auto});
+    s.dims[ii] = Dim{fused.name(), ForType::Serial, rv};
+    s.dims.erase(s.dims.begin() + io);
+    bump_epoch();
+    return *this;
+}
+Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
+    StageSchedule &s = sched_of(f_, stage_);
+    std::vector<int> idx;
+    for (auto &v : vars) {
+        int i = find_dim(*f_, stage_, s, v.name(), "reorder");
+        if (std::find(idx.begin(), idx.end(), i) != idx.end())
+            user_error("weft: " + name() + ".reorder(): \"" + v.name() + "\" is listed twice");
+        idx.push_back(i);
+    }
+    std::vector<int> slots = idx;
+    std::sort(slots.begin(), slots.end());
+    std::vector<Dim> nd = s.dims;
+    for (size_t k = 0; k < idx.size(); k++) nd[slots[k]] = s.dims[idx[k]];
+    // RVars keep their relative order: reordering them may change the meaning of the algorithm.
+    std::vector<std::string> before, after;
+    for (auto &d : s.dims)
+        if (d.is_rvar) before.push_back(d.var);
+    for (auto &d : nd)
+        if (d.is_rvar) after.push_back(d.var);
+    if (before != after)
+        user_error("weft: " + name() + ".reorder(): cannot change the order of reduction loops (" + join_names(before) +
+                   " would become " + join_names(after) + "): it may change the result");
+    s.dims = nd;
+    bump_epoch();
+    return *this;
+}
+Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &xi,
+                   const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail) {
+    split(x, xo, xi, fx, tail);
+    split(y, yo, yi, fy, tail);
+    return reorder({xi, yi, xo, yo});
+}
+Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy,
+                   TailStrategy tail) {
+    split(x, x, xi, fx, tail);
+    split(y, y, yi, fy, tail);
+    return reorder({xi, yi, x, y});
+}
+static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int stage, const VarOrRVar &v, ForType t,
+                   const char *prim) {
+    StageSchedule &s = sched_of(f, stage);
+    int i = find_dim(*f, stage, s, v.name(), prim);
+    if ((t == ForType::Parallel || t == ForType::Vectorized) && s.dims[i].is_rvar)
+        user_error("weft: " + stage_name(*f, stage) + "." + prim + "(" + v.name() +
+                   "): a reduction loop cannot run in parallel or as vector lanes: its iterations may depend on each other");
+    s.dims[i].for_type = t;
+    bump_epoch();
+    return st;
+}
+Stage &Stage::vectorize(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Vectorized, "vectorize"); }
+Stage &Stage::unroll(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Unrolled, "unroll"); }
+Stage &Stage::parallel(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Parallel, "parallel"); }
+Stage &Stage::serial(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Serial, "serial"); }
+static std::string fresh_inner(const StageSchedule &s, const std::string &base) {
+    std::string n = base;
+    for (int k = 1;; k++) {
+        bool clash = false;
+        for (auto &d : s.dims) clash |= d.var == n;
+        if (!clash) return n;
+        n = base + std::to_string(k);
+    }
+}
+Stage &Stage::vectorize(const VarOrRVar &v, Expr factor, TailStrategy tail) {
+    std::string in = fresh_inner(sched_of(f_, stage_), v.name() + "_vi");
+    if (v.is_rvar()) mark(*this, f_, stage_, v, ForType::Vectorized, "vectorize");  // raises the error
+    split(v, v, Var(in), factor, tail);
+    return vectorize(Var(in));
+}
+Stage &Stage::unroll(const VarOrRVar &v, Expr factor, TailStrategy tail) {
+    std::string in = fresh_inner(sched_of(f_, stage_), v.name() + "_ui");
+    if (v.is_rvar()) {
+        split(v, v, RVar(in), factor, tail);
+        return unroll(RVar(in));
+    }
+    split(v, v, Var(in), factor, tail);
+    return unroll(Var(in));
+}
+Stage &Stage::parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail) {
+    std::string in = fresh_inner(sched_of(f_, stage_), v.name() + "_pi");
+    if (v.is_rvar()) mark(*this, f_, stage_, v, ForType::Parallel, "parallel");
+    split(v, v, Var(in), task_size, tail);
+    return parallel(v);
+}
+
+// ---------------- Func ----------------
+Func::Func() : Func(unique_name('f')) {}
+Func::Func(const std::string &name) : c_(std::make_shared<FunctionContents>()) { c_->name = name; }
+FuncRef Func::operator()(const std::vector<Expr> &args) const {
+    check_func(c_);
+    return FuncRef(c_, args);
+}
+FuncRef Func::operator()(const std::vector<Var> &args) const {
+    std::vector<Expr> e(args.begin(), args.end());
+    return (*this)(e);
+}
+const std::string &Func::name() const {
+    check_func(c_);
+    return c_->name;
+}
+bool Func::defined() const { return c_ && c_->defined; }
+std::vector<Var> Func::args() const {
+    check_func(c_);
+    std::vector<Var> r;
+    for (auto &n : c_->args) r.emplace_back(n);
+    return r;
+}
+int Func::dimensions() const { return (int)c_->args.size(); }
+Type Func::type() const {
+    check_func(c_);
+    if (!c_->defined) user_error("weft: Func \"" + c_->name + "\" has no definition, so no type");
+    return c_->type;
+}
+int Func::num_update_definitions() const { return (int)c_->updates.size(); }
+Stage Func::update(int i) {
+    check_func(c_);
+    if (i < 0 || i >= (int)c_->updates.size())
+        user_error("weft: Func \"" + c_->name + "\" has " + std::to_string(c_->updates.size()) +
+                   " update definitions; update(" + std::to_string(i) + ") does not exist");
+    return Stage(c_, i + 1);
+}
+
+#define FORWARD(DECL, CALL) \
+    Func &Func::DECL {      \
+        stage0().CALL;      \
+        return *this;       \
+    }
+FORWARD(split(const VarOrRVar &o, const VarOrRVar &a, const VarOrRVar &b, Expr f, TailStrategy t), split(o, a, b, f, t))
+FORWARD(fuse(const VarOrRVar &a, const VarOrRVar &b, const VarOrRVar &c), fuse(a, b, c))
+FORWARD(reorder(const std::vector<VarOrRVar> &v), reorder(v))
+FORWARD(tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &xi,
+             const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy t),
+        tile(x, y, xo, yo, xi, yi, fx, fy, t))
+FORWARD(tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy,
+             TailStrategy t),
+        tile(x, y, xi, yi, fx, fy, t))
+FORWARD(vectorize(const VarOrRVar &v), vectorize(v))
+FORWARD(vectorize(const VarOrRVar &v, Expr f, TailStrategy t), vectorize(v, f, t))
+FORWARD(unroll(const VarOrRVar &v), unroll(v))
+FORWARD(unroll(const VarOrRVar &v, Expr f, TailStrategy t), unroll(v, f, t))
+FORWARD(parallel(const VarOrRVar &v), parallel(v))
+FORWARD(parallel(const VarOrRVar &v, Expr f, TailStrategy t), parallel(v, f, t))
+FORWARD(serial(const VarOrRVar &v), serial(v))
+#undef FORWARD
+
+Func &Func::bound(const Var &v, Expr min, Expr extent) {
+    check_func(c_);
+    if (!c_->defined) user_error("weft: Func \"" + c_->name + "\".bound(): the Func has no definition yet");
+    if (std::find(c_->args.begin(), c_->args.end(), v.name()) == c_->args.end())
+        user_error("weft: Func \"" + c_->name + "\".bound(): \"" + v.name() + "\" is not one of its Vars (" +
+                   join_names(c_->args) + ")");
+    if (!min.defined() || !extent.defined() || !min.type().is_int_or_uint() || !extent.type().is_int_or_uint())
+        user_error("weft: Func \"" + c_->name + "\".bound(): min and extent must be integers");
+    int64_t e;
+    if (is_const_int(extent, &e) && e < 0)
+        user_error("weft: Func \"" + c_->name + "\".bound(): negative extent " + std::to_string(e));
+    c_->schedule.bounds.push_back({v.name(), cast(Int(32), min), cast(Int(32), extent)});
+    bump_epoch();
+    return *this;
+}
+Func &Func::compute_root() {
+    check_func(c_);
+    c_->schedule.compute = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};
+    if (!c_->schedule.store_set) c_->schedule.store = c_->schedule.compute;
+    bump_epoch();
+    return *this;
+}
+Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
+    check_func(c_);
+    check_func(consumer.c_);
+    if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".compute_at(): a Func cannot be computed inside itself");
+    c_->schedule.compute = LoopLevelSpec{LoopLevelSpec::At, consumer.c_, consumer.c_->name, loop.name()};
+    if (!c_->schedule.store_set) c_->schedule.store = c_->schedule.compute;
+    bump_epoch();
+    return *this;
+}
+Func &Func::compute_inline() {
+    check_func(c_);
+    c_->schedule.compute = LoopLevelSpec{};
+    c_->schedule.store = LoopLevelSpec{};
+    c_->schedule.store_set = false;
+    bump_epoch();
+    return *this;
+}
+Func &Func::store_root() {
+    check_func(c_);
+    c_->schedule.store = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};
+    c_->schedule.store_set = true;
+    bump_epoch();
+    return *this;
+}
+Func &Func::store_at(const Func &consumer, const VarOrRVar &loop) {
+    check_func(c_);
+    check_func(consumer.c_);
+    if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".store_at(): a Func cannot be stored inside itself");
+    c_->schedule.store = LoopLevelSpec{LoopLevelSpec::At, consumer.c_, consumer.c_->name, loop.name()};
+    c_->schedule.store_set = true;
+    bump_epoch();
+    return *this;
+}
+Func &Func::store_in(MemoryType t) {
+    check_func(c_);
+    c_->schedule.memory = t;
+    bump_epoch();
+    return *this;
+}
+
+// ---------------- boundary conditions ----------------
+namespace {
+struct Src {
+    std::function<Expr(const std::vector<Expr> &)> call;
+    std::vector<Expr> mins, extents;
+    int dims;
+    std::string name;
+};
+Src src_of(const Buffer<void> &b) {
+    if (!b.defined()) user_error("weft: boundary condition of an undefined Buffer");
+    Src s;
+    auto c = b.contents();
+    s.call = [c](const std::vector<Expr> &a) { return buffer_call(c, a); };
+    for (int i = 0; i < b.dimensions(); i++) {
+        s.mins.push_back(b.dim(i).min());
+        s.extents.push_back(b.dim(i).extent());
+    }
+    s.dims = b.dimensions();
+    s.name = b.name();
+    return s;
+}
+Src src_of(const ImageParam &p) {
+    Src s;
+    ImageParam q = p;
+    s.call = [q](const std::vector<Expr> &a) { return q(a); };
+    for (int i = 0; i < p.dimensions(); i++) {
+        s.mins.push_back(p.min(i));
+        s.extents.push_back(p.extent(i));
+    }
+    s.dims = p.dimensions();
+    s.name = p.name();
+    return s;
+}
+Func make_bc(const Src &s, const char *kind, Expr value) {
+    Func f(s.name + "_" + kind);
+    std::vector<Var> vars;
+    std::vector<Expr> coords;
+    Expr inside;
+    for (int i = 0; i < s.dims; i++) {
+        Var v("_" + std::to_string(i));
+        vars.push_back(v);
+        Expr lo = s.mins[i], hi = s.mins[i] + s.extents[i] - 1;
+        std::string k = kind;
+        if (k == "mirror_image") {
+            // Reflect with the edge pixel repeated: ... 2 1 0 | 0 1 2 ... n-1 | n-1 n-2 ...
+            Expr ext = s.extents[i];
+            Expr c = Expr(v) - lo;
+            Expr m = c % (2 * ext);
+            Expr r = select(m < ext, m, 2 * ext - 1 - m);
+            coords.push_back(clamp(r + lo, lo, hi));
+        } else {
+            coords.push_back(clamp(Expr(v), lo, hi));
+        }
+        if (k == "constant_exterior") {
+            Expr in = Expr(v) >= lo && Expr(v) <= hi;
+            inside = inside.defined() ? (inside && in) : in;
+        }
+    }
+    Expr body = s.call(coords);
+    if (value.defined()) {
+        if (value.type() != body.type()) value = cast(body.type(), value);
+        body = inside.defined() ? select(inside, body, value) : body;
+    }
+    f(vars) = body;
+    return f;
+}
+}  // namespace
+
+namespace BoundaryConditions {
+Func repeat_edge(const Buffer<void> &src) { return make_bc(src_of(src), "repeat_edge", Expr()); }
+Func repeat_edge(const ImageParam &src) { return make_bc(src_of(src), "repeat_edge", Expr()); }
+Func constant_exterior(const Buffer<void> &src, Expr value) {
+    if (!value.defined()) user_error("weft: constant_exterior needs a defined value");
+    return make_bc(src_of(src), "constant_exterior", value);
+}
+Func constant_exterior(const ImageParam &src, Expr value) {
+    if (!value.defined()) user_error("weft: constant_exterior needs a defined value");
+    return make_bc(src_of(src), "constant_exterior", value);
+}
+Func mirror_image(const Buffer<void> &src) { return make_bc(src_of(src), "mirror_image", Expr()); }
+Func mirror_image(const ImageParam &src) { return make_bc(src_of(src), "mirror_image", Expr()); }
+}  // namespace BoundaryConditions
+
+}  // namespace weft

@@ -1,0 +1,87 @@
+// The contents behind Func, RDom, ImageParam: definitions and schedules.
+#pragma once
+#include <atomic>
+#include "ir/IR.h"
+#include "weft/Func.h"
+
+namespace weft {
+namespace internal {
+
+struct ReductionVariable {
+    std::string var;
+    Expr min, extent;
+};
+
+struct ReductionDomainContents {
+    std::string name;
+    std::vector<ReductionVariable> domain;
+    Expr predicate;  // conjunction of where() conditions; undefined = none
+};
+
+struct Split {
+    enum Kind { SplitVar, FuseVars } kind;
+    std::string old_var, outer, inner;  // for FuseVars: inner, outer -> old_var (the fused name)
+    Expr factor;
+    TailStrategy tail;
+};
+
+struct Dim {
+    std::string var;
+    ForType for_type = ForType::Serial;
+    bool is_rvar = false;
+};
+
+struct StageSchedule {
+    std::vector<Split> splits;
+    std::vector<Dim> dims;  // innermost first
+};
+
+struct Definition {
+    std::vector<Expr> args;
+    Expr value;
+    std::shared_ptr<ReductionDomainContents> rdom;  // null for pure definitions
+    StageSchedule schedule;
+};
+
+struct LoopLevelSpec {
+    enum Kind { Inline, Root, At } kind = Inline;
+    std::weak_ptr<FunctionContents> func;
+    std::string func_name, var;
+};
+
+struct BoundSpec {
+    std::string var;
+    Expr min, extent;
+};
+
+struct FuncSchedule {
+    LoopLevelSpec compute, store;
+    bool store_set = false;
+    std::vector<BoundSpec> bounds;
+    MemoryType memory = MemoryType::Auto;
+};
+
+struct FunctionContents {
+    std::string name;
+    std::vector<std::string> args;
+    Type type;
+    bool defined = false;
+    Definition init;
+    std::vector<Definition> updates;
+    FuncSchedule schedule;
+    std::shared_ptr<void> runner;  // Func::realize's own pipeline state (see src/pipeline)
+};
+
+/** Bumped by every change to any definition or schedule: the cached-call fast path compares it. */
+extern std::atomic<uint64_t> g_definition_epoch;
+inline void bump_epoch() { g_definition_epoch.fetch_add(1, std::memory_order_relaxed); }
+
+/** The stage's name for messages: "f" or "f.update(0)". */
+std::string stage_name(const FunctionContents &f, int stage);
+Definition &stage_definition(FunctionContents &f, int stage);
+
+/** Type coercion for binary operators, per API.md. */
+void match_types(Expr &a, Expr &b, const char *op);
+
+}  // namespace internal
+}  // namespace weft

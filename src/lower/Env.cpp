@@ -1,0 +1,395 @@
+#include "lower/Env.h"
+#include <functional>
+#include <set>
+#include <sstream>
+#include "ir/IRVisitor.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+struct Names {
+    std::set<std::string> used;
+    std::string make(const std::string &base) {
+        std::string n = base;
+        for (int k = 2; used.count(n); k++) n = base + "$" + std::to_string(k);
+        used.insert(n);
+        return n;
+    }
+};
+
+/** Finds every Func, input and Param reachable from some Exprs. */
+class Gather : public IRVisitor {
+public:
+    std::function<void(const std::shared_ptr<FunctionContents> &)> on_func;
+    std::function<void(const Call *)> on_input;
+    std::function<void(const std::shared_ptr<ParamContents> &)> on_param;
+    std::function<void(const std::shared_ptr<ReductionDomainContents> &)> on_rdom;
+
+protected:
+    void visit(const Call *op) override {
+        if (op->call_type == Call::Func && op->func) on_func(op->func);
+        if (op->call_type == Call::Image) on_input(op);
+        IRVisitor::visit(op);
+    }
+    void visit(const Variable *op) override {
+        if (op->param) on_param(op->param);
+        if (op->rdom) on_rdom(op->rdom);
+    }
+};
+
+class Rename : public IRMutator {
+public:
+    std::map<const FunctionContents *, std::string> funcs;
+    std::map<const void *, std::string> inputs;  // image or buffer contents
+    std::map<std::string, std::string> input_names;  // original name -> unique
+    std::map<const ParamContents *, std::string> params;
+    std::string self;
+
+protected:
+    Expr visit(const Call *op, const Expr &e) override {
+        Expr r = IRMutator::visit(op, e);
+        auto c = r.as<Call>();
+        std::string n = c->name;
+        if (c->call_type == Call::Func) n = c->func ? funcs.at(c->func.get()) : self;
+        else if (c->call_type == Call::Image) n = inputs.at(c->image ? (const void *)c->image.get() : (const void *)c->buffer.get());
+        else return r;
+        if (n == c->name && (c->func || c->call_type != Call::Func)) return r;
+        auto m = std::make_shared<Call>(*c);
+        m->name = n;
+        return Expr(m);
+    }
+    Expr visit(const Variable *op, const Expr &e) override {
+        if (op->param) {
+            auto it = params.find(op->param.get());
+            if (it != params.end() && it->second != op->name) return Variable::make(op->type, it->second);
+            return Variable::make(op->type, op->name);  // drops the pointer: lowering sees a plain name
+        }
+        auto dot = op->name.find('.');
+        if (dot != std::string::npos && !op->rdom) {
+            auto it = input_names.find(op->name.substr(0, dot));
+            if (it != input_names.end() && it->second != op->name.substr(0, dot))
+                return Variable::make(op->type, it->second + op->name.substr(dot));
+        }
+        return e;
+    }
+};
+
+class Inliner : public IRMutator {
+public:
+    const LFunc *f;
+
+protected:
+    Expr visit(const Call *op, const Expr &e) override {
+        Expr r = IRMutator::visit(op, e);
+        auto c = r.as<Call>();
+        if (c->call_type != Call::Func || c->name != f->name) return r;
+        std::map<std::string, Expr> m;
+        for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = c->args[i];
+        return substitute(m, f->stages[0].value);
+    }
+};
+
+class CallsOf : public IRVisitor {
+public:
+    std::vector<std::string> names;
+
+protected:
+    void visit(const Call *op) override {
+        if (op->call_type == Call::Func) names.push_back(op->name);
+        IRVisitor::visit(op);
+    }
+};
+
+template <typename F>
+void for_each_expr(LStage &s, F &&fn) {
+    for (auto &a : s.args) fn(a);
+    fn(s.value);
+    if (s.predicate.defined()) fn(s.predicate);
+    for (auto &rv : s.rvars) {
+        fn(rv.min);
+        fn(rv.extent);
+    }
+}
+
+const char *tail_name(TailStrategy t) {
+    switch (t) {
+    case TailStrategy::Auto: return "auto";
+    case TailStrategy::GuardWithIf: return "guard";
+    case TailStrategy::RoundUp: return "roundup";
+    case TailStrategy::ShiftInwards: return "shift";
+    }
+    return "?";
+}
+
+/** Canonical renaming for the cache key: names aside, structure only. */
+class Canon : public IRMutator {
+public:
+    std::map<std::string, std::string> names;
+    std::string get(const std::string &n) {
+        auto it = names.find(n);
+        if (it != names.end()) return it->second;
+        std::string c = "n" + std::to_string(names.size());
+        names[n] = c;
+        return c;
+    }
+
+protected:
+    Expr visit(const Variable *op, const Expr &e) override {
+        auto dot = op->name.find('.');
+        if (dot != std::string::npos && names.count(op->name.substr(0, dot)))
+            return Variable::make(op->type, names[op->name.substr(0, dot)] + op->name.substr(dot));
+        return Variable::make(op->type, get(op->name));
+    }
+    Expr visit(const Call *op, const Expr &e) override {
+        Expr r = IRMutator::visit(op, e);
+        auto c = r.as<Call>();
+        if (c->call_type == Call::Intrinsic) return r;
+        auto m = std::make_shared<Call>(c->type, get(c->name), c->args, c->call_type);
+        return Expr(m);
+    }
+};
+
+}  // namespace
+
+Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference) {
+    Env env;
+    Names names;
+    std::vector<std::shared_ptr<FunctionContents>> order;  // discovery order
+    std::map<const FunctionContents *, std::string> fnames;
+    std::map<const void *, std::string> inames;
+    std::map<std::string, std::string> input_names;
+    std::map<const ParamContents *, std::string> pnames;
+    std::set<const ReductionDomainContents *> rdoms_seen;
+
+    std::vector<std::shared_ptr<FunctionContents>> stack;
+    Gather g;
+    g.on_func = [&](const std::shared_ptr<FunctionContents> &f) {
+        if (fnames.count(f.get())) return;
+        if (!f->defined) user_error("weft: Func \"" + f->name + "\" is used but has no definition");
+        fnames[f.get()] = names.make(f->name);
+        order.push_back(f);
+        stack.push_back(f);
+    };
+    g.on_input = [&](const Call *c) {
+        const void *key = c->image ? (const void *)c->image.get() : (const void *)c->buffer.get();
+        if (inames.count(key)) return;
+        LInput in;
+        in.name = names.make(c->image ? c->image->name : c->buffer->name);
+        inames[key] = in.name;
+        input_names[c->image ? c->image->name : c->buffer->name] = in.name;
+        in.type = c->type;
+        in.image = c->image;
+        in.buffer = c->buffer;
+        in.dims = c->image ? c->image->dims : c->buffer->dims;
+        env.inputs.push_back(in);
+    };
+    g.on_param = [&](const std::shared_ptr<ParamContents> &p) {
+        if (pnames.count(p.get())) return;
+        LParam lp;
+        lp.name = names.make(p->name);
+        lp.param = p;
+        pnames[p.get()] = lp.name;
+        env.params.push_back(lp);
+    };
+    std::function<void(const std::shared_ptr<ReductionDomainContents> &)> on_rdom =
+        [&](const std::shared_ptr<ReductionDomainContents> &r) {
+            if (!rdoms_seen.insert(r.get()).second) return;
+            g.include(r->predicate);
+            for (auto &rv : r->domain) {
+                g.include(rv.min);
+                g.include(rv.extent);
+            }
+        };
+    g.on_rdom = on_rdom;
+    for (auto &o : outputs) {
+        if (!o) user_error("weft: a Pipeline output is a null Func");
+        if (!o->defined) user_error("weft: output Func \"" + o->name + "\" has no definition");
+        g.on_func(o);
+    }
+    while (!stack.empty()) {
+        auto f = stack.back();
+        stack.pop_back();
+        auto visit_def = [&](const Definition &d) {
+            for (auto &a : d.args) g.include(a);
+            g.include(d.value);
+            if (d.rdom) on_rdom(d.rdom);
+        };
+        visit_def(f->init);
+        for (auto &u : f->updates) visit_def(u);
+    }
+
+    // Snapshot with unique names.
+    Rename rn;
+    rn.funcs = fnames;
+    rn.inputs = inames;
+    rn.input_names = input_names;
+    rn.params = pnames;
+    std::vector<LFunc> all;
+    std::map<std::string, int> all_index;
+    for (auto &fc : order) {
+        LFunc lf;
+        lf.name = fnames[fc.get()];
+        lf.contents = fc;
+        lf.args = fc->args;
+        lf.type = fc->type;
+        lf.sched = fc->schedule;
+        rn.self = lf.name;
+        auto add_stage = [&](const Definition &d) {
+            LStage s;
+            for (auto &a : d.args) s.args.push_back(rn.mutate(a));
+            s.value = rn.mutate(d.value);
+            if (d.rdom) {
+                if (d.rdom->predicate.defined()) s.predicate = rn.mutate(d.rdom->predicate);
+                for (auto &rv : d.rdom->domain) s.rvars.push_back({rv.var, rn.mutate(rv.min), rn.mutate(rv.extent)});
+            }
+            s.sched = d.schedule;
+            lf.stages.push_back(std::move(s));
+        };
+        add_stage(fc->init);
+        for (auto &u : fc->updates) add_stage(u);
+        for (size_t i = 0; i < outputs.size(); i++)
+            if (outputs[i] == fc) lf.output_index = (int)i;
+        auto resolve = [&](const LoopLevelSpec &l, std::string &out, const char *what) {
+            if (l.kind != LoopLevelSpec::At) return;
+            auto c = l.func.lock();
+            if (!c || !fnames.count(c.get()))
+                user_error("weft: Func \"" + fc->name + "\"." + what + "(" + l.func_name + ", " + l.var + "): Func \"" +
+                           l.func_name + "\" is not part of this pipeline");
+            out = fnames[c.get()];
+        };
+        if (reference) {
+            lf.sched = FuncSchedule();
+            lf.sched.compute.kind = LoopLevelSpec::Root;
+            lf.sched.store.kind = LoopLevelSpec::Root;
+            for (size_t k = 0; k < lf.stages.size(); k++) {
+                const Definition &d = k == 0 ? fc->init : fc->updates[k - 1];
+                StageSchedule s;
+                if (k == 0) {
+                    for (auto &a : fc->args) s.dims.push_back({a, ForType::Serial, false});
+                } else {
+                    if (d.rdom)
+                        for (auto &rv : d.rdom->domain) s.dims.push_back({rv.var, ForType::Serial, true});
+                    for (size_t i = 0; i < d.args.size(); i++) {
+                        auto v = d.args[i].as<Variable>();
+                        if (v && v->name == fc->args[i]) s.dims.push_back({v->name, ForType::Serial, false});
+                    }
+                }
+                lf.stages[k].sched = s;
+            }
+        } else {
+            resolve(lf.sched.compute, lf.compute_func, "compute_at");
+            resolve(lf.sched.store, lf.store_func, "store_at");
+        }
+        all_index[lf.name] = (int)all.size();
+        all.push_back(std::move(lf));
+    }
+    for (auto &o : outputs) env.outputs.push_back(fnames[o.get()]);
+
+    // Decide what is inlined: pure-only Funcs left at the default schedule.
+    std::set<std::string> inlined;
+    for (auto &f : all) {
+        bool is_out = f.output_index >= 0;
+        if (is_out) {
+            f.sched.compute.kind = LoopLevelSpec::Root;
+            f.sched.store.kind = LoopLevelSpec::Root;
+            continue;
+        }
+        if (f.sched.compute.kind == LoopLevelSpec::Inline) {
+            if (f.stages.size() == 1) inlined.insert(f.name);
+            else {
+                f.sched.compute.kind = LoopLevelSpec::Root;  // a Func with updates cannot be inlined
+                if (f.sched.store.kind == LoopLevelSpec::Inline) f.sched.store.kind = LoopLevelSpec::Root;
+            }
+        } else if (f.sched.store.kind == LoopLevelSpec::Inline) {
+            f.sched.store = f.sched.compute;
+            f.store_func = f.compute_func;
+        }
+    }
+
+    // Topological order (producers first) over all Funcs, by DFS from the outputs.
+    std::vector<std::string> topo;
+    std::map<std::string, int> state;
+    std::function<void(const std::string &)> dfs = [&](const std::string &n) {
+        int &st = state[n];
+        if (st == 2) return;
+        if (st == 1) return;  // self or mutual recursion only through updates of the same Func
+        st = 1;
+        CallsOf co;
+        for (auto &s : all[all_index[n]].stages) {
+            LStage copy = s;
+            for_each_expr(copy, [&](Expr &e) { co.include(e); });
+        }
+        for (auto &c : co.names)
+            if (c != n) dfs(c);
+        state[n] = 2;
+        topo.push_back(n);
+    };
+    for (auto &o : env.outputs) dfs(o);
+
+    // Inline, producers first, into everything after them.
+    for (size_t i = 0; i < topo.size(); i++) {
+        if (!inlined.count(topo[i])) continue;
+        Inliner in;
+        in.f = &all[all_index[topo[i]]];
+        for (size_t j = 0; j < topo.size(); j++) {
+            if (j == i) continue;
+            for (auto &s : all[all_index[topo[j]]].stages) for_each_expr(s, [&](Expr &e) { e = in.mutate(e); });
+        }
+    }
+    for (auto &n : topo) {
+        if (inlined.count(n)) continue;
+        env.index[n] = (int)env.funcs.size();
+        env.funcs.push_back(std::move(all[all_index[n]]));
+    }
+    // compute_at an inlined Func is impossible.
+    for (auto &f : env.funcs) {
+        for (auto *l : {&f.compute_func, &f.store_func})
+            if (!l->empty() && !env.index.count(*l))
+                user_error("weft: Func \"" + f.contents->name + "\" is computed or stored at a loop of Func \"" +
+                           all[all_index[*l]].contents->name +
+                           "\", which is inlined (has no loops); schedule that Func with compute_root() or compute_at()");
+    }
+
+    // The canonical description, for the cache key.
+    std::ostringstream os;
+    Canon canon;
+    for (auto &in : env.inputs) os << "input " << canon.get(in.name) << " " << in.type.str() << " " << in.dims << (in.buffer ? " buf" : " img") << "\n";
+    for (auto &p : env.params) os << "param " << canon.get(p.name) << " " << p.param->type.str() << "\n";
+    for (auto &f : env.funcs) {
+        os << "func " << canon.get(f.name) << " " << f.type.str() << " out=" << f.output_index << " (";
+        for (auto &a : f.args) os << canon.get(a) << ",";
+        os << ")";
+        auto level = [&](const LoopLevelSpec &l, const std::string &fn) {
+            if (l.kind == LoopLevelSpec::Root) os << " root";
+            else if (l.kind == LoopLevelSpec::Inline) os << " inline";
+            else os << " at " << canon.get(fn) << "." << canon.get(l.var);
+        };
+        level(f.sched.compute, f.compute_func);
+        level(f.sched.store, f.store_func);
+        os << " mem" << (int)f.sched.memory;
+        for (auto &b : f.sched.bounds) os << " bound " << canon.get(b.var) << " " << canon.mutate(b.min) << " " << canon.mutate(b.extent);
+        os << "\n";
+        for (auto &s : f.stages) {
+            os << "  (";
+            for (auto &a : s.args) os << canon.mutate(a) << ",";
+            os << ") = " << canon.mutate(s.value);
+            for (auto &rv : s.rvars) os << " rv " << canon.get(rv.var) << " " << canon.mutate(rv.min) << " " << canon.mutate(rv.extent);
+            if (s.predicate.defined()) os << " where " << canon.mutate(s.predicate);
+            os << "\n  sched";
+            for (auto &sp : s.sched.splits)
+                os << " " << (sp.kind == Split::SplitVar ? "split " : "fuse ") << canon.get(sp.old_var) << " "
+                   << canon.get(sp.outer) << " " << canon.get(sp.inner) << " "
+                   << (sp.factor.defined() ? to_string(canon.mutate(sp.factor)) : std::string("-")) << " "
+                   << tail_name(sp.tail);
+            os << " dims";
+            for (auto &d : s.sched.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
+            os << "\n";
+        }
+    }
+    env.canonical = os.str();
+    return env;
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,59 @@
+// A snapshot of a pipeline's Funcs (names made unique, inline Funcs substituted), the
+// inputs and Params it reads, its realization order, and its canonical cache key.
+#pragma once
+#include <map>
+#include "lang/Function.h"
+
+namespace weft {
+namespace internal {
+
+struct LStage {
+    std::vector<Expr> args;
+    Expr value;
+    Expr predicate;  // RDom where(), undefined = none
+    std::vector<ReductionVariable> rvars;
+    StageSchedule sched;
+};
+
+struct LFunc {
+    std::string name;  // unique within the pipeline
+    std::shared_ptr<FunctionContents> contents;
+    std::vector<std::string> args;
+    Type type;
+    std::vector<LStage> stages;
+    FuncSchedule sched;
+    std::string compute_func, store_func;  // unique names of the consumers in compute_at / store_at
+    int output_index = -1;
+};
+
+struct LInput {
+    std::string name;  // unique within the pipeline
+    Type type;
+    int dims;
+    std::shared_ptr<ImageParamContents> image;  // one of these is set
+    std::shared_ptr<BufferContents> buffer;
+};
+
+struct LParam {
+    std::string name;
+    std::shared_ptr<ParamContents> param;
+};
+
+struct Env {
+    std::vector<LFunc> funcs;  // realization order: producers first; inlined Funcs removed
+    std::map<std::string, int> index;
+    std::vector<LInput> inputs;
+    std::vector<LParam> params;
+    std::vector<std::string> outputs;  // unique names, in the Pipeline's order
+    /** The structure of algorithm and schedule with every name canonicalised. */
+    std::string canonical;
+    LFunc &func(const std::string &n) { return funcs[index.at(n)]; }
+};
+
+/** Builds the snapshot. With reference = true every schedule is dropped (all Funcs are
+    computed at root over their whole required region, loops in default order): the
+    interpreter's view. shape_consts replaces buffer fields ("in.extent.0") by constants. */
+Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference);
+
+}  // namespace internal
+}  // namespace weft

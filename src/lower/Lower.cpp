@@ -1,0 +1,109 @@
+#include "lower/Lower.h"
+#include <sstream>
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+#include "lower/BoxesTouched.h"
+#include "lower/ScheduleFunctions.h"
+#include "lower/StorageFlattening.h"
+#include "lower/UnrollLoops.h"
+#include "lower/VectorizeLoops.h"
+
+namespace weft {
+namespace internal {
+
+static Expr field(const std::string &name, const char *f, int d, const std::map<std::string, Expr> &consts) {
+    std::string n = name + "." + f + "." + std::to_string(d);
+    auto it = consts.find(n);
+    return it != consts.end() ? it->second : Variable::make(Int(32), n);
+}
+
+/** Reading outside an input fails with a clear message before anything is written. */
+static std::vector<Stmt> input_checks(const Stmt &s, const Env &env, const std::map<std::string, Expr> &consts) {
+    std::vector<Stmt> checks;
+    for (auto &in : env.inputs) {
+        Box req = box_required(s, in.name);
+        for (size_t d = 0; d < req.size(); d++) {
+            if (!req[d].is_bounded())
+                user_error("weft: input \"" + in.name + "\" dimension " + std::to_string(d) +
+                           ": cannot bound the region the pipeline reads (" +
+                           (req[d].min.defined() ? to_string(req[d].min) : std::string("-inf")) + " to " +
+                           (req[d].max.defined() ? to_string(req[d].max) : std::string("+inf")) +
+                           "); clamp the coordinates, e.g. with BoundaryConditions");
+            Expr mn = field(in.name, "min", (int)d, consts), ex = field(in.name, "extent", (int)d, consts);
+            Expr mx = simplify(mn + ex - 1);
+            Expr lo = simplify(req[d].min), hi = simplify(req[d].max);
+            checks.push_back(AssertStmt::make(simplify(lo >= mn && hi <= mx),
+                "input \"" + in.name + "\" dimension " + std::to_string(d) + ": pipeline reads [%, %], buffer holds [%, %]",
+                {lo, hi, mn, mx}));
+        }
+    }
+    return checks;
+}
+
+static void log_pass(std::string *log, const char *name, const Stmt &s) {
+    if (!log) return;
+    std::ostringstream os;
+    os << "// ---- after " << name << " ----\n" << s;
+    *log += os.str();
+}
+
+LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std::string &fn_name, std::string *log) {
+    // Buffer fields used in definitions (boundary conditions, RDom over a buffer) become constants.
+    if (!consts.empty())
+        for (auto &f : env.funcs)
+            for (auto &st : f.stages) {
+                for (auto &a : st.args) a = substitute(consts, a);
+                st.value = substitute(consts, st.value);
+                if (st.predicate.defined()) st.predicate = substitute(consts, st.predicate);
+                for (auto &rv : st.rvars) {
+                    rv.min = substitute(consts, rv.min);
+                    rv.extent = substitute(consts, rv.extent);
+                }
+            }
+
+    std::map<std::string, Box> output_boxes;
+    for (auto &o : env.outputs) {
+        LFunc &f = env.func(o);
+        Box b;
+        for (size_t d = 0; d < f.args.size(); d++) {
+            Expr mn = field(o, "min", (int)d, consts), ex = field(o, "extent", (int)d, consts);
+            b.push_back(Interval(mn, simplify(mn + ex - 1)));
+        }
+        output_boxes[o] = b;
+    }
+
+    std::vector<Stmt> checks;
+    Stmt s = schedule_functions(env, output_boxes, checks);
+    log_pass(log, "schedule_functions", s);
+
+    auto in_checks = input_checks(s, env, consts);
+    checks.insert(checks.begin(), in_checks.begin(), in_checks.end());
+    checks.push_back(s);
+    s = Block::make(checks);
+
+    s = storage_flattening(s, env);
+    log_pass(log, "storage_flattening", s);
+
+    if (!consts.empty()) s = substitute(consts, s);
+    s = simplify(s);
+    log_pass(log, "simplify", s);
+
+    s = unroll_loops(s);
+    s = vectorize_loops(s);
+    s = simplify(s);
+    log_pass(log, "unroll, vectorize, simplify", s);
+
+    LoweredFunc lf;
+    lf.name = fn_name;
+    lf.body = s;
+    for (auto &in : env.inputs) lf.args.push_back({in.name, LoweredArg::Buffer, in.type, in.dims});
+    for (auto &p : env.params) lf.args.push_back({p.name, LoweredArg::Scalar, p.param->type, 0});
+    for (auto &o : env.outputs) {
+        LFunc &f = env.func(o);
+        lf.args.push_back({o, LoweredArg::Buffer, f.type, (int)f.args.size()});
+    }
+    return lf;
+}
+
+}  // namespace internal
+}  // namespace weft

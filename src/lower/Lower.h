@@ -1,0 +1,16 @@
+// The compiler's table of contents: from a pipeline snapshot to a flat LoweredFunc.
+#pragma once
+#include "lower/Env.h"
+#include "lower/LoweredFunc.h"
+
+namespace weft {
+namespace internal {
+
+/** Lowers env. shape_consts gives constants for buffer fields ("in.extent.0", "out.stride.1",
+    ...): a shape-specialised kernel; an empty map gives a shape-generic one. If log is non-null
+    it receives the IR after each pass. Throws weft::Error for impossible schedules. */
+LoweredFunc lower(Env env, const std::map<std::string, Expr> &shape_consts, const std::string &fn_name,
+                  std::string *log = nullptr);
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,339 @@
+// Builds each Func's loop nest from its schedule and places it at its compute_at / store_at
+// level, with the region to compute found by bounds inference.
+#include "lower/ScheduleFunctions.h"
+#include <algorithm>
+#include <optional>
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+#include "lower/BoxesTouched.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+std::string describe(const Interval &i) { return "[" + to_string(i.min) + ", " + to_string(i.max) + "]"; }
+
+Expr likely(const Expr &e) { return Call::make_intrinsic(e.type(), "likely", {e}); }
+
+struct Builder {
+    Env &env;
+    std::vector<Stmt> &top_asserts;
+
+    TailStrategy resolve_tail(const LFunc &f, int k, const Split &sp, bool is_rvar, const Expr &oext, const Expr &F) {
+        TailStrategy t = sp.tail;
+        if (t == TailStrategy::Auto) {
+            if (can_prove(simplify(oext % F) == 0)) return TailStrategy::RoundUp;  // exact
+            if (k == 0 && !is_rvar && can_prove(simplify(oext >= F))) return TailStrategy::ShiftInwards;
+            return TailStrategy::GuardWithIf;
+        }
+        if (t == TailStrategy::ShiftInwards && (k > 0 || is_rvar))
+            user_error("weft: " + stage_name(*f.contents, k) + ".split(" + sp.old_var +
+                       ", ShiftInwards): an update or reduction loop would compute some points twice; use GuardWithIf");
+        if (t == TailStrategy::RoundUp && is_rvar && !can_prove(simplify(oext % F) == 0))
+            user_error("weft: " + stage_name(*f.contents, k) + ".split(" + sp.old_var +
+                       ", RoundUp): the reduction domain's extent is not a multiple of the factor; use GuardWithIf");
+        return t;
+    }
+
+    Stmt build_stage(LFunc &f, int k, const Box &box) {
+        LStage &st = f.stages[k];
+        std::string prefix = f.name + ".s" + std::to_string(k) + ".";
+        std::map<std::string, std::pair<Expr, Expr>> bounds;
+        std::map<std::string, bool> is_rvar;
+        for (size_t i = 0; i < f.args.size(); i++) {
+            if (!box[i].is_bounded())
+                user_error("weft: Func \"" + f.contents->name + "\" dimension " + std::to_string(i) +
+                           ": cannot bound the region to compute (" + describe(box[i]) +
+                           "); clamp the coordinates it is called or written with");
+            bounds[f.args[i]] = {box[i].min, simplify(box[i].max - box[i].min + 1)};
+        }
+        for (auto &rv : st.rvars) {
+            bounds[rv.var] = {rv.min, rv.extent};
+            is_rvar[rv.var] = true;
+        }
+        struct Rec {
+            Split sp;
+            TailStrategy tail;
+            Expr omin, oext;
+        };
+        std::vector<Rec> recs;
+        for (auto &sp : st.sched.splits) {
+            if (sp.kind == Split::SplitVar) {
+                auto it = bounds.find(sp.old_var);
+                WEFT_ASSERT(it != bounds.end(), "split of unknown var " + sp.old_var);
+                Expr omin = it->second.first, oext = it->second.second, F = sp.factor;
+                bool rv = is_rvar[sp.old_var];
+                TailStrategy t = resolve_tail(f, k, sp, rv, oext, F);
+                recs.push_back({sp, t, omin, oext});
+                bounds[sp.inner] = {0, F};
+                bounds[sp.outer] = {0, simplify((oext + F - 1) / F)};
+                is_rvar[sp.inner] = is_rvar[sp.outer] = rv;
+            } else {
+                auto in = bounds.at(sp.inner), out = bounds.at(sp.outer);
+                recs.push_back({sp, TailStrategy::Auto, in.first, in.second});
+                bounds[sp.old_var] = {0, simplify(in.second * out.second)};
+                is_rvar[sp.old_var] = is_rvar[sp.inner];
+                recs.back().omin = out.first;  // reuse fields: omin = outer min
+                recs.back().oext = in.second;  // oext = inner extent
+                bounds[sp.inner + "#min"] = {in.first, in.second};
+            }
+        }
+        std::map<std::string, Expr> values;
+        for (auto &d : st.sched.dims) values[d.var] = Variable::make(Int(32), prefix + d.var);
+        std::vector<Expr> guards;
+        for (auto it = recs.rbegin(); it != recs.rend(); ++it) {
+            const Split &sp = it->sp;
+            if (sp.kind == Split::SplitVar) {
+                Expr o = values.at(sp.outer), i = values.at(sp.inner);
+                Expr F = sp.factor;
+                Expr base = it->omin + o * F;
+                if (it->tail == TailStrategy::ShiftInwards) base = Min::make(base, it->omin + it->oext - F);
+                Expr v = simplify(base + i);
+                values[sp.old_var] = v;
+                if (it->tail == TailStrategy::GuardWithIf) guards.push_back(likely(v < it->omin + it->oext));
+            } else {
+                Expr fv = values.at(sp.old_var);
+                Expr imin = bounds.at(sp.inner + "#min").first;
+                values[sp.inner] = simplify(imin + fv % it->oext);
+                values[sp.outer] = simplify(it->omin + fv / it->oext);
+            }
+        }
+        std::map<std::string, Expr> subs;
+        for (auto &a : f.args)
+            if (values.count(a)) subs[a] = values[a];
+        for (auto &rv : st.rvars) subs[rv.var] = values.at(rv.var);
+        std::vector<Expr> args;
+        for (auto &a : st.args) args.push_back(substitute(subs, a));
+        Stmt body = Provide::make(f.name, substitute(subs, st.value), args);
+        if (st.predicate.defined()) body = IfThenElse::make(substitute(subs, st.predicate), body);
+        for (auto &g : guards) body = IfThenElse::make(g, body);
+        for (auto &d : st.sched.dims) {
+            auto b = bounds.at(d.var);
+            body = For::make(prefix + d.var, simplify(b.first), simplify(b.second), d.for_type, body);
+        }
+        return body;
+    }
+
+    Stmt build_produce(LFunc &f, Box box) {
+        const std::string &fname = f.contents->name;
+        std::vector<Stmt> pre;
+        for (auto &bs : f.sched.bounds) {
+            size_t i = std::find(f.args.begin(), f.args.end(), bs.var) - f.args.begin();
+            Interval b(bs.min, simplify(bs.min + bs.extent - 1));
+            if (box[i].is_bounded() && f.output_index < 0) {
+                Expr ok = simplify(box[i].min >= b.min && box[i].max <= b.max);
+                pre.push_back(AssertStmt::make(ok,
+                    "Func \"" + fname + "\" dimension " + std::to_string(i) + ": bound() gives [%, %] but the pipeline needs [%, %]",
+                    {b.min, b.max, box[i].min, box[i].max}));
+            }
+            if (f.output_index < 0) box[i] = b;
+        }
+        size_t n = f.stages.size();
+        std::vector<Box> sb(n);
+        sb[n - 1] = box;
+        for (size_t k = n - 1; k >= 1; k--) {
+            LStage &st = f.stages[k];
+            Scope sc;
+            for (size_t i = 0; i < f.args.size(); i++) sc[f.args[i]] = sb[k][i];
+            for (auto &rv : st.rvars) sc[rv.var] = Interval(rv.min, simplify(rv.min + rv.extent - 1));
+            std::vector<Stmt> touch{Provide::make(f.name, st.value, st.args)};
+            if (st.predicate.defined()) touch.push_back(Evaluate::make(st.predicate));
+            Stmt ts = Block::make(touch);
+            Box t = box_union(box_provided(ts, f.name, sc), box_required(ts, f.name, sc));
+            sb[k - 1] = box_union(sb[k], t);
+            for (auto &iv : sb[k - 1]) iv = Interval(iv.min.defined() ? simplify(iv.min) : iv.min,
+                                                      iv.max.defined() ? simplify(iv.max) : iv.max);
+        }
+        if (f.output_index >= 0) {
+            // Everything an output's stages touch must lie within its buffer: checked before any work.
+            for (size_t i = 0; i < f.args.size(); i++) {
+                const Interval &r = sb[0][i];
+                if (!r.is_bounded())
+                    user_error("weft: output Func \"" + fname + "\" dimension " + std::to_string(i) +
+                               ": cannot bound the region its updates write; clamp the coordinates");
+                Expr bmin = box[i].min, bmax = box[i].max;
+                top_asserts.push_back(AssertStmt::make(simplify(r.min >= bmin && r.max <= bmax),
+                    "output \"" + fname + "\" dimension " + std::to_string(i) + ": pipeline writes [%, %], buffer holds [%, %]",
+                    {r.min, r.max, bmin, bmax}));
+            }
+        }
+        std::vector<Stmt> stages;
+        for (size_t k = 0; k < n; k++) stages.push_back(build_stage(f, (int)k, sb[k]));
+        Stmt s = Block::make(stages);
+        if (f.output_index >= 0) {
+            Box prov = box_provided(s, f.name);
+            for (size_t i = 0; i < prov.size(); i++) {
+                const Interval &r = prov[i];
+                if (!r.is_bounded()) continue;
+                Expr bmin = box[i].min, bmax = box[i].max;
+                top_asserts.push_back(AssertStmt::make(simplify(r.min >= bmin && r.max <= bmax),
+                    "output \"" + fname + "\" dimension " + std::to_string(i) +
+                    ": the schedule writes [%, %], buffer holds [%, %] (RoundUp needs an extent that is a multiple of the factor)",
+                    {r.min, r.max, bmin, bmax}));
+            }
+        }
+        pre.push_back(s);
+        return Block::make(pre);
+    }
+
+    Region to_region(const Box &b) {
+        Region r;
+        for (auto &i : b) {
+            WEFT_ASSERT(i.is_bounded(), "unbounded realization");
+            r.push_back({simplify(i.min), simplify(i.max - i.min + 1)});
+        }
+        return r;
+    }
+
+    Stmt realize(LFunc &f, const Stmt &body) {
+        Box b = box_union(box_required(body, f.name), box_provided(body, f.name));
+        for (size_t i = 0; i < b.size(); i++)
+            if (!b[i].is_bounded())
+                user_error("weft: Func \"" + f.contents->name + "\" dimension " + std::to_string(i) +
+                           ": cannot bound the region it is read over (" + describe(b[i]) +
+                           "); clamp the coordinates it is called with");
+        return Realize::make(f.name, f.type, to_region(b), f.sched.memory, body);
+    }
+
+    static bool is_loop_of(const std::string &loop, const std::string &func, const std::string &var) {
+        std::string p = func + ".s";
+        if (loop.compare(0, p.size(), p) != 0) return false;
+        size_t i = p.size();
+        while (i < loop.size() && isdigit((unsigned char)loop[i])) i++;
+        return i > p.size() && loop.substr(i) == "." + var;
+    }
+
+    class InjectAt : public IRMutator {
+    public:
+        Builder *b;
+        LFunc *f;
+        std::string func, var;
+        bool produce;  // true: inject the computation; false: inject the storage
+        bool with_realize;
+        int count = 0, loops_seen = 0;
+
+    protected:
+        Stmt visit(const For *op, const Stmt &s) override {
+            Stmt body = mutate(op->body);
+            if (!is_loop_of(op->name, func, var)) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+            loops_seen++;
+            bool uses = produce ? !box_required(body, f->name).empty() : !box_provided(body, f->name).empty();
+            if (!uses) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+            count++;
+            if (produce) {
+                Box req = box_required(body, f->name);
+                Stmt p = b->build_produce(*f, req);
+                body = Block::make(p, body);
+            }
+            if (with_realize) body = b->realize(*f, body);
+            return For::make(op->name, op->min, op->extent, op->for_type, body);
+        }
+    };
+
+    /** Checks that every use of f lies inside a Realize of f. */
+    class CheckInside : public IRVisitor {
+    public:
+        std::string name;
+        int depth = 0;
+        bool bad = false;
+
+    protected:
+        void visit(const Realize *op) override {
+            if (op->name == name) depth++;
+            IRVisitor::visit(op);
+            if (op->name == name) depth--;
+        }
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == name && depth == 0) bad = true;
+            IRVisitor::visit(op);
+        }
+        void visit(const Provide *op) override {
+            if (op->name == name && depth == 0) bad = true;
+            IRVisitor::visit(op);
+        }
+    };
+
+    std::string loops_of(const std::string &func) {
+        std::string r;
+        LFunc &g = env.func(func);
+        for (size_t k = 0; k < g.stages.size(); k++)
+            for (auto it = g.stages[k].sched.dims.rbegin(); it != g.stages[k].sched.dims.rend(); ++it)
+                if (r.find(" " + it->var + ",") == std::string::npos) r += " " + it->var + ",";
+        if (!r.empty()) r.pop_back();
+        return r;
+    }
+
+    Stmt inject(Stmt s, LFunc &f) {
+        const std::string &fname = f.contents->name;
+        if (f.sched.compute.kind == LoopLevelSpec::Root) {
+            Box req = box_required(s, f.name);
+            if (req.empty()) return s;  // nobody reads it
+            Stmt p = build_produce(f, req);
+            return realize(f, Block::make(p, s));
+        }
+        // compute_at
+        InjectAt in;
+        in.b = this;
+        in.f = &f;
+        in.func = f.compute_func;
+        in.var = f.sched.compute.var;
+        in.produce = true;
+        bool same = f.sched.store.kind == LoopLevelSpec::At && f.store_func == f.compute_func &&
+                    f.sched.store.var == f.sched.compute.var;
+        in.with_realize = same;
+        s = in.mutate(s);
+        const std::string &cname = env.func(f.compute_func).contents->name;
+        if (in.loops_seen == 0)
+            user_error("weft: Func \"" + fname + "\".compute_at(" + cname + ", " + in.var + "): Func \"" + cname +
+                       "\" has no loop named \"" + in.var + "\"; its loops are (outermost first):" + loops_of(f.compute_func));
+        if (in.count == 0)
+            user_error("weft: Func \"" + fname + "\".compute_at(" + cname + ", " + in.var + "): \"" + fname +
+                       "\" is not used inside that loop of \"" + cname + "\"; compute it at a consumer's loop");
+        if (!same) {
+            if (f.sched.store.kind == LoopLevelSpec::Root) {
+                s = realize(f, s);
+            } else {
+                InjectAt st;
+                st.b = this;
+                st.f = &f;
+                st.func = f.store_func;
+                st.var = f.sched.store.var;
+                st.produce = false;
+                st.with_realize = true;
+                s = st.mutate(s);
+                const std::string &sname = env.func(f.store_func).contents->name;
+                if (st.loops_seen == 0)
+                    user_error("weft: Func \"" + fname + "\".store_at(" + sname + ", " + st.var + "): Func \"" + sname +
+                               "\" has no loop named \"" + st.var + "\"; its loops are (outermost first):" + loops_of(f.store_func));
+                if (st.count == 0)
+                    user_error("weft: Func \"" + fname + "\".store_at(" + sname + ", " + st.var +
+                               "): that loop does not contain the loop where \"" + fname +
+                               "\" is computed; store_at must be at or outside compute_at");
+            }
+        }
+        CheckInside ci;
+        ci.name = f.name;
+        ci.include(s);
+        if (ci.bad)
+            user_error("weft: Func \"" + fname + "\" is computed at " + cname + "." + in.var +
+                       ", but it is also used outside that loop (by another Func or stage, or store_at is inside "
+                       "compute_at); compute it at an outer loop or at root");
+        return s;
+    }
+};
+
+}  // namespace
+
+Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes, std::vector<Stmt> &top_asserts) {
+    Builder b{env, top_asserts};
+    std::vector<Stmt> outs;
+    for (auto &f : env.funcs)
+        if (f.output_index >= 0) outs.push_back(b.build_produce(f, output_boxes.at(f.name)));
+    Stmt s = Block::make(outs);
+    for (auto it = env.funcs.rbegin(); it != env.funcs.rend(); ++it)
+        if (it->output_index < 0) s = b.inject(s, *it);
+    return s;
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,72 @@
+#include "lower/StorageFlattening.h"
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+Expr field(const std::string &name, const char *f, size_t d) {
+    return Variable::make(Int(32), name + "." + f + "." + std::to_string(d));
+}
+
+class Flatten : public IRMutator {
+public:
+    explicit Flatten(const Env &e) : env(e) {}
+    const Env &env;
+
+    static Expr flat_index(const std::string &name, const std::vector<Expr> &args) {
+        Expr idx;
+        for (size_t d = 0; d < args.size(); d++) {
+            Expr term = (args[d] - field(name, "min", d)) * field(name, "stride", d);
+            idx = idx.defined() ? idx + term : term;
+        }
+        return idx.defined() ? idx : Expr(0);
+    }
+
+protected:
+    Expr visit(const Call *op, const Expr &e) override {
+        if (op->call_type == Call::Intrinsic) return IRMutator::visit(op, e);
+        std::vector<Expr> args;
+        for (auto &a : op->args) args.push_back(mutate(a));
+        return Load::make(op->type, op->name, flat_index(op->name, args));
+    }
+    Stmt visit(const Provide *op, const Stmt &s) override {
+        std::vector<Expr> args;
+        for (auto &a : op->args) args.push_back(mutate(a));
+        return Store::make(op->name, mutate(op->value), flat_index(op->name, args));
+    }
+    Stmt visit(const Realize *op, const Stmt &s) override {
+        Stmt body = mutate(op->body);
+        Expr size = Expr(1);
+        Expr known = Expr(1);  // the same size from the bounds themselves, to decide stack or heap
+        for (size_t d = 0; d < op->bounds.size(); d++) {
+            size = size * field(op->name, "extent", d);
+            known = known * op->bounds[d].extent;
+        }
+        int64_t n = 0;
+        bool constant = is_const_int(simplify(known), &n);
+        if (constant) size = Expr((int)n);
+        MemoryType m = op->memory_type;
+        if (m == MemoryType::Auto || m == MemoryType::Register || m == MemoryType::Stack)
+            m = (constant && n * op->type.bytes() <= 64 * 1024) ? MemoryType::Stack : MemoryType::Heap;
+        if (m == MemoryType::GPUShared) m = MemoryType::Heap;
+        Stmt a = Allocate::make(op->name, op->type, Cast::make(Int(64), size), m, body);
+        // Bind extents, mins and dense strides (innermost first).
+        std::vector<std::pair<std::string, Expr>> lets;
+        for (size_t d = 0; d < op->bounds.size(); d++) {
+            lets.push_back({op->name + ".min." + std::to_string(d), op->bounds[d].min});
+            lets.push_back({op->name + ".extent." + std::to_string(d), op->bounds[d].extent});
+            lets.push_back({op->name + ".stride." + std::to_string(d),
+                            d == 0 ? Expr(1) : field(op->name, "stride", d - 1) * field(op->name, "extent", d - 1)});
+        }
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) a = LetStmt::make(it->first, it->second, a);
+        return a;
+    }
+};
+}  // namespace
+
+Stmt storage_flattening(const Stmt &s, const Env &env) { return Flatten(env).mutate(s); }
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,193 @@
+#include "lower/VectorizeLoops.h"
+#include <algorithm>
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+struct CannotVectorize {};
+
+/** Rewrites a loop body with the loop variable replaced by a Ramp. */
+class Widen : public IRMutator {
+public:
+    Widen(const std::string &v, Expr r, int l) : var(v), ramp(std::move(r)), lanes(l) {}
+    std::string var;
+    Expr ramp;
+    int lanes;
+    std::map<std::string, Type> vec_vars;
+
+    static Expr widen(const Expr &e, int l) {
+        if (e.type().lanes() == l) return e;
+        if (e.type().is_scalar()) return Broadcast::make(e, l);
+        throw CannotVectorize();
+    }
+
+protected:
+    Expr visit(const Variable *op, const Expr &e) override {
+        if (op->name == var) return ramp;
+        auto it = vec_vars.find(op->name);
+        if (it != vec_vars.end()) return Variable::make(it->second, op->name);
+        return e;
+    }
+#define BIN(T)                                                                      \
+    Expr visit(const T *op, const Expr &e) override {                               \
+        Expr a = mutate(op->a), b = mutate(op->b);                                  \
+        if (a.same_as(op->a) && b.same_as(op->b)) return e;                         \
+        int l = std::max(a.type().lanes(), b.type().lanes());                       \
+        return T::make(widen(a, l), widen(b, l));                                   \
+    }
+    BIN(Add) BIN(Sub) BIN(Mul) BIN(Div) BIN(Mod) BIN(Min) BIN(Max) BIN(EQ) BIN(NE) BIN(LT) BIN(LE) BIN(GT) BIN(GE)
+    BIN(And) BIN(Or)
+#undef BIN
+    Expr visit(const Cast *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return e;
+        return Cast::make(op->type.with_lanes(v.type().lanes()), v);
+    }
+    Expr visit(const Select *op, const Expr &e) override {
+        Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
+        if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return e;
+        int l = std::max({c.type().lanes(), t.type().lanes(), f.type().lanes()});
+        if (c.type().is_scalar()) return Select::make(c, widen(t, l), widen(f, l));
+        return Select::make(widen(c, l), widen(t, l), widen(f, l));
+    }
+    Expr visit(const Load *op, const Expr &e) override {
+        Expr i = mutate(op->index);
+        if (i.same_as(op->index)) return e;
+        return Load::make(op->type.element_of(), op->name, i, op->alignment);
+    }
+    Expr visit(const Ramp *op, const Expr &e) override {
+        Expr b = mutate(op->base), s = mutate(op->stride);
+        if (b.same_as(op->base) && s.same_as(op->stride)) return e;
+        throw CannotVectorize();
+    }
+    Expr visit(const Broadcast *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return e;
+        throw CannotVectorize();
+    }
+    Expr visit(const VectorReduce *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        if (v.same_as(op->value)) return e;
+        throw CannotVectorize();
+    }
+    Expr visit(const Let *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        if (v.type().is_vector()) vec_vars[op->name] = v.type();
+        Expr b = mutate(op->body);
+        vec_vars.erase(op->name);
+        return Let::make(op->name, v, b);
+    }
+    Expr visit(const Call *op, const Expr &e) override {
+        std::vector<Expr> args;
+        int l = 1;
+        bool changed = false;
+        for (auto &a : op->args) {
+            args.push_back(mutate(a));
+            l = std::max(l, args.back().type().lanes());
+            changed |= !args.back().same_as(a);
+        }
+        if (!changed) return e;
+        if (op->call_type != Call::Intrinsic) throw CannotVectorize();
+        for (auto &a : args) a = widen(a, l);
+        return Call::make_intrinsic(op->type.with_lanes(l), op->name, args);
+    }
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        Expr v = mutate(op->value);
+        if (v.type().is_vector()) vec_vars[op->name] = v.type();
+        Stmt b = mutate(op->body);
+        vec_vars.erase(op->name);
+        return LetStmt::make(op->name, v, b);
+    }
+    Stmt visit(const Store *op, const Stmt &s) override {
+        Expr v = mutate(op->value), i = mutate(op->index);
+        if (v.same_as(op->value) && i.same_as(op->index)) return s;
+        if (i.type().is_scalar()) throw CannotVectorize();  // every lane would store to one place
+        return Store::make(op->name, widen(v, i.type().lanes()), i, op->alignment);
+    }
+    Stmt visit(const For *op, const Stmt &s) override {
+        Expr mi = mutate(op->min), ex = mutate(op->extent);
+        if (mi.type().is_vector() || ex.type().is_vector()) throw CannotVectorize();
+        Stmt b = mutate(op->body);
+        return For::make(op->name, mi, ex, op->for_type == ForType::Parallel ? ForType::Serial : op->for_type, b);
+    }
+    Stmt visit(const IfThenElse *op, const Stmt &s) override {
+        Expr c = mutate(op->condition);
+        if (c.type().is_vector()) throw CannotVectorize();
+        return IRMutator::visit(op, s);
+    }
+    Stmt visit(const Allocate *op, const Stmt &s) override { throw CannotVectorize(); }
+    Stmt visit(const AssertStmt *op, const Stmt &s) override {
+        Expr c = mutate(op->condition);
+        if (c.type().is_vector()) throw CannotVectorize();
+        return IRMutator::visit(op, s);
+    }
+};
+
+/** Is e built from var only through +, -, * by var-free terms, comparisons, && and likely()? */
+bool linear_in(const Expr &e, const std::string &var) {
+    if (!expr_uses_var(e, var)) return true;
+    if (e.as<Variable>()) return true;
+    if (auto a = e.as<Add>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto a = e.as<Sub>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto a = e.as<Mul>())
+        return (!expr_uses_var(a->a, var) && linear_in(a->b, var)) || (!expr_uses_var(a->b, var) && linear_in(a->a, var));
+    if (auto a = e.as<LT>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto a = e.as<LE>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto a = e.as<GT>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto a = e.as<GE>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto a = e.as<And>()) return linear_in(a->a, var) && linear_in(a->b, var);
+    if (auto c = e.as<Call>()) return c->is_intrinsic("likely") && linear_in(c->args[0], var);
+    return false;
+}
+
+bool is_likely(const Expr &e) {
+    auto c = e.as<Call>();
+    return c && c->is_intrinsic("likely");
+}
+
+class Vectorize : public IRMutator {
+    Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body, const Stmt &serial) {
+        auto ite = body.as<IfThenElse>();
+        if (ite && !ite->else_case.defined() && is_likely(ite->condition) && expr_uses_var(ite->condition, name) &&
+            linear_in(ite->condition, name)) {
+            // All lanes pass a tail check that is linear in the loop variable iff both ends do.
+            Expr c0 = simplify(substitute(name, min, ite->condition));
+            Expr c1 = simplify(substitute(name, simplify(min + (n - 1)), ite->condition));
+            Stmt v = vectorize(name, min, n, ite->then_case, Stmt());
+            if (!v.defined()) return serial;
+            return IfThenElse::make(c0 && c1, v, serial);
+        }
+        try {
+            Widen w(name, Ramp::make(min, 1, n), n);
+            return w.mutate(body);
+        } catch (CannotVectorize &) {
+            return serial;
+        }
+    }
+
+protected:
+    Stmt visit(const For *op, const Stmt &s) override {
+        Stmt body = mutate(op->body);
+        if (op->for_type != ForType::Vectorized)
+            return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+        Stmt serial = For::make(op->name, op->min, op->extent, ForType::Serial, body);
+        int64_t n;
+        if (!is_const_int(simplify(op->extent), &n) || n > 64 || n < 1) return serial;
+        if (n == 1) return LetStmt::make(op->name, op->min, body);
+        // The loop's min is evaluated once, outside the vector body.
+        std::string mn = op->name + ".vmin";
+        Expr minv = Variable::make(Int(32), mn);
+        Stmt v = vectorize(op->name, minv, (int)n, body, serial);
+        return LetStmt::make(mn, op->min, v);
+    }
+};
+
+}  // namespace
+
+Stmt vectorize_loops(const Stmt &s) { return Vectorize().mutate(s); }
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,13 @@
+// Vectorized loops of constant extent become vector IR (Ramp, Broadcast, vector Load/Store).
+#pragma once
+#include "ir/IR.h"
+
+namespace weft {
+namespace internal {
+/** A loop whose body cannot be expressed as vector code (an inner allocation, a condition
+    that varies across lanes, a store to one location from all lanes) stays a serial loop. A
+    loop guarded by a split's tail check runs as vectors where every lane passes the check
+    and as a serial loop elsewhere. */
+Stmt vectorize_loops(const Stmt &s);
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,484 @@
+// Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
+#include "weft/Pipeline.h"
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include "cache/KernelCache.h"
+#include "interp/Interpreter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Lower.h"
+
+namespace weft {
+namespace internal {
+
+CPUTargetInfo cpu_info_for(const Target &t);
+const std::string &target_key(const Target &t);
+
+static std::atomic<int> g_debug{-1};
+static std::atomic<int> g_max_specializations{8};
+
+/** A snapshot of the pipeline for one value of the definition epoch. */
+struct Prepared {
+    uint64_t epoch = 0;
+    Env env;
+    std::string algo;
+};
+
+/** The last kernel used: a call with the same epoch, target and shapes reuses it directly. */
+struct Memo {
+    uint64_t epoch = 0;
+    std::shared_ptr<const Target::Data> target;
+    std::string target_key;
+    std::vector<int32_t> shape;
+    std::shared_ptr<const CompiledKernel> kernel;
+};
+
+/** How a Callable's arguments map onto the pipeline's inputs. */
+struct CallBinding {
+    const std::vector<Argument> *decl;
+    const CallArg *args;
+};
+
+struct PipelineContents {
+    std::vector<std::shared_ptr<FunctionContents>> outputs;
+    std::mutex m;
+    std::shared_ptr<const Prepared> prepared;
+    std::shared_ptr<const Memo> memo;
+
+    std::shared_ptr<const Prepared> prepare(uint64_t epoch) {
+        {
+            std::lock_guard<std::mutex> l(m);
+            if (prepared && prepared->epoch == epoch) return prepared;
+        }
+        auto p = std::make_shared<Prepared>();
+        p->epoch = epoch;
+        p->env = build_env(outputs, false);
+        p->algo = p->env.canonical;
+        std::lock_guard<std::mutex> l(m);
+        prepared = p;
+        return p;
+    }
+
+    int call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts);
+};
+
+struct CallableContents {
+    std::shared_ptr<PipelineContents> pipeline;
+    std::vector<Argument> args;
+    Target target;
+};
+
+namespace {
+
+struct Scratch {
+    std::vector<const BufferContents *> bufs;
+    std::vector<const void *> scalars;
+    std::vector<int32_t> shape;
+    std::vector<weft_buffer_t> wbufs;
+    std::vector<void *> args;
+};
+thread_local Scratch scratch;
+
+std::string join_arg_names(const std::vector<Argument> &decl) {
+    std::string s;
+    for (auto &a : decl) s += (s.empty() ? "" : ", ") + a.name();
+    return s;
+}
+
+void check_buffer_against(const BufferContents *b, Type t, int dims, const std::string &what) {
+    if (b->type != t)
+        throw Error("weft: " + what + " has element type " + t.str() + " but was given a buffer of " + b->type.str());
+    if (b->dims != dims)
+        throw Error("weft: " + what + " has " + std::to_string(dims) + " dimensions but was given a buffer of " +
+                    std::to_string(b->dims));
+}
+
+/** Binds every input, scalar and output of env into scratch. */
+void bind(const Env &env, const CallBinding *cb, const BufferContents *const *outs, size_t nouts) {
+    Scratch &s = scratch;
+    size_t nin = env.inputs.size();
+    s.bufs.resize(nin + nouts);
+    s.scalars.resize(env.params.size());
+    if (nouts != env.outputs.size())
+        throw Error("weft: the pipeline has " + std::to_string(env.outputs.size()) + " outputs but " +
+                    std::to_string(nouts) + " output buffers were given");
+    if (cb) {
+        size_t want = cb->decl->size() + nouts;
+        (void)want;
+    }
+    for (size_t i = 0; i < nin; i++) {
+        const LInput &in = env.inputs[i];
+        if (in.buffer) {
+            s.bufs[i] = in.buffer.get();
+            continue;
+        }
+        const BufferContents *b = nullptr;
+        if (cb) {
+            for (size_t k = 0; k < cb->decl->size(); k++)
+                if ((*cb->decl)[k].image() == in.image) {
+                    b = cb->args[k].buf;
+                    break;
+                }
+            if (!b && !in.image->bound.defined())
+                throw Error("weft: ImageParam \"" + in.image->name +
+                            "\" is used by the pipeline but is not one of the Callable's arguments (" +
+                            join_arg_names(*cb->decl) + ")");
+        }
+        if (!b) {
+            if (!in.image->bound.defined())
+                throw Error("weft: ImageParam \"" + in.image->name + "\" is not bound: call " + in.image->name +
+                            ".set(buffer) before realize()");
+            b = in.image->bound.contents().get();
+        }
+        s.bufs[i] = b;
+    }
+    for (size_t i = 0; i < env.params.size(); i++) {
+        const void *v = &env.params[i].param->value;
+        if (cb)
+            for (size_t k = 0; k < cb->decl->size(); k++)
+                if ((*cb->decl)[k].param() == env.params[i].param) v = cb->args[k].bytes;
+        s.scalars[i] = v;
+    }
+    for (size_t j = 0; j < nouts; j++) {
+        const BufferContents *b = outs[j];
+        if (!b) throw Error("weft: output buffer " + std::to_string(j) + " is undefined");
+        const LFunc &f = env.funcs[env.index.at(env.outputs[j])];
+        check_buffer_against(b, f.type, (int)f.args.size(), "output Func \"" + f.contents->name + "\"");
+        s.bufs[nin + j] = b;
+    }
+    s.shape.clear();
+    for (auto *b : s.bufs) {
+        s.shape.push_back(b->dims);
+        for (int d = 0; d < b->dims; d++) {
+            s.shape.push_back(b->dim[d].min);
+            s.shape.push_back(b->dim[d].extent);
+            s.shape.push_back(b->dim[d].stride);
+        }
+    }
+}
+
+std::map<std::string, Expr> shape_consts(const Env &env) {
+    std::map<std::string, Expr> m;
+    size_t nin = env.inputs.size();
+    for (size_t i = 0; i < scratch.bufs.size(); i++) {
+        const std::string &name = i < nin ? env.inputs[i].name : env.outputs[i - nin];
+        const BufferContents *b = scratch.bufs[i];
+        for (int d = 0; d < b->dims; d++) {
+            std::string p = name + ".";
+            std::string ds = "." + std::to_string(d);
+            m[p + "min" + ds] = Expr(b->dim[d].min);
+            m[p + "extent" + ds] = Expr(b->dim[d].extent);
+            m[p + "stride" + ds] = Expr(b->dim[d].stride);
+        }
+    }
+    return m;
+}
+
+std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
+                                        bool generic) {
+    static std::atomic<int> counter{0};
+    std::string name = "weft_pipeline_" + std::to_string(counter++);
+    bool dbg = debug_enabled();
+    std::string log;
+    LoweredFunc lf = lower(env, consts, name, dbg ? &log : nullptr);
+    if (t.arch() == Target::Arch::CUDA)
+        throw Error("weft: the CUDA backend is not part of this build yet; use Target::host()");
+    auto k = std::make_shared<CompiledKernel>();
+    std::string llvm_ir;
+    k->module = compile_llvm(lf, cpu_info_for(t), dbg ? &llvm_ir : nullptr);
+    k->lowered = std::move(lf);
+    k->generic = generic;
+    if (generic) cache_counters().generic_compilations++;
+    if (dbg) {
+        std::fprintf(stderr, "// weft: compiled %s for %s%s\n%s\n// ---- LLVM IR ----\n%s\n", name.c_str(),
+                     t.str().c_str(), generic ? " (shape-generic)" : "", log.c_str(), llvm_ir.c_str());
+    }
+    return k;
+}
+
+std::string shape_string(const std::vector<int32_t> &shape) {
+    std::string s;
+    s.reserve(shape.size() * 4);
+    for (int32_t v : shape) s += std::to_string(v) + ",";
+    return s;
+}
+std::string generic_signature(const std::vector<const BufferContents *> &bufs) {
+    std::string s;
+    for (auto *b : bufs) s += std::to_string(b->dims) + ";";
+    return s;
+}
+
+void fill_args(const Env &env) {
+    Scratch &s = scratch;
+    size_t nb = s.bufs.size(), nin = env.inputs.size();
+    s.wbufs.resize(nb);
+    s.args.resize(nb + s.scalars.size());
+    for (size_t i = 0; i < nb; i++) {
+        const BufferContents *b = s.bufs[i];
+        weft_buffer_t &w = s.wbufs[i];
+        w.host = b->host;
+        w.dims = b->dims;
+        for (int d = 0; d < b->dims; d++) w.dim[d] = {b->dim[d].min, b->dim[d].extent, b->dim[d].stride, 0};
+    }
+    // Argument order: inputs, scalars, outputs (as in lower()).
+    size_t k = 0;
+    for (size_t i = 0; i < nin; i++) s.args[k++] = &s.wbufs[i];
+    for (auto *v : s.scalars) s.args[k++] = const_cast<void *>(v);
+    for (size_t i = nin; i < nb; i++) s.args[k++] = &s.wbufs[i];
+}
+
+bool any_empty_output(const Env &env) {
+    for (size_t i = env.inputs.size(); i < scratch.bufs.size(); i++)
+        if (scratch.bufs[i]->num_elements() == 0) return true;
+    return false;
+}
+
+}  // namespace
+
+int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts) {
+    uint64_t epoch = g_definition_epoch.load(std::memory_order_relaxed);
+    std::shared_ptr<const Prepared> p;
+    std::shared_ptr<const Memo> memo;
+    {
+        std::lock_guard<std::mutex> l(m);
+        p = prepared;
+        memo = this->memo;
+    }
+    if (!p || p->epoch != epoch) p = prepare(epoch);
+    const Env &env = p->env;
+    bind(env, cb, outs, nouts);
+    if (any_empty_output(env)) return 0;
+    std::shared_ptr<const CompiledKernel> kernel;
+    if (memo && memo->epoch == epoch && (memo->target == t.data() || memo->target_key == target_key(t)) &&
+        memo->shape == scratch.shape) {
+        kernel = memo->kernel;
+        cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
+    } else {
+        std::string base = p->algo + "|" + target_key(t);
+        std::string shape = shape_string(scratch.shape);
+        bool specialize = cache_note_shape(base, shape) <= (size_t)std::max(0, g_max_specializations.load());
+        std::string key = specialize ? base + "|" + shape : base + "|generic|" + generic_signature(scratch.bufs);
+        auto consts = specialize ? shape_consts(env) : std::map<std::string, Expr>();
+        kernel = cache_get(key, [&] { return compile(env, consts, t, !specialize); });
+        auto nm = std::make_shared<Memo>();
+        nm->epoch = epoch;
+        nm->target = t.data();
+        nm->target_key = target_key(t);
+        nm->shape = scratch.shape;
+        nm->kernel = kernel;
+        std::lock_guard<std::mutex> l(m);
+        this->memo = nm;
+    }
+    fill_args(env);
+    weft_context_t ctx;
+    ctx.error[0] = 0;
+    ctx.error_code = 0;
+    int32_t rc = kernel->call(scratch.args.data(), &ctx);
+    if (rc != 0) throw Error(std::string("weft: ") + (ctx.error[0] ? ctx.error : "pipeline failed"));
+    return 0;
+}
+
+}  // namespace internal
+
+using namespace internal;
+
+// ---------------- Pipeline ----------------
+Pipeline::Pipeline(const Func &output) : Pipeline(std::vector<Func>{output}) {}
+Pipeline::Pipeline(const std::vector<Func> &outputs) : c_(std::make_shared<PipelineContents>()) {
+    if (outputs.empty()) throw Error("weft: a Pipeline needs at least one output Func");
+    for (auto &f : outputs) {
+        if (!f.contents()) throw Error("weft: a Pipeline output is a null Func");
+        for (auto &g : c_->outputs)
+            if (g == f.contents()) throw Error("weft: Func \"" + f.name() + "\" is listed twice as a Pipeline output");
+        c_->outputs.push_back(f.contents());
+    }
+}
+std::vector<Func> Pipeline::outputs() const {
+    std::vector<Func> r;
+    for (auto &f : c_->outputs) r.emplace_back(f);
+    return r;
+}
+static void check_pipeline(const std::shared_ptr<PipelineContents> &c) {
+    if (!c) throw Error("weft: use of an empty Pipeline");
+}
+Realization Pipeline::realize(const std::vector<int> &sizes, const Target &t) {
+    check_pipeline(c_);
+    std::vector<Buffer<void>> outs;
+    for (auto &f : c_->outputs) {
+        if (!f->defined) throw Error("weft: output Func \"" + f->name + "\" has no definition");
+        if (sizes.size() != f->args.size())
+            throw Error("weft: realize(): Func \"" + f->name + "\" has " + std::to_string(f->args.size()) +
+                        " dimensions but " + std::to_string(sizes.size()) + " sizes were given");
+        for (size_t i = 0; i < sizes.size(); i++)
+            if (sizes[i] < 0)
+                throw Error("weft: realize(): negative size " + std::to_string(sizes[i]) + " for dimension " +
+                            std::to_string(i) + " of Func \"" + f->name + "\"");
+        outs.emplace_back(f->type, sizes, f->name);
+    }
+    realize(outs, t);
+    return Realization(outs);
+}
+void Pipeline::realize(const std::vector<Buffer<void>> &outs, const Target &t) {
+    check_pipeline(c_);
+    const BufferContents *ptrs[16];
+    std::vector<const BufferContents *> many;
+    const BufferContents **p = ptrs;
+    if (outs.size() > 16) {
+        many.resize(outs.size());
+        p = many.data();
+    }
+    for (size_t i = 0; i < outs.size(); i++) {
+        if (!outs[i].defined()) throw Error("weft: realize(): output buffer " + std::to_string(i) + " is undefined");
+        p[i] = outs[i].contents().get();
+    }
+    c_->call(t, nullptr, p, outs.size());
+}
+Callable Pipeline::compile_to_callable(const std::vector<Argument> &args, const Target &t) {
+    check_pipeline(c_);
+    auto c = std::make_shared<CallableContents>();
+    c->pipeline = c_;
+    c->args = args;
+    c->target = t;
+    for (size_t i = 0; i < args.size(); i++)
+        for (size_t j = 0; j < i; j++)
+            if ((args[i].image() && args[i].image() == args[j].image()) ||
+                (args[i].param() && args[i].param() == args[j].param()))
+                throw Error("weft: compile_to_callable(): argument \"" + args[i].name() + "\" is listed twice");
+    return Callable(c);
+}
+std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t) {
+    check_pipeline(c_);
+    std::vector<Buffer<void>> outs;
+    std::vector<const BufferContents *> ptrs;
+    for (auto &f : c_->outputs) {
+        outs.emplace_back(f->type, sizes, f->name);
+        ptrs.push_back(outs.back().contents().get());
+    }
+    Env env = build_env(c_->outputs, false);
+    bind(env, nullptr, ptrs.data(), ptrs.size());
+    std::string log;
+    lower(env, shape_consts(env), "weft_lowered", &log);
+    (void)t;
+    return log;
+}
+
+// ---------------- Callable ----------------
+int Callable::call(const CallArg *args, size_t n) const {
+    if (!c_) throw Error("weft: call of an empty Callable");
+    const auto &decl = c_->args;
+    size_t nouts = c_->pipeline->outputs.size();
+    if (n != decl.size() + nouts)
+        throw Error("weft: the Callable takes " + std::to_string(decl.size() + nouts) + " arguments (" +
+                    join_arg_names(decl) + (decl.empty() ? "" : ", then ") + std::to_string(nouts) +
+                    " output buffer" + (nouts == 1 ? "" : "s") + "); " + std::to_string(n) + " were given");
+    for (size_t k = 0; k < decl.size(); k++) {
+        const Argument &a = decl[k];
+        if (a.image()) {
+            if (!args[k].buf)
+                throw Error("weft: Callable argument " + std::to_string(k) + " (\"" + a.name() +
+                            "\") must be a Buffer for ImageParam \"" + a.name() + "\", got a scalar of type " +
+                            args[k].type.str());
+            check_buffer_against(args[k].buf, a.image()->type, a.image()->dims,
+                                 "Callable argument " + std::to_string(k) + " (ImageParam \"" + a.name() + "\")");
+        } else {
+            if (args[k].buf)
+                throw Error("weft: Callable argument " + std::to_string(k) + " (\"" + a.name() +
+                            "\") must be a scalar of type " + a.param()->type.str() + ", got a Buffer");
+            if (args[k].type != a.param()->type)
+                throw Error("weft: Callable argument " + std::to_string(k) + " (Param \"" + a.name() + "\") must be " +
+                            a.param()->type.str() + ", got " + args[k].type.str());
+        }
+    }
+    const BufferContents *outs[16];
+    if (nouts > 16) throw Error("weft: a Callable supports at most 16 outputs");
+    for (size_t j = 0; j < nouts; j++) {
+        if (!args[decl.size() + j].buf)
+            throw Error("weft: Callable argument " + std::to_string(decl.size() + j) + " must be an output Buffer");
+        outs[j] = args[decl.size() + j].buf;
+    }
+    CallBinding cb{&decl, args};
+    return c_->pipeline->call(c_->target, &cb, outs, nouts);
+}
+
+// ---------------- Func::realize ----------------
+static std::shared_ptr<PipelineContents> self_pipeline(const std::shared_ptr<FunctionContents> &f) {
+    if (!f) throw Error("weft: realize() of a null Func");
+    if (!f->runner) {
+        auto p = std::make_shared<PipelineContents>();
+        // Non-owning: the state lives inside the Func itself.
+        p->outputs.push_back(std::shared_ptr<FunctionContents>(std::shared_ptr<void>(), f.get()));
+        f->runner = p;
+    }
+    return std::static_pointer_cast<PipelineContents>(f->runner);
+}
+Realization Func::realize(const std::vector<int> &sizes, const Target &t) {
+    auto p = self_pipeline(c_);
+    if (!c_->defined) throw Error("weft: realize() of Func \"" + c_->name + "\", which has no definition");
+    if (sizes.size() != c_->args.size())
+        throw Error("weft: realize(): Func \"" + c_->name + "\" has " + std::to_string(c_->args.size()) +
+                    " dimensions but " + std::to_string(sizes.size()) + " sizes were given");
+    for (size_t i = 0; i < sizes.size(); i++)
+        if (sizes[i] < 0)
+            throw Error("weft: realize(): negative size " + std::to_string(sizes[i]) + " for dimension " +
+                        std::to_string(i) + " of Func \"" + c_->name + "\"");
+    Buffer<void> out(c_->type, sizes, c_->name);
+    const BufferContents *o = out.contents().get();
+    p->call(t, nullptr, &o, 1);
+    return Realization({out});
+}
+void Func::realize(Buffer<void> out, const Target &t) {
+    auto p = self_pipeline(c_);
+    if (!out.defined()) throw Error("weft: realize() into an undefined Buffer");
+    const BufferContents *o = out.contents().get();
+    p->call(t, nullptr, &o, 1);
+}
+
+// ---------------- cache and debug ----------------
+CacheStats cache_stats() {
+    CacheStats s;
+    auto &c = cache_counters();
+    s.hits = c.hits;
+    s.misses = c.misses;
+    s.compilations = c.compilations;
+    s.generic_compilations = c.generic_compilations;
+    s.evictions = c.evictions;
+    s.entries = cache_entries();
+    return s;
+}
+void clear_cache() { cache_clear(); }
+void set_cache_capacity(size_t n) { cache_set_capacity(n); }
+void set_max_specializations(int n) { g_max_specializations = std::max(0, n); }
+void set_debug(bool on) { g_debug = on ? 1 : 0; }
+bool debug_enabled() {
+    int d = g_debug.load();
+    if (d < 0) {
+        const char *e = std::getenv("WEFT_DEBUG");
+        d = (e && *e && std::string(e) != "0") ? 1 : 0;
+        g_debug = d;
+    }
+    return d == 1;
+}
+
+// ---------------- the reference interpreter over a whole pipeline ----------------
+namespace internal {
+void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs) {
+    check_pipeline(p.contents());
+    Env env = build_env(p.contents()->outputs, true);
+    std::vector<const BufferContents *> ptrs;
+    for (auto &o : outs) {
+        if (!o.defined()) throw Error("weft: interpret_pipeline(): undefined output buffer");
+        ptrs.push_back(o.contents().get());
+    }
+    bind(env, nullptr, ptrs.data(), ptrs.size());
+    if (any_empty_output(env)) return;
+    LoweredFunc lf = lower(env, shape_consts(env), "weft_reference");
+    fill_args(env);
+    weft_context_t ctx;
+    ctx.error[0] = 0;
+    ctx.error_code = 0;
+    if (interpret_lowered(lf, scratch.args.data(), &ctx) != 0)
+        throw Error(std::string("weft: ") + (ctx.error[0] ? ctx.error : "pipeline failed"));
+}
+}  // namespace internal
+
+}  // namespace weft

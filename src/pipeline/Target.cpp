@@ -1,0 +1,139 @@
+// Target: the host CPU (through LLVM's view of it) or CUDA.
+#include <dlfcn.h>
+#include <sstream>
+#include "ir/IR.h"
+#include "llvm/CodeGen_LLVM.h"
+
+namespace weft {
+
+struct Target::Data {
+    Arch arch = Arch::Host;
+    std::string cpu;
+    std::set<std::string> features;      // enabled LLVM feature names
+    std::set<std::string> all_features;  // every feature LLVM knows for the host
+    std::string key;                     // arch, cpu and features, for comparisons and cache keys
+};
+
+static std::shared_ptr<const Target::Data> finish(Target::Data d) {
+    std::ostringstream k;
+    k << (int)d.arch << ":" << d.cpu << ":";
+    for (auto &f : d.features) k << f << ",";
+    d.key = k.str();
+    return std::make_shared<const Target::Data>(std::move(d));
+}
+
+Target Target::host() {
+    static const Target t = [] {
+        Target r;
+        Data d;
+        auto info = internal::host_cpu_info();
+        d.cpu = info.cpu;
+        std::stringstream ss(info.features);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+            if (item.size() < 2) continue;
+            d.all_features.insert(item.substr(1));
+            if (item[0] == '+') d.features.insert(item.substr(1));
+        }
+        r.d_ = finish(std::move(d));
+        return r;
+    }();
+    return t;
+}
+
+bool cuda_available() {
+    static const bool ok = [] {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) return false;
+        using InitFn = int (*)(unsigned);
+        using CountFn = int (*)(int *);
+        auto init = (InitFn)dlsym(h, "cuInit");
+        auto count = (CountFn)dlsym(h, "cuDeviceGetCount");
+        int n = 0;
+        return init && count && init(0) == 0 && count(&n) == 0 && n > 0;
+    }();
+    return ok;
+}
+
+Target Target::cuda() {
+    if (!cuda_available())
+        throw Error("weft: Target::cuda(): no CUDA driver (libcuda.so.1) or no CUDA device on this machine");
+    Target r;
+    Data d = *host().d_;
+    d.arch = Arch::CUDA;
+    r.d_ = finish(std::move(d));
+    return r;
+}
+
+Target::Arch Target::arch() const { return d_->arch; }
+const std::string &Target::cpu() const { return d_->cpu; }
+const std::set<std::string> &Target::features() const { return d_->features; }
+
+static bool matches(const std::string &feature, const std::string &name) {
+    // "avx512" names the whole AVX-512 family; other names are LLVM's.
+    if (name == "avx512") return feature.compare(0, 6, "avx512") == 0 || feature == "evex512";
+    return feature == name;
+}
+
+bool Target::has_feature(const std::string &f) const {
+    if (f == "avx512") return d_->features.count("avx512f") > 0;
+    if (f == "cuda") return d_->arch == Arch::CUDA;
+    return d_->features.count(f) > 0;
+}
+Target Target::without_feature(const std::string &f) const {
+    Data d = *d_;
+    bool known = false;
+    for (auto it = d.features.begin(); it != d.features.end();) {
+        if (matches(*it, f)) {
+            it = d.features.erase(it);
+            known = true;
+        } else ++it;
+    }
+    for (auto &a : d.all_features) known |= matches(a, f);
+    if (!known && f != "cuda") throw Error("weft: Target::without_feature(\"" + f + "\"): unknown feature");
+    if (f == "cuda") d.arch = Arch::Host;
+    Target r;
+    r.d_ = finish(std::move(d));
+    return r;
+}
+Target Target::with_feature(const std::string &f) const {
+    if (f == "cuda") return cuda();
+    Data d = *d_;
+    if (!d.all_features.count(f)) throw Error("weft: Target::with_feature(\"" + f + "\"): this CPU does not have it");
+    d.features.insert(f);
+    Target r;
+    r.d_ = finish(std::move(d));
+    return r;
+}
+int Target::natural_vector_size(Type t) const {
+    int bytes = has_feature("avx512f") ? 64 : (has_feature("avx") ? 32 : 16);
+    return std::max(1, bytes / std::max(1, t.bytes()));
+}
+std::string Target::str() const {
+    std::string s = d_->arch == Arch::CUDA ? "host-cuda-" : "";
+    s += "x86-64-" + d_->cpu;
+    static const char *shown[] = {"sse4.1", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
+                                  "avx512vnni", "avx512bf16", "avx512fp16"};
+    for (auto *f : shown)
+        if (d_->features.count(f)) s += std::string("-") + f;
+    return s;
+}
+bool Target::operator==(const Target &o) const { return d_ == o.d_ || d_->key == o.d_->key; }
+
+namespace internal {
+/** The LLVM feature string for a target: every known host feature, on or off. */
+CPUTargetInfo cpu_info_for(const Target &t) {
+    CPUTargetInfo info;
+    info.cpu = t.cpu();
+    std::string f;
+    for (auto &a : t.data()->all_features) {
+        if (!f.empty()) f += ",";
+        f += (t.features().count(a) ? "+" : "-") + a;
+    }
+    info.features = f;
+    return info;
+}
+const std::string &target_key(const Target &t) { return t.data()->key; }
+}  // namespace internal
+
+}  // namespace weft
