@@ -60,6 +60,15 @@ private:
     std::shared_ptr<internal::CallableContents> c_;
 };
 
+/** The output buffers of a realize: one Buffer, or a list of them. */
+class RealizationArg {
+public:
+    RealizationArg(const Buffer<void> &b) : bufs{b} {}
+    RealizationArg(std::initializer_list<Buffer<void>> l) : bufs(l) {}
+    RealizationArg(const std::vector<Buffer<void>> &v) : bufs(v) {}
+    std::vector<Buffer<void>> bufs;
+};
+
 /** One or more output Funcs computed in one call. */
 class Pipeline {
 public:
@@ -68,9 +77,8 @@ public:
     Pipeline(const std::vector<Func> &outputs);
     std::vector<Func> outputs() const;
     Realization realize(const std::vector<int> &sizes, const Target &t = Target::host());
-    /** Fills existing buffers, one per output. */
-    void realize(const std::vector<Buffer<void>> &outs, const Target &t = Target::host());
-    void realize(Buffer<void> out, const Target &t = Target::host()) { realize(std::vector<Buffer<void>>{out}, t); }
+    /** Fills existing buffers, one per output (their mins are respected). */
+    void realize(const RealizationArg &outs, const Target &t = Target::host());
     /** Creates a callable; compiles nothing until its first call. */
     Callable compile_to_callable(const std::vector<Argument> &args, const Target &t = Target::host());
     /** The lowered IR (after every pass) for these output shapes, as text. */

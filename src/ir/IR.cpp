@@ -1,5 +1,6 @@
 #include "ir/IR.h"
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace weft {
@@ -232,8 +233,8 @@ Expr Type::max() const {
     if (is_int()) r = IntImm::make(t, bits() == 64 ? INT64_MAX : (int64_t(1) << (bits() - 1)) - 1);
     else if (is_uint()) r = UIntImm::make(t, bits() == 64 ? UINT64_MAX : (uint64_t(1) << bits()) - 1);
     else if (is_bool()) r = UIntImm::make(t, 1);
-    else if (is_float()) r = FloatImm::make(t, bits() == 32 ? (double)std::numeric_limits<float>::infinity()
-                                                            : std::numeric_limits<double>::infinity());
+    else if (is_float()) r = FloatImm::make(t, bits() == 32 ? (double)std::numeric_limits<float>::max()
+                                                            : std::numeric_limits<double>::max());
     else user_error("Type::max of " + str());
     return lanes() > 1 ? Broadcast::make(r, lanes()) : r;
 }
@@ -243,7 +244,8 @@ Expr Type::min() const {
     Expr r;
     if (is_int()) r = IntImm::make(t, bits() == 64 ? INT64_MIN : -(int64_t(1) << (bits() - 1)));
     else if (is_uint() || is_bool()) r = make_zero(t);
-    else if (is_float()) r = FloatImm::make(t, -std::numeric_limits<double>::infinity());
+    else if (is_float()) r = FloatImm::make(t, bits() == 32 ? (double)std::numeric_limits<float>::lowest()
+                                                            : std::numeric_limits<double>::lowest());
     else user_error("Type::min of " + str());
     return lanes() > 1 ? Broadcast::make(r, lanes()) : r;
 }

@@ -103,6 +103,49 @@ Interval value_range(Type t) {
 
 enum BOp { BADD, BSUB, BMUL, BDIV, BMIN, BMAX };
 
+// Node count of e, stopping early once it exceeds `limit`.
+int expr_size(const Expr &e, int limit) {
+    if (!e.defined() || limit <= 0) return 0;
+    const ExprNode *n = e.get();
+    int s = 1;
+    auto sub = [&](const Expr &c) {
+        if (s <= limit) s += expr_size(c, limit - s);
+    };
+    switch (n->node_type) {
+#define BIN(T)                                 \
+    case IRNodeType::T:                        \
+        sub(static_cast<const T *>(n)->a);     \
+        sub(static_cast<const T *>(n)->b);     \
+        break;
+        BIN(Add) BIN(Sub) BIN(Mul) BIN(Div) BIN(Mod) BIN(Min) BIN(Max) BIN(EQ) BIN(NE) BIN(LT) BIN(LE) BIN(GT)
+        BIN(GE) BIN(And) BIN(Or)
+#undef BIN
+    case IRNodeType::Cast: sub(static_cast<const Cast *>(n)->value); break;
+    case IRNodeType::Not: sub(static_cast<const Not *>(n)->a); break;
+    case IRNodeType::Select: {
+        auto *op = static_cast<const Select *>(n);
+        sub(op->condition);
+        sub(op->true_value);
+        sub(op->false_value);
+        break;
+    }
+    case IRNodeType::Call:
+        for (auto &a : static_cast<const Call *>(n)->args) sub(a);
+        break;
+    case IRNodeType::Let: {
+        auto *op = static_cast<const Let *>(n);
+        sub(op->value);
+        sub(op->body);
+        break;
+    }
+    default: break;
+    }
+    return s;
+}
+// Symbolic bounds larger than this are dropped (unbounded), so that products of intervals
+// cannot grow exponentially.
+constexpr int kMaxBoundSize = 1000;
+
 // a op b for bound Exprs; undefined if either is, or if a constant result does not fit.
 Expr bop(BOp op, const Expr &a, const Expr &b) {
     if (!a.defined() || !b.defined()) return Expr();
@@ -131,7 +174,9 @@ Expr bop(BOp op, const Expr &a, const Expr &b) {
     case BMIN: e = Min::make(a, b); break;
     case BMAX: e = Max::make(a, b); break;
     }
-    return simplify(e);
+    e = simplify(e);
+    if (expr_size(e, kMaxBoundSize + 1) > kMaxBoundSize) return Expr();
+    return e;
 }
 
 class NeedsRange : public IRVisitor {
@@ -152,6 +197,26 @@ protected:
         else IRVisitor::visit(op);
     }
 };
+
+// The value of op applied to two single points. Constants of Int(32)/Int(64) are combined
+// exactly: an overflow gives "everything" (the simplifier builds differences such as a - b
+// that the program never computes, so wrapping here would be wrong).
+Interval point_op(BOp op, const Interval &A, const Interval &B) {
+    if (strict(A.min.type()) && cint(A.min) && cint(B.min)) {
+        Expr r = bop(op, A.min, B.min);
+        return r.defined() ? point(r) : Interval::everything();
+    }
+    Expr e;
+    switch (op) {
+    case BADD: e = Add::make(A.min, B.min); break;
+    case BSUB: e = Sub::make(A.min, B.min); break;
+    case BMUL: e = Mul::make(A.min, B.min); break;
+    case BDIV: e = Div::make(A.min, B.min); break;
+    case BMIN: e = Min::make(A.min, B.min); break;
+    case BMAX: e = Max::make(A.min, B.min); break;
+    }
+    return point(simplify(e));
+}
 
 class Bounder {
 public:
@@ -176,7 +241,7 @@ public:
     }
 
     Interval mul_iv(const Interval &A, const Interval &B) {
-        if (A.is_single_point() && B.is_single_point()) return point(simplify(Mul::make(A.min, B.min)));
+        if (A.is_single_point() && B.is_single_point()) return point_op(BMUL, A, B);
         if (B.is_single_point()) {
             int s = csign(B.min);
             if (s == 0) return point(B.min);
@@ -201,7 +266,7 @@ public:
     }
 
     Interval div_iv(const Interval &A, const Interval &B, Type t) {
-        if (A.is_single_point() && B.is_single_point()) return point(simplify(Div::make(A.min, B.min)));
+        if (A.is_single_point() && B.is_single_point()) return point_op(BDIV, A, B);
         if (B.is_single_point()) {
             int s = csign(B.min);
             if (s == 0 && t.is_int_or_uint()) return point(mkc(t, 0));
@@ -384,13 +449,13 @@ public:
         case IRNodeType::Add: {
             auto *op = static_cast<const Add *>(n);
             Interval A = get(op->a), B = get(op->b);
-            if (A.is_single_point() && B.is_single_point()) return point(simplify(Add::make(A.min, B.min)));
+            if (A.is_single_point() && B.is_single_point()) return point_op(BADD, A, B);
             return Interval(bop(BADD, A.min, B.min), bop(BADD, A.max, B.max));
         }
         case IRNodeType::Sub: {
             auto *op = static_cast<const Sub *>(n);
             Interval A = get(op->a), B = get(op->b);
-            if (A.is_single_point() && B.is_single_point()) return point(simplify(Sub::make(A.min, B.min)));
+            if (A.is_single_point() && B.is_single_point()) return point_op(BSUB, A, B);
             return Interval(bop(BSUB, A.min, B.max), bop(BSUB, A.max, B.min));
         }
         case IRNodeType::Mul: {
@@ -408,7 +473,7 @@ public:
         case IRNodeType::Min: {
             auto *op = static_cast<const Min *>(n);
             Interval A = get(op->a), B = get(op->b);
-            if (A.is_single_point() && B.is_single_point()) return point(simplify(Min::make(A.min, B.min)));
+            if (A.is_single_point() && B.is_single_point()) return point_op(BMIN, A, B);
             Expr lo = bop(BMIN, A.min, B.min);
             Expr hi = (A.max.defined() && B.max.defined()) ? bop(BMIN, A.max, B.max)
                                                           : (A.max.defined() ? A.max : B.max);
@@ -417,7 +482,7 @@ public:
         case IRNodeType::Max: {
             auto *op = static_cast<const Max *>(n);
             Interval A = get(op->a), B = get(op->b);
-            if (A.is_single_point() && B.is_single_point()) return point(simplify(Max::make(A.min, B.min)));
+            if (A.is_single_point() && B.is_single_point()) return point_op(BMAX, A, B);
             Expr lo = (A.min.defined() && B.min.defined()) ? bop(BMAX, A.min, B.min)
                                                           : (A.min.defined() ? A.min : B.min);
             Expr hi = bop(BMAX, A.max, B.max);

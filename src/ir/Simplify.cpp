@@ -918,10 +918,7 @@ public:
         auto *ba = a.as<Broadcast>(), *bb = b.as<Broadcast>();
         if (ba && bb) return Broadcast::make(mk_andor(is_and, ba->value, bb->value), lanes);
         if (eq(a, b)) return a;
-        if (auto *n = b.as<Not>())
-            if (eq(n->a, a)) return mkbool(!is_and, lanes);
-        if (auto *n = a.as<Not>())
-            if (eq(n->a, b)) return mkbool(!is_and, lanes);
+        if (eq(mk_not(a), b)) return mkbool(!is_and, lanes);
         return is_and ? And::make(a, b) : Or::make(a, b);
     }
 

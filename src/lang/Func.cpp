@@ -175,6 +175,18 @@ RDom RDom::where(Expr cond) {
     if (!dom_) user_error("weft: where() on an undefined RDom");
     if (!cond.defined() || !cond.type().is_bool())
         user_error("weft: RDom \"" + dom_->name + "\".where() needs a bool condition");
+    // The domain's own RVars are referred to by name inside its predicate (no ownership cycle).
+    class Strip : public IRMutator {
+    public:
+        const ReductionDomainContents *d;
+
+    protected:
+        Expr visit(const Variable *op, const Expr &e) override {
+            return op->rdom.get() == d ? Variable::make(op->type, op->name) : e;
+        }
+    } strip;
+    strip.d = dom_.get();
+    cond = strip.mutate(cond);
     dom_->predicate = dom_->predicate.defined() ? (dom_->predicate && cond) : cond;
     bump_epoch();
     return *this;
@@ -265,6 +277,7 @@ protected:
             if (rdom && rdom != op->rdom)
                 user_error("weft: definition of Func \"" + fname + "\" uses two RDoms (" + rdom->name + " and " +
                            op->rdom->name + "); use one RDom per definition");
+            if (rdom == op->rdom) return;
             rdom = op->rdom;
             include(op->rdom->predicate);
             for (auto &rv : op->rdom->domain) {

@@ -1,11 +1,21 @@
 #include "lower/BoxesTouched.h"
 #include <optional>
+#include <iostream>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 
 namespace weft {
 namespace internal {
 namespace {
+
+/** WEFT_DEBUG_BOUNDS=1 traces bounds inference on stderr. */
+bool debug_bounds() {
+    static const bool on = [] {
+        const char *e = getenv("WEFT_DEBUG_BOUNDS");
+        return e && *e && *e != '0';
+    }();
+    return on;
+}
 
 class Touched : public IRVisitor {
 public:
@@ -14,11 +24,13 @@ public:
     bool calls;
     Scope scope;
     Box box;
+    bool found = false;
 
     void add(const std::vector<Expr> &args) {
         Box b;
         for (auto &a : args) b.push_back(bounds_of_expr_in_scope(a, scope));
         box = box_union(box, b);
+        found = true;
     }
 
 protected:
@@ -41,17 +53,70 @@ protected:
     }
     void visit(const LetStmt *op) override {
         include(op->value);
-        Interval v = bounds_of_expr_in_scope(op->value, scope);
+        Interval v;
+        auto pc = op->value.as<Call>();
+        if (pc && pc->is_intrinsic("promise_clamped")) {
+            // The value is known to lie within [lo, hi] wherever it is used.
+            // A single point (everything it depends on is fixed here) is exact; otherwise the
+            // promised range is, and it keeps the bounds small.
+            Interval pv = bounds_of_expr_in_scope(pc->args[0], scope);
+            if (pv.is_single_point()) {
+                v = pv;
+            } else {
+                Interval lo = bounds_of_expr_in_scope(pc->args[1], scope), hi = bounds_of_expr_in_scope(pc->args[2], scope);
+                v = Interval(lo.min, hi.max);
+            }
+        } else {
+            v = bounds_of_expr_in_scope(op->value, scope);
+        }
+        if (debug_bounds()) std::cerr << "LET " << op->name << " in [" << v.min << ", " << v.max << "]\n";
         auto saved = scope.find(op->name) != scope.end() ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = v;
         include(op->body);
         if (saved) scope[op->name] = *saved;
         else scope.erase(op->name);
     }
+    /** Inside a branch, a tail guard "likely(v < e)" bounds v. */
+    void narrow(const Expr &c, std::vector<std::pair<std::string, Interval>> &saved) {
+        if (auto call = c.as<Call>()) {
+            if (call->is_intrinsic("likely")) narrow(call->args[0], saved);
+            return;
+        }
+        if (auto a = c.as<And>()) {
+            narrow(a->a, saved);
+            narrow(a->b, saved);
+            return;
+        }
+        Expr v, hi;
+        if (auto lt = c.as<LT>()) {
+            v = lt->a;
+            hi = lt->b - 1;
+        } else if (auto le = c.as<LE>()) {
+            v = le->a;
+            hi = le->b;
+        }
+        auto var = v.defined() ? v.as<Variable>() : nullptr;
+        if (!var || !v.type().is_int() || v.type().is_vector()) return;
+        auto it = scope.find(var->name);
+        if (it == scope.end()) return;
+        Interval h = bounds_of_expr_in_scope(hi, scope);
+        if (!h.max.defined()) return;
+        saved.push_back(*it);
+        it->second.max = it->second.max.defined() ? simplify(Min::make(it->second.max, h.max)) : h.max;
+    }
+    void visit(const IfThenElse *op) override {
+        include(op->condition);
+        std::vector<std::pair<std::string, Interval>> saved;
+        narrow(op->condition, saved);
+        include(op->then_case);
+        for (auto it = saved.rbegin(); it != saved.rend(); ++it) scope[it->first] = it->second;
+        include(op->else_case);
+    }
     void visit(const For *op) override {
         include(op->min);
         include(op->extent);
         Interval mi = bounds_of_expr_in_scope(op->min, scope);
+        if (debug_bounds()) std::cerr << "FOR " << op->name << " ext " << bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope).max << "\n";
         Interval last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope);
         auto saved = scope.find(op->name) != scope.end() ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = Interval(mi.min, last.max);
@@ -68,6 +133,14 @@ Box box_union(const Box &a, const Box &b) {
     Box r;
     for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(interval_union(a[i], b[i]));
     return r;
+}
+
+bool touches(const Stmt &s, const std::string &name) {
+    Touched a(name, true, Scope()), b(name, false, Scope());
+    a.include(s);
+    if (a.found) return true;
+    b.include(s);
+    return b.found;
 }
 
 Box box_required(const Stmt &s, const std::string &name, const Scope &outer) {

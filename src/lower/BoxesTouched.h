@@ -13,6 +13,8 @@ using Box = std::vector<Interval>;
 Box box_required(const Stmt &s, const std::string &name, const Scope &outer = Scope());
 /** Region of Func `name` written by Provides in s. */
 Box box_provided(const Stmt &s, const std::string &name, const Scope &outer = Scope());
+/** Does s call or provide `name`? */
+bool touches(const Stmt &s, const std::string &name);
 /** Union, dimension by dimension. */
 Box box_union(const Box &a, const Box &b);
 

@@ -40,6 +40,18 @@ static std::vector<Stmt> input_checks(const Stmt &s, const Env &env, const std::
     return checks;
 }
 
+/** promise_clamped(v, lo, hi) served bounds inference; the value itself is v. */
+static Stmt strip_promises(const Stmt &s) {
+    class Strip : public IRMutator {
+    protected:
+        Expr visit(const Call *op, const Expr &e) override {
+            if (op->is_intrinsic("promise_clamped")) return mutate(op->args[0]);
+            return IRMutator::visit(op, e);
+        }
+    };
+    return Strip().mutate(s);
+}
+
 static void log_pass(std::string *log, const char *name, const Stmt &s) {
     if (!log) return;
     std::ostringstream os;
@@ -79,7 +91,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     auto in_checks = input_checks(s, env, consts);
     checks.insert(checks.begin(), in_checks.begin(), in_checks.end());
     checks.push_back(s);
-    s = Block::make(checks);
+    s = strip_promises(Block::make(checks));
 
     s = storage_flattening(s, env);
     log_pass(log, "storage_flattening", s);

@@ -3,6 +3,7 @@
 #include "lower/ScheduleFunctions.h"
 #include <algorithm>
 #include <optional>
+#include <iostream>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
@@ -10,6 +11,15 @@
 namespace weft {
 namespace internal {
 namespace {
+
+/** WEFT_DEBUG_BOUNDS=1 traces bounds inference on stderr. */
+bool debug_bounds() {
+    static const bool on = [] {
+        const char *e = getenv("WEFT_DEBUG_BOUNDS");
+        return e && *e && *e != '0';
+    }();
+    return on;
+}
 
 std::string describe(const Interval &i) { return "[" + to_string(i.min) + ", " + to_string(i.max) + "]"; }
 
@@ -38,7 +48,8 @@ struct Builder {
     Stmt build_stage(LFunc &f, int k, const Box &box) {
         LStage &st = f.stages[k];
         std::string prefix = f.name + ".s" + std::to_string(k) + ".";
-        std::map<std::string, std::pair<Expr, Expr>> bounds;
+        std::map<std::string, std::pair<Expr, Expr>> bounds;  // min, extent
+        std::map<std::string, Expr> maxes;                    // the last value, as written by bounds inference
         std::map<std::string, bool> is_rvar;
         for (size_t i = 0; i < f.args.size(); i++) {
             if (!box[i].is_bounded())
@@ -46,15 +57,18 @@ struct Builder {
                            ": cannot bound the region to compute (" + describe(box[i]) +
                            "); clamp the coordinates it is called or written with");
             bounds[f.args[i]] = {box[i].min, simplify(box[i].max - box[i].min + 1)};
+            maxes[f.args[i]] = box[i].max;
         }
         for (auto &rv : st.rvars) {
             bounds[rv.var] = {rv.min, rv.extent};
+            maxes[rv.var] = simplify(rv.min + rv.extent - 1);
             is_rvar[rv.var] = true;
         }
         struct Rec {
             Split sp;
             TailStrategy tail;
-            Expr omin, oext;
+            Expr omin, oext, omax, imin;
+            Expr imax, outer_max;  // fuse: the inner's and the outer's last values
         };
         std::vector<Rec> recs;
         for (auto &sp : st.sched.splits) {
@@ -64,38 +78,69 @@ struct Builder {
                 Expr omin = it->second.first, oext = it->second.second, F = sp.factor;
                 bool rv = is_rvar[sp.old_var];
                 TailStrategy t = resolve_tail(f, k, sp, rv, oext, F);
-                recs.push_back({sp, t, omin, oext});
+                recs.push_back({sp, t, omin, oext, maxes.at(sp.old_var), Expr(), Expr(), Expr()});
                 bounds[sp.inner] = {0, F};
                 bounds[sp.outer] = {0, simplify((oext + F - 1) / F)};
+                maxes[sp.inner] = simplify(F - 1);
+                maxes[sp.outer] = simplify(bounds[sp.outer].second - 1);
                 is_rvar[sp.inner] = is_rvar[sp.outer] = rv;
             } else {
                 auto in = bounds.at(sp.inner), out = bounds.at(sp.outer);
-                recs.push_back({sp, TailStrategy::Auto, in.first, in.second});
+                // omin: the outer's min, oext: the inner's extent, imin: the inner's min.
+                recs.push_back({sp, TailStrategy::Auto, out.first, in.second, Expr(), in.first, maxes.at(sp.inner),
+                                maxes.at(sp.outer)});
                 bounds[sp.old_var] = {0, simplify(in.second * out.second)};
+                maxes[sp.old_var] = simplify(bounds[sp.old_var].second - 1);
                 is_rvar[sp.old_var] = is_rvar[sp.inner];
-                recs.back().omin = out.first;  // reuse fields: omin = outer min
-                recs.back().oext = in.second;  // oext = inner extent
-                bounds[sp.inner + "#min"] = {in.first, in.second};
             }
         }
+        // Each split-away variable's value is bound by a let, in terms of the loop variables;
+        // a tail guard follows right after the let it checks, so that bounds inference can use it
+        // for everything inside.
         std::map<std::string, Expr> values;
         for (auto &d : st.sched.dims) values[d.var] = Variable::make(Int(32), prefix + d.var);
-        std::vector<Expr> guards;
+        struct Wrap {
+            std::string let;
+            Expr value;  // a let, or (if let is empty) a guard condition
+        };
+        std::vector<Wrap> wraps;  // outermost first
+        int counter = 0;
+        // A bound variable that may leave its range (below a RoundUp split) is not promised.
+        std::map<std::string, bool> overshoot;
+        auto bind = [&](const std::string &var, Expr v, const Expr &lo, const Expr &hi) {
+            std::string n = prefix + var + "$" + std::to_string(counter++);
+            v = simplify(v);
+            if (!overshoot[var]) v = Call::make_intrinsic(Int(32), "promise_clamped", {v, lo, hi});
+            wraps.push_back({n, v});
+            values[var] = Variable::make(Int(32), n);
+        };
         for (auto it = recs.rbegin(); it != recs.rend(); ++it) {
             const Split &sp = it->sp;
             if (sp.kind == Split::SplitVar) {
                 Expr o = values.at(sp.outer), i = values.at(sp.inner);
                 Expr F = sp.factor;
                 Expr base = it->omin + o * F;
-                if (it->tail == TailStrategy::ShiftInwards) base = Min::make(base, it->omin + it->oext - F);
-                Expr v = simplify(base + i);
-                values[sp.old_var] = v;
-                if (it->tail == TailStrategy::GuardWithIf) guards.push_back(likely(v < it->omin + it->oext));
+                bool shift = it->tail == TailStrategy::ShiftInwards;
+                bool guard = it->tail == TailStrategy::GuardWithIf || (shift && !can_prove(simplify(it->oext >= F)));
+                bool child = overshoot[sp.outer] || overshoot[sp.inner];
+                overshoot[sp.old_var] = !guard && (child || (it->tail == TailStrategy::RoundUp &&
+                                                             !can_prove(simplify(it->oext % F) == 0)));
+                if (shift) base = Max::make(Min::make(base, it->omax - F + 1), it->omin);
+                if (guard) {
+                    // The let may exceed the range until the guard right after it.
+                    bool saved = overshoot[sp.old_var];
+                    overshoot[sp.old_var] = true;
+                    bind(sp.old_var, base + i, it->omin, it->omax);
+                    overshoot[sp.old_var] = saved;
+                    wraps.push_back({"", likely(values[sp.old_var] <= it->omax)});
+                } else {
+                    bind(sp.old_var, base + i, it->omin, it->omax);
+                }
             } else {
                 Expr fv = values.at(sp.old_var);
-                Expr imin = bounds.at(sp.inner + "#min").first;
-                values[sp.inner] = simplify(imin + fv % it->oext);
-                values[sp.outer] = simplify(it->omin + fv / it->oext);
+                overshoot[sp.inner] = overshoot[sp.outer] = overshoot[sp.old_var];
+                bind(sp.inner, it->imin + fv % it->oext, it->imin, it->imax);
+                bind(sp.outer, it->omin + fv / it->oext, it->omin, it->outer_max);
             }
         }
         std::map<std::string, Expr> subs;
@@ -106,7 +151,8 @@ struct Builder {
         for (auto &a : st.args) args.push_back(substitute(subs, a));
         Stmt body = Provide::make(f.name, substitute(subs, st.value), args);
         if (st.predicate.defined()) body = IfThenElse::make(substitute(subs, st.predicate), body);
-        for (auto &g : guards) body = IfThenElse::make(g, body);
+        for (auto it = wraps.rbegin(); it != wraps.rend(); ++it)
+            body = it->let.empty() ? IfThenElse::make(it->value, body) : LetStmt::make(it->let, it->value, body);
         for (auto &d : st.sched.dims) {
             auto b = bounds.at(d.var);
             body = For::make(prefix + d.var, simplify(b.first), simplify(b.second), d.for_type, body);
@@ -180,13 +226,20 @@ struct Builder {
         Region r;
         for (auto &i : b) {
             WEFT_ASSERT(i.is_bounded(), "unbounded realization");
-            r.push_back({simplify(i.min), simplify(i.max - i.min + 1)});
+            // Empty where a consumer's tail guard fails for every point: never negative.
+            r.push_back({simplify(i.min), simplify(Max::make(i.max - i.min + 1, 0))});
         }
         return r;
     }
 
     Stmt realize(LFunc &f, const Stmt &body) {
         Box b = box_union(box_required(body, f.name), box_provided(body, f.name));
+        if (debug_bounds()) {
+            Box r = box_required(body, f.name), p = box_provided(body, f.name);
+            for (size_t i = 0; i < r.size(); i++) std::cerr << "req " << i << ": " << r[i].min << " .. " << r[i].max << "\n";
+            for (size_t i = 0; i < p.size(); i++) std::cerr << "prov " << i << ": " << p[i].min << " .. " << p[i].max << "\n";
+            std::cerr << body << "\n";
+        }
         for (size_t i = 0; i < b.size(); i++)
             if (!b[i].is_bounded())
                 user_error("weft: Func \"" + f.contents->name + "\" dimension " + std::to_string(i) +
@@ -217,7 +270,7 @@ struct Builder {
             Stmt body = mutate(op->body);
             if (!is_loop_of(op->name, func, var)) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
             loops_seen++;
-            bool uses = produce ? !box_required(body, f->name).empty() : !box_provided(body, f->name).empty();
+            bool uses = touches(body, f->name);
             if (!uses) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
             count++;
             if (produce) {
@@ -253,6 +306,37 @@ struct Builder {
         }
     };
 
+    /** Finds a parallel loop of another Func between f's storage and a store to f: its
+        iterations would share (and race on) one buffer. */
+    class FindRace : public IRVisitor {
+    public:
+        std::string name, race;
+        int realize_depth = 0;
+        std::vector<std::string> parallel;  // parallel loops inside the storage, outermost first
+
+    protected:
+        void visit(const Realize *op) override {
+            if (op->name != name) return IRVisitor::visit(op);
+            auto saved = parallel;
+            parallel.clear();
+            realize_depth++;
+            IRVisitor::visit(op);
+            realize_depth--;
+            parallel = saved;
+        }
+        void visit(const For *op) override {
+            bool mine = op->name.compare(0, name.size() + 2, name + ".s") == 0;
+            bool p = op->for_type == ForType::Parallel && realize_depth > 0 && !mine;
+            if (p) parallel.push_back(op->name);
+            IRVisitor::visit(op);
+            if (p) parallel.pop_back();
+        }
+        void visit(const Provide *op) override {
+            if (op->name == name && !parallel.empty() && race.empty()) race = parallel.front();
+            IRVisitor::visit(op);
+        }
+    };
+
     std::string loops_of(const std::string &func) {
         std::string r;
         LFunc &g = env.func(func);
@@ -266,8 +350,8 @@ struct Builder {
     Stmt inject(Stmt s, LFunc &f) {
         const std::string &fname = f.contents->name;
         if (f.sched.compute.kind == LoopLevelSpec::Root) {
+            if (!touches(s, f.name)) return s;  // nobody reads it
             Box req = box_required(s, f.name);
-            if (req.empty()) return s;  // nobody reads it
             Stmt p = build_produce(f, req);
             return realize(f, Block::make(p, s));
         }
@@ -310,6 +394,16 @@ struct Builder {
                                "): that loop does not contain the loop where \"" + fname +
                                "\" is computed; store_at must be at or outside compute_at");
             }
+        }
+        if (!same && f.stages.size() > 1) {
+            // (A pure Func's iterations may overlap harmlessly: they write the same values.)
+            FindRace fr;
+            fr.name = f.name;
+            fr.include(s);
+            if (!fr.race.empty())
+                user_error("weft: Func \"" + fname + "\" has update definitions and is stored outside the parallel loop " +
+                           fr.race + " but computed inside it: iterations would update one buffer at once; store it at "
+                           "or inside that loop (store_at), or make the loop serial");
         }
         CheckInside ci;
         ci.name = f.name;

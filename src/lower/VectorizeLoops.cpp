@@ -149,7 +149,10 @@ bool is_likely(const Expr &e) {
 }
 
 class Vectorize : public IRMutator {
-    Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body, const Stmt &serial) {
+    Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body_in, const Stmt &serial) {
+        // Lets that depend on the loop variable are inlined so that tail guards are seen.
+        Stmt body = body_in;
+        while (auto let = body.as<LetStmt>()) body = substitute(let->name, let->value, let->body);
         auto ite = body.as<IfThenElse>();
         if (ite && !ite->else_case.defined() && is_likely(ite->condition) && expr_uses_var(ite->condition, name) &&
             linear_in(ite->condition, name)) {

@@ -180,7 +180,13 @@ std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::stri
     std::string name = "weft_pipeline_" + std::to_string(counter++);
     bool dbg = debug_enabled();
     std::string log;
-    LoweredFunc lf = lower(env, consts, name, dbg ? &log : nullptr);
+    LoweredFunc lf;
+    try {
+        lf = lower(env, consts, name, dbg ? &log : nullptr);
+    } catch (Error &) {
+        if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
+        throw;
+    }
     if (t.arch() == Target::Arch::CUDA)
         throw Error("weft: the CUDA backend is not part of this build yet; use Target::host()");
     auto k = std::make_shared<CompiledKernel>();
@@ -257,9 +263,18 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         std::string base = p->algo + "|" + target_key(t);
         std::string shape = shape_string(scratch.shape);
         bool specialize = cache_note_shape(base, shape) <= (size_t)std::max(0, g_max_specializations.load());
-        std::string key = specialize ? base + "|" + shape : base + "|generic|" + generic_signature(scratch.bufs);
-        auto consts = specialize ? shape_consts(env) : std::map<std::string, Expr>();
-        kernel = cache_get(key, [&] { return compile(env, consts, t, !specialize); });
+        if (!specialize) {
+            try {
+                kernel = cache_get(base + "|generic|" + generic_signature(scratch.bufs),
+                                   [&] { return compile(env, {}, t, true); });
+            } catch (Error &) {
+                specialize = true;  // this pipeline cannot be lowered without its shapes
+            }
+        }
+        if (specialize) {
+            auto consts = shape_consts(env);
+            kernel = cache_get(base + "|" + shape, [&] { return compile(env, consts, t, false); });
+        }
         auto nm = std::make_shared<Memo>();
         nm->epoch = epoch;
         nm->target = t.data();
@@ -274,6 +289,26 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
     ctx.error[0] = 0;
     ctx.error_code = 0;
     int32_t rc = kernel->call(scratch.args.data(), &ctx);
+    if (rc != 0 && kernel->generic) {
+        // A shape-generic kernel's bounds are conservative: before reporting an error, check
+        // with a kernel specialised to these shapes (its checks are exact).
+        std::string key = p->algo + "|" + target_key(t) + "|" + shape_string(scratch.shape);
+        auto consts = shape_consts(env);
+        kernel = cache_get(key, [&] { return compile(env, consts, t, false); });
+        auto nm = std::make_shared<Memo>();
+        nm->epoch = epoch;
+        nm->target = t.data();
+        nm->target_key = target_key(t);
+        nm->shape = scratch.shape;
+        nm->kernel = kernel;
+        {
+            std::lock_guard<std::mutex> l(m);
+            this->memo = nm;
+        }
+        ctx.error[0] = 0;
+        ctx.error_code = 0;
+        rc = kernel->call(scratch.args.data(), &ctx);
+    }
     if (rc != 0) throw Error(std::string("weft: ") + (ctx.error[0] ? ctx.error : "pipeline failed"));
     return 0;
 }
@@ -315,11 +350,12 @@ Realization Pipeline::realize(const std::vector<int> &sizes, const Target &t) {
                             std::to_string(i) + " of Func \"" + f->name + "\"");
         outs.emplace_back(f->type, sizes, f->name);
     }
-    realize(outs, t);
+    realize(RealizationArg(outs), t);
     return Realization(outs);
 }
-void Pipeline::realize(const std::vector<Buffer<void>> &outs, const Target &t) {
+void Pipeline::realize(const RealizationArg &arg, const Target &t) {
     check_pipeline(c_);
+    const std::vector<Buffer<void>> &outs = arg.bufs;
     const BufferContents *ptrs[16];
     std::vector<const BufferContents *> many;
     const BufferContents **p = ptrs;
@@ -445,7 +481,10 @@ CacheStats cache_stats() {
     s.entries = cache_entries();
     return s;
 }
-void clear_cache() { cache_clear(); }
+void clear_cache() {
+    cache_clear();
+    bump_epoch();  // forget every pipeline's last-used kernel too
+}
 void set_cache_capacity(size_t n) { cache_set_capacity(n); }
 void set_max_specializations(int n) { g_max_specializations = std::max(0, n); }
 void set_debug(bool on) { g_debug = on ? 1 : 0; }
