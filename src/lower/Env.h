@@ -47,6 +47,8 @@ struct Env {
     std::vector<std::string> outputs;  // unique names, in the Pipeline's order
     /** The structure of algorithm and schedule with every name canonicalised. */
     std::string canonical;
+    /** Storage folding chosen by scheduling: Func -> (dimension, power-of-two factor). */
+    std::map<std::string, std::pair<int, int64_t>> folds;
     LFunc &func(const std::string &n) { return funcs[index.at(n)]; }
 };
 

@@ -264,6 +264,10 @@ struct Builder {
         bool produce;  // true: inject the computation; false: inject the storage
         bool with_realize;
         int count = 0, loops_seen = 0;
+        bool slide = false;            // stored outside this loop: reuse what earlier iterations computed
+        int fold_dim = -1;             // the dimension that slid, if any
+        int64_t fold_factor = 0;       // a power of two >= the rows one iteration needs
+        std::string compute_loop;
 
     protected:
         Stmt visit(const For *op, const Stmt &s) override {
@@ -275,11 +279,55 @@ struct Builder {
             count++;
             if (produce) {
                 Box req = box_required(body, f->name);
+                if (slide && op->for_type == ForType::Serial && f->stages.size() == 1) slide_window(op, req);
                 Stmt p = b->build_produce(*f, req);
                 body = Block::make(p, body);
             }
             if (with_realize) body = b->realize(*f, body);
             return For::make(op->name, op->min, op->extent, op->for_type, body);
+        }
+
+        /** Sliding window: along the first dimension whose required range moves monotonically
+            with this serial loop, an iteration computes only what the previous one did not. */
+        void slide_window(const For *op, Box &req) {
+            Expr v = Variable::make(Int(32), op->name), prev = v - 1;
+            for (size_t d = 0; d < req.size(); d++) {
+                Expr mn = req[d].min, mx = req[d].max;
+                if (!mn.defined() || !mx.defined()) continue;
+                if (!expr_uses_var(mn, op->name) && !expr_uses_var(mx, op->name)) continue;
+                Expr pmn = substitute(op->name, prev, mn), pmx = substitute(op->name, prev, mx);
+                if (!can_prove(simplify(pmn <= mn)) || !can_prove(simplify(pmx <= mx))) continue;
+                req[d].min = simplify(Select::make(v <= op->min, mn, Max::make(mn, pmx + 1)));
+                int64_t w;
+                if (is_const_int(simplify(mx - mn + 1), &w) && w > 0 && w <= 1024) {
+                    int64_t f = 1;
+                    while (f < w) f *= 2;
+                    fold_dim = (int)d;
+                    fold_factor = f;
+                    compute_loop = op->name;
+                }
+                return;
+            }
+        }
+    };
+
+    /** Are all reads of f inside the loop named `loop`? */
+    class ReadsOutside : public IRVisitor {
+    public:
+        std::string name, loop;
+        int depth = 0;
+        bool outside = false;
+
+    protected:
+        void visit(const For *op) override {
+            bool in = op->name == loop;
+            depth += in;
+            IRVisitor::visit(op);
+            depth -= in;
+        }
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == name && depth == 0) outside = true;
+            IRVisitor::visit(op);
         }
     };
 
@@ -365,6 +413,7 @@ struct Builder {
         bool same = f.sched.store.kind == LoopLevelSpec::At && f.store_func == f.compute_func &&
                     f.sched.store.var == f.sched.compute.var;
         in.with_realize = same;
+        in.slide = !same;
         s = in.mutate(s);
         const std::string &cname = env.func(f.compute_func).contents->name;
         if (in.loops_seen == 0)
@@ -394,6 +443,14 @@ struct Builder {
                                "): that loop does not contain the loop where \"" + fname +
                                "\" is computed; store_at must be at or outside compute_at");
             }
+        }
+        if (!same && in.count == 1 && in.fold_dim >= 0) {
+            // Storage folding: keep only the rows the sliding window still needs.
+            ReadsOutside ro;
+            ro.name = f.name;
+            ro.loop = in.compute_loop;
+            ro.include(s);
+            if (!ro.outside) env.folds[f.name] = {in.fold_dim, in.fold_factor};
         }
         if (!same && f.stages.size() > 1) {
             // (A pure Func's iterations may overlap harmlessly: they write the same values.)

@@ -15,10 +15,14 @@ public:
     explicit Flatten(const Env &e) : env(e) {}
     const Env &env;
 
-    static Expr flat_index(const std::string &name, const std::vector<Expr> &args) {
+    Expr flat_index(const std::string &name, const std::vector<Expr> &args) const {
         Expr idx;
+        auto fold = env.folds.find(name);
         for (size_t d = 0; d < args.size(); d++) {
-            Expr term = (args[d] - field(name, "min", d)) * field(name, "stride", d);
+            Expr pos = args[d] - field(name, "min", d);
+            if (fold != env.folds.end() && fold->second.first == (int)d)
+                pos = args[d] % Expr((int)fold->second.second);  // a folded dimension: a ring of rows
+            Expr term = pos * field(name, "stride", d);
             idx = idx.defined() ? idx + term : term;
         }
         return idx.defined() ? idx : Expr(0);
@@ -40,9 +44,12 @@ protected:
         Stmt body = mutate(op->body);
         Expr size = Expr(1);
         Expr known = Expr(1);  // the same size from the bounds themselves, to decide stack or heap
-        for (size_t d = 0; d < op->bounds.size(); d++) {
+        auto fold = env.folds.find(op->name);
+        Region bounds = op->bounds;
+        if (fold != env.folds.end()) bounds[fold->second.first].extent = Expr((int)fold->second.second);
+        for (size_t d = 0; d < bounds.size(); d++) {
             size = size * field(op->name, "extent", d);
-            known = known * op->bounds[d].extent;
+            known = known * bounds[d].extent;
         }
         int64_t n = 0;
         bool constant = is_const_int(simplify(known), &n);
@@ -54,11 +61,12 @@ protected:
         Stmt a = Allocate::make(op->name, op->type, Cast::make(Int(64), size), m, body);
         // Bind extents, mins and dense strides (innermost first).
         std::vector<std::pair<std::string, Expr>> lets;
-        for (size_t d = 0; d < op->bounds.size(); d++) {
-            lets.push_back({op->name + ".min." + std::to_string(d), op->bounds[d].min});
-            lets.push_back({op->name + ".extent." + std::to_string(d), op->bounds[d].extent});
+        for (size_t d = 0; d < bounds.size(); d++) {
+            lets.push_back({op->name + ".min." + std::to_string(d), bounds[d].min});
+            lets.push_back({op->name + ".extent." + std::to_string(d), bounds[d].extent});
             lets.push_back({op->name + ".stride." + std::to_string(d),
                             d == 0 ? Expr(1) : field(op->name, "stride", d - 1) * field(op->name, "extent", d - 1)});
+            (void)d;
         }
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) a = LetStmt::make(it->first, it->second, a);
         return a;
