@@ -279,8 +279,22 @@ struct Builder {
             count++;
             if (produce) {
                 Box req = box_required(body, f->name);
+                Box unslid = req;
                 if (slide && op->for_type == ForType::Serial && f->stages.size() == 1) slide_window(op, req);
                 Stmt p = b->build_produce(*f, req);
+                if (fold_dim >= 0) {
+                    // The ring must hold what one iteration reads and everything it writes.
+                    Box prov = box_provided(p, f->name);
+                    Interval u = prov.empty() ? unslid[fold_dim] : interval_union(unslid[fold_dim], prov[fold_dim]);
+                    int64_t w;
+                    if (u.is_bounded() && is_const_int(simplify(u.max - u.min + 1), &w) && w > 0 && w <= 1024) {
+                        int64_t ff = 1;
+                        while (ff < w) ff *= 2;
+                        fold_factor = ff;
+                    } else {
+                        fold_dim = -1;
+                    }
+                }
                 body = Block::make(p, body);
             }
             if (with_realize) body = b->realize(*f, body);
@@ -298,32 +312,31 @@ struct Builder {
                 Expr pmn = substitute(op->name, prev, mn), pmx = substitute(op->name, prev, mx);
                 if (!can_prove(simplify(pmn <= mn)) || !can_prove(simplify(pmx <= mx))) continue;
                 req[d].min = simplify(Select::make(v <= op->min, mn, Max::make(mn, pmx + 1)));
-                int64_t w;
-                if (is_const_int(simplify(mx - mn + 1), &w) && w > 0 && w <= 1024) {
-                    int64_t f = 1;
-                    while (f < w) f *= 2;
-                    fold_dim = (int)d;
-                    fold_factor = f;
-                    compute_loop = op->name;
-                }
+                fold_dim = (int)d;
+                compute_loop = op->name;
                 return;
             }
         }
     };
 
-    /** Are all reads of f inside the loop named `loop`? */
+    /** Are all reads of f inside the loop named `loop`, with no parallel loop around it inside
+        f's storage (iterations would share the ring of rows)? */
     class ReadsOutside : public IRVisitor {
     public:
         std::string name, loop;
-        int depth = 0;
+        int depth = 0, parallel = 0;
         bool outside = false;
 
     protected:
         void visit(const For *op) override {
             bool in = op->name == loop;
+            if (in && parallel > 0) outside = true;
+            bool p = op->for_type == ForType::Parallel || op->for_type == ForType::Vectorized;
             depth += in;
+            parallel += p;
             IRVisitor::visit(op);
             depth -= in;
+            parallel -= p;
         }
         void visit(const Call *op) override {
             if (op->call_type == Call::Func && op->name == name && depth == 0) outside = true;
