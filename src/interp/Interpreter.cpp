@@ -111,10 +111,12 @@ public:
         case IRNodeType::Cast: return do_cast(n->type, eval(static_cast<const Cast *>(n)->value));
         case IRNodeType::Add: case IRNodeType::Sub: case IRNodeType::Mul: case IRNodeType::Div:
         case IRNodeType::Mod: case IRNodeType::Min: case IRNodeType::Max:
-            return arith(n->node_type, n->type, eval(static_cast<const Add *>(n)->a), eval(static_cast<const Add *>(n)->b));
+            return arith(n->node_type, n->type, eval(static_cast<const BinaryExprNode *>(n)->a),
+                         eval(static_cast<const BinaryExprNode *>(n)->b));
         case IRNodeType::EQ: case IRNodeType::NE: case IRNodeType::LT: case IRNodeType::LE: case IRNodeType::GT:
         case IRNodeType::GE:
-            return compare(n->node_type, eval(static_cast<const EQ *>(n)->a), eval(static_cast<const EQ *>(n)->b));
+            return compare(n->node_type, eval(static_cast<const BinaryExprNode *>(n)->a),
+                           eval(static_cast<const BinaryExprNode *>(n)->b));
         case IRNodeType::And: {
             auto op = static_cast<const And *>(n);
             Val a = eval(op->a);

@@ -102,11 +102,16 @@ struct Cast : ExprNode {
     static Expr make(Type t, Expr v);
 };
 
-template <IRNodeType NT>
-struct BinaryNode : ExprNode {
-    static constexpr IRNodeType _node_type = NT;
+/** The common layout of every binary node (Add ... Or): safe to static_cast to. */
+struct BinaryExprNode : ExprNode {
     Expr a, b;
-    BinaryNode(Type t, Expr a_, Expr b_) : ExprNode(NT, t), a(std::move(a_)), b(std::move(b_)) {}
+    BinaryExprNode(IRNodeType n, Type t, Expr a_, Expr b_) : ExprNode(n, t), a(std::move(a_)), b(std::move(b_)) {}
+};
+
+template <IRNodeType NT>
+struct BinaryNode : BinaryExprNode {
+    static constexpr IRNodeType _node_type = NT;
+    BinaryNode(Type t, Expr a_, Expr b_) : BinaryExprNode(NT, t, std::move(a_), std::move(b_)) {}
     /** a and b must have the same type (comparisons give Bool of the same lanes). */
     static Expr make(Expr a, Expr b);
 };

@@ -165,6 +165,8 @@ Expr bop(BOp op, const Expr &a, const Expr &b) {
         if (!representable(t, r)) return Expr();
         return mkc(t, r);
     }
+    // Symbolic arithmetic in a wrapping type says nothing about bounds.
+    if (t.is_int_or_uint() && !strict(t)) return Expr();
     Expr e;
     switch (op) {
     case BADD: e = Add::make(a, b); break;

@@ -325,6 +325,84 @@ Expr emit(const Lin &L, Type t) {
     return r;
 }
 
+// Constant upper (upper = true) or lower bound of a Int(32)/Int(64) expression from its
+// structure alone: constants, min/max, + and - of constants, * by constants, select.
+bool cbound(const Expr &e, bool upper, i128 *v, int depth = 0);
+bool cbound_(const Expr &e, bool upper, i128 *v, int depth);
+bool cbound(const Expr &e, bool upper, i128 *v, int depth) {
+    const i128 lim = (i128)1 << 62;  // keeps the i128 arithmetic below exact
+    return cbound_(e, upper, v, depth) && *v < lim && *v > -lim;
+}
+bool cbound_(const Expr &e, bool upper, i128 *v, int depth) {
+    if (depth > 8) return false;
+    if (cint(e, v)) return true;
+    i128 a, b;
+    if (auto *p = e.as<Min>()) {
+        if (upper) {
+            bool ha = cbound(p->a, true, &a, depth + 1), hb = cbound(p->b, true, &b, depth + 1);
+            if (ha && hb) *v = std::min(a, b);
+            else if (ha) *v = a;
+            else if (hb) *v = b;
+            return ha || hb;
+        }
+        if (cbound(p->a, false, &a, depth + 1) && cbound(p->b, false, &b, depth + 1)) {
+            *v = std::min(a, b);
+            return true;
+        }
+        return false;
+    }
+    if (auto *p = e.as<Max>()) {
+        if (!upper) {
+            bool ha = cbound(p->a, false, &a, depth + 1), hb = cbound(p->b, false, &b, depth + 1);
+            if (ha && hb) *v = std::max(a, b);
+            else if (ha) *v = a;
+            else if (hb) *v = b;
+            return ha || hb;
+        }
+        if (cbound(p->a, true, &a, depth + 1) && cbound(p->b, true, &b, depth + 1)) {
+            *v = std::max(a, b);
+            return true;
+        }
+        return false;
+    }
+    if (auto *p = e.as<Select>()) {
+        if (cbound(p->true_value, upper, &a, depth + 1) && cbound(p->false_value, upper, &b, depth + 1)) {
+            *v = upper ? std::max(a, b) : std::min(a, b);
+            return true;
+        }
+        return false;
+    }
+    if (auto *p = e.as<Add>()) {
+        if (cbound(p->a, upper, &a, depth + 1) && cbound(p->b, upper, &b, depth + 1)) {
+            *v = a + b;
+            return true;
+        }
+        return false;
+    }
+    if (auto *p = e.as<Sub>()) {
+        if (cbound(p->a, upper, &a, depth + 1) && cbound(p->b, !upper, &b, depth + 1)) {
+            *v = a - b;
+            return true;
+        }
+        return false;
+    }
+    if (auto *p = e.as<Mul>()) {
+        i128 c;
+        if (cint(p->b, &c)) {
+            if (c >= 0 && cbound(p->a, upper, &a, depth + 1)) {
+                *v = a * c;
+                return true;
+            }
+            if (c < 0 && cbound(p->a, !upper, &a, depth + 1)) {
+                *v = a * c;
+                return true;
+            }
+        }
+        return false;
+    }
+    return false;
+}
+
 // ---------------- small visitors ----------------
 class CountUses : public IRVisitor {
 public:
@@ -403,7 +481,7 @@ public:
     }
 
     Expr mk_ramp(const Expr &base, const Expr &stride, int lanes) {
-        if (cint(stride) && cint(stride) && is_const_zero(stride)) return Broadcast::make(base, lanes);
+        if (cint(stride) && is_const_zero(stride)) return Broadcast::make(base, lanes);
         double f;
         if (cflt(stride, &f) && f == 0 && !std::signbit(f)) return Broadcast::make(base, lanes);
         return Ramp::make(base, stride, lanes);
@@ -772,12 +850,11 @@ public:
             Lin D = lin_combine(lin(a), lin(b), -1, t);
             if (D.exact) {
                 if (D.terms.empty()) return ((D.k <= 0) == is_min) ? a : b;
-                if (!sc.empty()) {
-                    Interval I = bnd(emit(D, t));
-                    i128 v;
-                    if (cint(I.max, &v) && v <= 0) return is_min ? a : b;
-                    if (cint(I.min, &v) && v >= 0) return is_min ? b : a;
-                }
+                Expr de = emit(D, t);
+                Interval I = sc.empty() ? Interval::single_point(de) : bnd(de);
+                i128 v;
+                if (cbound(I.max, true, &v) && v <= 0) return is_min ? a : b;
+                if (cbound(I.min, false, &v) && v >= 0) return is_min ? b : a;
             }
         } else if (t.is_scalar() && !sc.empty()) {
             i128 alo, ahi, blo, bhi;
@@ -851,10 +928,11 @@ public:
         Lin D = lin_combine(lin(a), lin(b), -1, t);
         if (!D.exact) return build(a, b);
         if (D.terms.empty()) return mkbool(res(D.k), lanes);
-        if (!sc.empty()) {
-            Interval I = bnd(emit(D, t));
+        {
+            Expr de = emit(D, t);
+            Interval I = sc.empty() ? Interval::single_point(de) : bnd(de);
             i128 lo, hi;
-            bool hl = cint(I.min, &lo), hh = cint(I.max, &hi);
+            bool hl = cbound(I.min, false, &lo), hh = cbound(I.max, true, &hi);
             switch (op) {
             case IRNodeType::LT:
                 if (hh && hi < 0) return mkbool(true, lanes);
@@ -970,12 +1048,10 @@ public:
             if (float_foldable(te)) return mkf(t, d);
         }
         if (auto *b = v.as<Broadcast>()) return Broadcast::make(mk_cast(te, b->value), b->lanes);
+        // cast(T, cast(U, x)) with x of type T and U an integer type at least as wide: x.
         if (auto *c = v.as<Cast>()) {
-            Type ie = c->value.type().element_of();
             if (c->value.type() == t && te.is_int_or_uint() && se.is_int_or_uint() && se.bits() >= te.bits())
                 return c->value;
-            // int->int chains: cast(T, cast(U, x)) where U is at least as wide as both.
-            (void)ie;
         }
         return Cast::make(t, v);
     }
@@ -1023,11 +1099,13 @@ public:
         CountUses cu(op->name);
         cu.include(op->body);
         if (is_c(v) || v.as<Variable>() || cu.count <= 1) return mutate(substitute(op->name, v, op->body));
+        // The let variable stays a symbol (not a range): keeping it correlated with its uses
+        // proves more (e.g. x < t for a loop x in [0, t)). Shadow any range of the same name.
         Saved s;
-        bool pushed = false;
-        if (!sc.empty() && v.type().is_scalar()) {
-            s = push(op->name, bounds_of_expr_in_scope(v, sc));
-            pushed = true;
+        bool pushed = sc.count(op->name) > 0;
+        if (pushed) {
+            s = push(op->name, Interval());
+            sc.erase(op->name);
         }
         Expr body = mutate(op->body);
         if (pushed) pop(s);
@@ -1066,13 +1144,10 @@ public:
         Expr v = mutate(op->value);
         if (is_c(v) || v.as<Variable>()) return mutate(substitute(op->name, v, op->body));
         Saved s;
-        bool pushed = false;
-        if (v.type().is_scalar() && (v.type().is_int_or_uint() || v.type().is_float())) {
-            Interval I = bounds_of_expr_in_scope(v, sc);
-            if (!I.is_single_point() || is_c(I.min)) {
-                s = push(op->name, I);
-                pushed = true;
-            }
+        bool pushed = sc.count(op->name) > 0;
+        if (pushed) {
+            s = push(op->name, Interval());
+            sc.erase(op->name);
         }
         Stmt body = mutate(op->body);
         if (pushed) pop(s);

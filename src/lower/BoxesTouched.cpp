@@ -57,14 +57,22 @@ protected:
         auto pc = op->value.as<Call>();
         if (pc && pc->is_intrinsic("promise_clamped")) {
             // The value is known to lie within [lo, hi] wherever it is used.
-            // A single point (everything it depends on is fixed here) is exact; otherwise the
-            // promised range is, and it keeps the bounds small.
+            // The tighter of the value's own bounds and the promised range; their intersection
+            // where neither is provably inside the other (kept small when it can be).
             Interval pv = bounds_of_expr_in_scope(pc->args[0], scope);
-            if (pv.is_single_point()) {
+            Interval lo = bounds_of_expr_in_scope(pc->args[1], scope), hi = bounds_of_expr_in_scope(pc->args[2], scope);
+            Interval pr(lo.min, hi.max);
+            if (!pv.is_bounded()) {
+                v = pr;
+            } else if (!pr.is_bounded()) {
                 v = pv;
             } else {
-                Interval lo = bounds_of_expr_in_scope(pc->args[1], scope), hi = bounds_of_expr_in_scope(pc->args[2], scope);
-                v = Interval(lo.min, hi.max);
+                v.min = can_prove(simplify(pv.min >= pr.min), scope) ? pv.min
+                        : can_prove(simplify(pr.min >= pv.min), scope) ? pr.min
+                                                                         : simplify(Max::make(pv.min, pr.min));
+                v.max = can_prove(simplify(pv.max <= pr.max), scope) ? pv.max
+                        : can_prove(simplify(pr.max <= pv.max), scope) ? pr.max
+                                                                         : simplify(Min::make(pv.max, pr.max));
             }
         } else {
             v = bounds_of_expr_in_scope(op->value, scope);
@@ -103,6 +111,9 @@ protected:
         if (!h.max.defined()) return;
         saved.push_back(*it);
         it->second.max = it->second.max.defined() ? simplify(Min::make(it->second.max, h.max)) : h.max;
+        // Where min > max the branch never runs, so any range is sound there: keeping min <= max
+        // stops such iterations from widening what the live ones need.
+        if (it->second.min.defined()) it->second.min = simplify(Min::make(it->second.min, it->second.max));
     }
     void visit(const IfThenElse *op) override {
         include(op->condition);

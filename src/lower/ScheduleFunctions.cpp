@@ -56,11 +56,16 @@ struct Builder {
                 user_error("weft: Func \"" + f.contents->name + "\" dimension " + std::to_string(i) +
                            ": cannot bound the region to compute (" + describe(box[i]) +
                            "); clamp the coordinates it is called or written with");
-            bounds[f.args[i]] = {box[i].min, simplify(box[i].max - box[i].min + 1)};
+            // An empty region (a consumer's guard fails throughout) has extent 0, never less:
+            // fused loops multiply extents.
+            Expr ext = simplify(box[i].max - box[i].min + 1);
+            if (!can_prove(simplify(ext >= 0))) ext = simplify(Max::make(ext, 0));
+            bounds[f.args[i]] = {box[i].min, ext};
             maxes[f.args[i]] = box[i].max;
         }
         for (auto &rv : st.rvars) {
-            bounds[rv.var] = {rv.min, rv.extent};
+            Expr rext = can_prove(simplify(rv.extent >= 0)) ? rv.extent : simplify(Max::make(rv.extent, 0));
+            bounds[rv.var] = {rv.min, rext};
             maxes[rv.var] = simplify(rv.min + rv.extent - 1);
             is_rvar[rv.var] = true;
         }
@@ -160,6 +165,36 @@ struct Builder {
         return body;
     }
 
+    /** Binds a region's bounds to names (lets placed around the producer), so that the loop
+        nests and the bounds inferred through them stay small. Constant extents stay visible. */
+    int region_counter = 0;
+    std::vector<std::pair<std::string, Expr>> name_region(const LFunc &f, Box &box) {
+        std::vector<std::pair<std::string, Expr>> lets;
+        std::string base = f.name + ".r" + std::to_string(region_counter++) + ".";
+        for (size_t i = 0; i < box.size(); i++) {
+            if (!box[i].is_bounded()) continue;
+            Expr mn = simplify(box[i].min), mx = simplify(box[i].max);
+            Expr ext = simplify(mx - mn + 1);
+            Expr vmin = mn, vmax = mx;
+            if (!is_const(mn)) {
+                lets.push_back({base + "min." + std::to_string(i), mn});
+                vmin = Variable::make(Int(32), lets.back().first);
+            }
+            if (is_const(ext)) {
+                vmax = simplify(vmin + ext - 1);
+            } else if (!is_const(mx)) {
+                lets.push_back({base + "max." + std::to_string(i), mx});
+                vmax = Variable::make(Int(32), lets.back().first);
+            }
+            box[i] = Interval(vmin, vmax);
+        }
+        return lets;
+    }
+    static Stmt wrap_lets(const std::vector<std::pair<std::string, Expr>> &lets, Stmt s) {
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) s = LetStmt::make(it->first, it->second, s);
+        return s;
+    }
+
     Stmt build_produce(LFunc &f, Box box) {
         const std::string &fname = f.contents->name;
         std::vector<Stmt> pre;
@@ -232,8 +267,8 @@ struct Builder {
         return r;
     }
 
-    Stmt realize(LFunc &f, const Stmt &body) {
-        Box b = box_union(box_required(body, f.name), box_provided(body, f.name));
+    Stmt realize(LFunc &f, const Stmt &body, const Box *known_required = nullptr) {
+        Box b = box_union(known_required ? *known_required : box_required(body, f.name), box_provided(body, f.name));
         if (debug_bounds()) {
             Box r = box_required(body, f.name), p = box_provided(body, f.name);
             for (size_t i = 0; i < r.size(); i++) std::cerr << "req " << i << ": " << r[i].min << " .. " << r[i].max << "\n";
@@ -281,10 +316,13 @@ struct Builder {
                 Box req = box_required(body, f->name);
                 Box unslid = req;
                 if (slide && op->for_type == ForType::Serial && f->stages.size() == 1) slide_window(op, req);
+                lets = b->name_region(*f, req);
                 Stmt p = b->build_produce(*f, req);
+                named = req;
                 if (fold_dim >= 0) {
                     // The ring must hold what one iteration reads and everything it writes.
-                    Box prov = box_provided(p, f->name);
+                    std::map<std::string, Expr> lm(lets.begin(), lets.end());
+                    Box prov = box_provided(substitute(lm, p), f->name);
                     Interval u = prov.empty() ? unslid[fold_dim] : interval_union(unslid[fold_dim], prov[fold_dim]);
                     int64_t w;
                     if (u.is_bounded() && is_const_int(simplify(u.max - u.min + 1), &w) && w > 0 && w <= 1024) {
@@ -297,9 +335,12 @@ struct Builder {
                 }
                 body = Block::make(p, body);
             }
-            if (with_realize) body = b->realize(*f, body);
+            if (with_realize) body = b->realize(*f, body, produce ? &named : nullptr);
+            if (produce) body = wrap_lets(lets, body);
             return For::make(op->name, op->min, op->extent, op->for_type, body);
         }
+        std::vector<std::pair<std::string, Expr>> lets;
+        Box named;
 
         /** Sliding window: along the first dimension whose required range moves monotonically
             with this serial loop, an iteration computes only what the previous one did not. */
@@ -413,8 +454,9 @@ struct Builder {
         if (f.sched.compute.kind == LoopLevelSpec::Root) {
             if (!touches(s, f.name)) return s;  // nobody reads it
             Box req = box_required(s, f.name);
+            auto lets = name_region(f, req);
             Stmt p = build_produce(f, req);
-            return realize(f, Block::make(p, s));
+            return wrap_lets(lets, realize(f, Block::make(p, s), &req));
         }
         // compute_at
         InjectAt in;

@@ -159,7 +159,7 @@ class Vectorize : public IRMutator {
             // All lanes pass a tail check that is linear in the loop variable iff both ends do.
             Expr c0 = simplify(substitute(name, min, ite->condition));
             Expr c1 = simplify(substitute(name, simplify(min + (n - 1)), ite->condition));
-            Stmt v = vectorize(name, min, n, ite->then_case, Stmt());
+            Stmt v = vectorize(name, min, n, ite->then_case, serial);
             if (!v.defined()) return serial;
             return IfThenElse::make(c0 && c1, v, serial);
         }

@@ -1,0 +1,389 @@
+// Tests of the simplifier (src/ir/Simplify.cpp) and interval analysis (src/ir/Interval.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+
+#include "ir/IR.h"
+#include "ir/IRVisitor.h"
+#include "ir/Interval.h"
+#include "ir/Simplify.h"
+
+namespace {
+
+using namespace weft;
+using namespace weft::internal;
+
+Expr I(int64_t v, Type t = Int(32)) { return IntImm::make(t, v); }
+Expr U(uint64_t v, Type t) { return UIntImm::make(t, v); }
+Expr F(double v, Type t = Float(32)) { return FloatImm::make(t, v); }
+Expr B(bool b) { return UIntImm::make(Bool(), b); }
+Expr V(const std::string &n, Type t = Int(32)) { return Variable::make(t, n); }
+Expr add(Expr a, Expr b) { return Add::make(a, b); }
+Expr sub(Expr a, Expr b) { return Sub::make(a, b); }
+Expr mul(Expr a, Expr b) { return Mul::make(a, b); }
+Expr dv(Expr a, Expr b) { return Div::make(a, b); }
+Expr md(Expr a, Expr b) { return Mod::make(a, b); }
+Expr mn(Expr a, Expr b) { return Min::make(a, b); }
+Expr mx(Expr a, Expr b) { return Max::make(a, b); }
+Expr lt(Expr a, Expr b) { return LT::make(a, b); }
+Expr le(Expr a, Expr b) { return LE::make(a, b); }
+Expr gt(Expr a, Expr b) { return GT::make(a, b); }
+Expr eq(Expr a, Expr b) { return EQ::make(a, b); }
+Expr sel(Expr c, Expr a, Expr b) { return Select::make(c, a, b); }
+Expr cst(Type t, Expr a) { return Cast::make(t, a); }
+
+std::string str(const Expr &e) {
+    std::ostringstream s;
+    s << e;
+    return s.str();
+}
+
+#define EXPECT_SIMP(e, expected)                                                                    \
+    do {                                                                                            \
+        Expr got_ = simplify(e);                                                                    \
+        Expr exp_ = (expected);                                                                     \
+        EXPECT_TRUE(structurally_equal(got_, exp_)) << "simplify(" << str(e) << ") = " << str(got_) \
+                                                    << ", expected " << str(exp_);                 \
+    } while (0)
+
+#define EXPECT_CONST(e, v)                                                                          \
+    do {                                                                                            \
+        Expr got_ = simplify(e);                                                                    \
+        int64_t val_ = 0;                                                                           \
+        EXPECT_TRUE(is_const_int(got_, &val_) && val_ == (int64_t)(v))                              \
+            << "simplify(" << str(e) << ") = " << str(got_) << ", expected " << (int64_t)(v);       \
+    } while (0)
+
+Scope range(const std::string &n, int64_t lo, int64_t hi) {
+    Scope s;
+    s[n] = Interval(I(lo), I(hi));
+    return s;
+}
+
+void expect_bounds(const Interval &b, int64_t lo, int64_t hi) {
+    int64_t l = 0, h = 0;
+    ASSERT_TRUE(b.min.defined() && is_const_int(b.min, &l)) << (b.min.defined() ? str(b.min) : "undefined");
+    ASSERT_TRUE(b.max.defined() && is_const_int(b.max, &h)) << (b.max.defined() ? str(b.max) : "undefined");
+    EXPECT_EQ(l, lo);
+    EXPECT_EQ(h, hi);
+}
+
+// ---------------- constant folding ----------------
+TEST(Simplify, FoldsIntegerConstantsWithWrapping) {
+    EXPECT_CONST(add(I(2), I(3)), 5);
+    EXPECT_CONST(add(I(INT32_MAX), I(1)), INT32_MIN);
+    EXPECT_CONST(mul(I(65536), I(65536)), 0);
+    EXPECT_SIMP(add(I(100, Int(8)), I(100, Int(8))), I(-56, Int(8)));
+    EXPECT_SIMP(sub(U(3, UInt(8)), U(5, UInt(8))), U(254, UInt(8)));
+    EXPECT_SIMP(mul(U(300, UInt(16)), U(300, UInt(16))), U(90000 % 65536, UInt(16)));
+    EXPECT_SIMP(add(I(INT64_MAX, Int(64)), I(1, Int(64))), I(INT64_MIN, Int(64)));
+}
+
+TEST(Simplify, FloorDivModAndZero) {
+    EXPECT_CONST(dv(I(7), I(2)), 3);
+    EXPECT_CONST(dv(I(-7), I(2)), -4);
+    EXPECT_CONST(dv(I(7), I(-2)), -4);
+    EXPECT_CONST(dv(I(-7), I(-2)), 3);
+    EXPECT_CONST(md(I(-7), I(2)), 1);
+    EXPECT_CONST(md(I(7), I(-2)), -1);
+    EXPECT_CONST(md(I(-7), I(-2)), -1);
+    EXPECT_CONST(dv(I(7), I(0)), 0);
+    EXPECT_CONST(md(I(7), I(0)), 0);
+    EXPECT_CONST(dv(V("x"), I(0)), 0);
+    EXPECT_CONST(md(V("x"), I(0)), 0);
+    EXPECT_CONST(dv(I(INT32_MIN), I(-1)), INT32_MIN);
+    EXPECT_SIMP(dv(I(-128, Int(8)), I(-1, Int(8))), I(-128, Int(8)));
+}
+
+TEST(Simplify, FoldsCasts) {
+    EXPECT_SIMP(cst(Int(8), I(300)), I(44, Int(8)));
+    EXPECT_SIMP(cst(UInt(8), I(-1)), U(255, UInt(8)));
+    EXPECT_SIMP(cst(Int(32), I(-1, Int(8))), I(-1));
+    EXPECT_SIMP(cst(Int(32), U(255, UInt(8))), I(255));
+    EXPECT_SIMP(cst(Int(32), F(1e20)), I(INT32_MAX));
+    EXPECT_SIMP(cst(Int(32), F(-1e20)), I(INT32_MIN));
+    EXPECT_SIMP(cst(Int(32), F(NAN)), I(0));
+    EXPECT_SIMP(cst(Int(32), F(-2.75)), I(-2));
+    EXPECT_SIMP(cst(UInt(8), F(-3.0)), U(0, UInt(8)));
+    EXPECT_SIMP(cst(Bool(), I(5)), B(true));
+    EXPECT_SIMP(cst(Float(32), I(16777217)), F(16777216.0));
+    EXPECT_SIMP(cst(Float(32), F(0.1, Float(64))), F(0.1));
+    // widening then narrowing back is the identity
+    Expr x = V("x");
+    EXPECT_SIMP(cst(Int(32), cst(Int(64), x)), x);
+    EXPECT_SIMP(cst(Int(32), x), x);
+}
+
+TEST(Simplify, FoldsFloatsWithoutReassociating) {
+    EXPECT_SIMP(add(F(0.1), F(0.2)), F((double)(0.1f + 0.2f)));
+    EXPECT_SIMP(mul(F(3.0, Float(64)), F(0.5, Float(64))), F(1.5, Float(64)));
+    Expr a = V("a", Float(32));
+    Expr e = sub(add(a, F(1.0)), F(1.0));
+    EXPECT_SIMP(e, e);
+    EXPECT_SIMP(lt(F(1.0), F(2.0)), B(true));
+    EXPECT_SIMP(lt(F(NAN), F(2.0)), B(false));
+    // !(a < b) is not b <= a for floats (NaN)
+    Expr n = Not::make(lt(a, F(1.0)));
+    EXPECT_SIMP(n, n);
+}
+
+// ---------------- linear forms ----------------
+TEST(Simplify, LinearForms) {
+    Expr x = V("x"), y = V("y"), xo = V("xo");
+    EXPECT_SIMP(sub(x, x), I(0));
+    EXPECT_SIMP(mul(x, I(1)), x);
+    EXPECT_SIMP(add(x, I(0)), x);
+    EXPECT_SIMP(mul(x, I(0)), I(0));
+    EXPECT_CONST(sub(add(x, I(8)), sub(x, I(1))), 9);
+    // ((xo*8 + 7) + 1) - (xo*8 - 1) + 1 -> 10
+    EXPECT_CONST(add(sub(add(add(mul(xo, I(8)), I(7)), I(1)), sub(mul(xo, I(8)), I(1))), I(1)), 10);
+    EXPECT_SIMP(add(add(x, y), sub(I(0), x)), y);
+    EXPECT_SIMP(sub(add(mul(x, I(3)), y), add(x, y)), mul(x, I(2)));
+    EXPECT_SIMP(mul(add(x, I(1)), I(3)), add(mul(x, I(3)), I(3)));
+    // Wrapping types: ring identities still hold.
+    Expr w = V("w", UInt(8));
+    EXPECT_SIMP(sub(add(w, U(200, UInt(8))), U(200, UInt(8))), w);
+}
+
+TEST(Simplify, DivModOfLinearForms) {
+    Expr x = V("x"), y = V("y");
+    EXPECT_SIMP(dv(add(mul(x, I(8)), I(3)), I(8)), x);
+    EXPECT_SIMP(dv(add(mul(x, I(8)), I(11)), I(8)), add(x, I(1)));
+    EXPECT_SIMP(dv(sub(mul(x, I(8)), I(1)), I(8)), sub(x, I(1)));
+    EXPECT_CONST(md(add(mul(x, I(8)), I(3)), I(8)), 3);
+    EXPECT_CONST(md(sub(mul(x, I(8)), I(1)), I(8)), 7);
+    EXPECT_SIMP(dv(add(mul(x, I(16)), y), I(8)), add(mul(x, I(2)), dv(y, I(8))));
+    EXPECT_SIMP(md(add(mul(x, I(16)), y), I(8)), md(y, I(8)));
+    EXPECT_SIMP(dv(dv(x, I(4)), I(2)), dv(x, I(8)));
+    EXPECT_SIMP(md(md(x, I(16)), I(4)), md(x, I(4)));
+    EXPECT_SIMP(dv(x, I(1)), x);
+    EXPECT_SIMP(dv(x, I(-1)), sub(I(0), x));
+    EXPECT_CONST(md(x, I(1)), 0);
+    // Power-of-two mod is exact under wrapping, so it applies to uint8 too.
+    Expr w = V("w", UInt(8));
+    EXPECT_SIMP(md(add(mul(w, U(4, UInt(8))), U(5, UInt(8))), U(4, UInt(8))), U(1, UInt(8)));
+}
+
+// ---------------- min / max ----------------
+TEST(Simplify, MinMax) {
+    Expr x = V("x"), y = V("y");
+    EXPECT_SIMP(mn(x, add(x, I(3))), x);
+    EXPECT_SIMP(mx(x, add(x, I(3))), add(x, I(3)));
+    EXPECT_SIMP(mn(x, x), x);
+    EXPECT_CONST(mn(I(3), I(-2)), -2);
+    EXPECT_SIMP(mn(mn(x, I(10)), I(5)), mn(x, I(5)));
+    EXPECT_SIMP(mx(mx(x, I(10)), I(5)), mx(x, I(10)));
+    EXPECT_SIMP(mn(I(5), x), mn(x, I(5)));
+    Expr clamp = mx(mn(x, I(10)), I(0));
+    EXPECT_SIMP(clamp, clamp);
+    EXPECT_CONST(mn(mx(x, I(10)), I(5)), 5);
+    EXPECT_SIMP(mn(x, mx(x, y)), x);
+    // min(x*8 + 7, 99) - x*8 -> min(7, 99 - x*8) (the subtraction cancels inside the min)
+    Expr e = sub(mn(add(mul(x, I(8)), I(7)), I(99)), mul(x, I(8)));
+    Expr s = simplify(e);
+    EXPECT_EQ(str(s), str(mn(sub(I(99), mul(x, I(8))), I(7)))) << str(s);
+}
+
+// ---------------- comparisons and booleans ----------------
+TEST(Simplify, ComparisonsAndLogic) {
+    Expr x = V("x"), y = V("y");
+    EXPECT_SIMP(lt(x, add(x, I(1))), B(true));
+    EXPECT_SIMP(le(add(x, I(2)), add(x, I(1))), B(false));
+    EXPECT_SIMP(eq(add(x, y), add(y, x)), B(true));
+    EXPECT_SIMP(gt(add(x, I(1)), y), lt(y, add(x, I(1))));
+    EXPECT_SIMP(lt(add(x, I(1)), add(y, I(3))), lt(x, add(y, I(2))));
+    EXPECT_SIMP(Not::make(lt(x, y)), le(y, x));
+    EXPECT_SIMP(Not::make(Not::make(lt(x, y))), lt(x, y));
+    Expr c = lt(x, y);
+    EXPECT_SIMP(And::make(c, B(true)), c);
+    EXPECT_SIMP(And::make(B(false), c), B(false));
+    EXPECT_SIMP(Or::make(c, B(true)), B(true));
+    EXPECT_SIMP(Or::make(B(false), c), c);
+    EXPECT_SIMP(And::make(c, Not::make(c)), B(false));
+    EXPECT_SIMP(sel(B(true), x, y), x);
+    EXPECT_SIMP(sel(B(false), x, y), y);
+    EXPECT_SIMP(sel(c, x, x), x);
+    EXPECT_SIMP(sel(c, B(true), B(false)), c);
+    // constant bounds of min/max/select structure
+    EXPECT_SIMP(lt(mn(x, I(10)), I(11)), B(true));
+    EXPECT_SIMP(le(add(mx(x, I(3)), I(1)), I(3)), B(false));
+    EXPECT_SIMP(lt(sub(mn(add(x, I(5)), y), x), I(6)), B(true));
+    // uint8 comparisons are not moved around (wrapping)
+    Expr w = V("w", UInt(8));
+    Expr cw = lt(add(w, U(1, UInt(8))), w);
+    EXPECT_SIMP(cw, cw);
+}
+
+TEST(Simplify, Lets) {
+    Expr x = V("x"), y = V("y"), t = V("t");
+    EXPECT_SIMP(Let::make("t", I(3), add(t, t)), I(6));
+    EXPECT_SIMP(Let::make("t", y, add(t, I(1))), add(y, I(1)));
+    Expr v = mul(x, y);
+    EXPECT_SIMP(Let::make("t", v, add(t, I(1))), add(v, I(1)));  // used once
+    Expr multi = Let::make("t", v, mul(t, t));
+    EXPECT_SIMP(multi, multi);
+    EXPECT_SIMP(Let::make("t", v, x), x);
+}
+
+TEST(Simplify, Vectors) {
+    Expr x = V("x"), y = V("y");
+    Expr r = Ramp::make(x, I(1), 4);
+    EXPECT_SIMP(add(Broadcast::make(x, 4), Broadcast::make(y, 4)), Broadcast::make(add(x, y), 4));
+    EXPECT_SIMP(add(r, Broadcast::make(I(2), 4)), Ramp::make(add(x, I(2)), I(1), 4));
+    EXPECT_SIMP(mul(r, Broadcast::make(I(3), 4)), Ramp::make(mul(x, I(3)), I(3), 4));
+    EXPECT_SIMP(sub(r, r), Broadcast::make(I(0), 4));
+    EXPECT_SIMP(Ramp::make(x, I(0), 4), Broadcast::make(x, 4));
+    // (x*8 + ramp(0,1,8)) / 8 -> broadcast(x)
+    Expr r8 = Ramp::make(mul(x, I(8)), I(1), 8);
+    EXPECT_SIMP(dv(r8, Broadcast::make(I(8), 8)), Broadcast::make(x, 8));
+    EXPECT_SIMP(md(r8, Broadcast::make(I(8), 8)), Ramp::make(I(0), I(1), 8));
+}
+
+TEST(Simplify, WithScope) {
+    Expr x = V("x"), y = V("y");
+    Scope s = range("x", 0, 9);
+    EXPECT_TRUE(can_prove(lt(x, I(10)), s));
+    EXPECT_TRUE(can_prove(le(I(0), x), s));
+    EXPECT_FALSE(can_prove(lt(x, I(9)), s));
+    EXPECT_TRUE(structurally_equal(simplify(mn(x, I(20)), s), x));
+    EXPECT_TRUE(structurally_equal(simplify(mx(x, I(-1)), s), x));
+    EXPECT_TRUE(is_const_zero(simplify(dv(x, I(10)), s)));
+    EXPECT_TRUE(structurally_equal(simplify(md(x, I(10)), s), x));
+    EXPECT_TRUE(structurally_equal(simplify(dv(add(mul(y, I(16)), x), I(16)), s), y));
+    Scope s2 = s;
+    s2["y"] = Interval(I(0), I(5));
+    EXPECT_TRUE(structurally_equal(simplify(mn(x, add(x, y)), s2), x));
+}
+
+// ---------------- statements ----------------
+TEST(Simplify, Statements) {
+    Expr x = V("x");
+    Stmt store = Store::make("buf", x, x);
+    Stmt loop0 = For::make("x", I(0), I(0), ForType::Serial, store);
+    EXPECT_TRUE(is_const(simplify(loop0).as<Evaluate>() ? simplify(loop0).as<Evaluate>()->value : Expr()));
+    // extent 1: the loop disappears and x is replaced by its min.
+    Stmt loop1 = For::make("x", I(5), I(1), ForType::Serial, store);
+    Stmt s1 = simplify(loop1);
+    ASSERT_TRUE(s1.as<Store>() != nullptr);
+    EXPECT_TRUE(is_const(s1.as<Store>()->value));
+    // constant-true condition
+    Stmt ite = IfThenElse::make(lt(I(1), I(2)), store, Stmt());
+    EXPECT_TRUE(simplify(ite).as<Store>() != nullptr);
+    // the loop variable's range is known in the body
+    Stmt body = IfThenElse::make(lt(x, I(10)), store, Stmt());
+    Stmt loop = For::make("x", I(0), I(10), ForType::Serial, body);
+    Stmt sl = simplify(loop);
+    ASSERT_TRUE(sl.as<For>() != nullptr);
+    EXPECT_TRUE(sl.as<For>()->body.as<Store>() != nullptr);
+    // symbolic extent: x < n holds in for (x = 0; x < n; x++)
+    Expr n = V("n");
+    Stmt body_n = IfThenElse::make(lt(x, n), store, Stmt());
+    Stmt loop_n = LetStmt::make("n", Load::make(Int(32), "sz", I(0)),
+                                For::make("x", I(0), n, ForType::Serial, body_n));
+    Stmt sn = simplify(loop_n);
+    ASSERT_TRUE(sn.as<LetStmt>() != nullptr);
+    ASSERT_TRUE(sn.as<LetStmt>()->body.as<For>() != nullptr);
+    EXPECT_TRUE(sn.as<LetStmt>()->body.as<For>()->body.as<Store>() != nullptr);
+    // extent min(n*2, 64): x < n*2 + 1 holds in the body
+    Stmt body_m = IfThenElse::make(lt(x, add(mul(n, I(2)), I(1))), store, Stmt());
+    Stmt loop_m = For::make("x", I(0), mn(mul(n, I(2)), I(64)), ForType::Serial, body_m);
+    Stmt sm = simplify(loop_m);
+    ASSERT_TRUE(sm.as<For>() != nullptr);
+    EXPECT_TRUE(sm.as<For>()->body.as<Store>() != nullptr);
+    // asserts that are true vanish; blocks of no-ops collapse
+    Stmt a = AssertStmt::make(le(I(0), I(1)), "never", {});
+    Stmt blk = Block::make(a, store);
+    EXPECT_TRUE(simplify(blk).as<Store>() != nullptr);
+    // constant lets are substituted
+    Stmt let = LetStmt::make("t", I(4), Store::make("buf", V("t"), V("t")));
+    Stmt sl2 = simplify(let);
+    ASSERT_TRUE(sl2.as<Store>() != nullptr);
+    EXPECT_TRUE(is_const(sl2.as<Store>()->index));
+}
+
+// ---------------- bounds ----------------
+TEST(Bounds, Linear) {
+    Expr x = V("x");
+    expect_bounds(bounds_of_expr_in_scope(add(mul(x, I(2)), I(1)), range("x", 0, 9)), 1, 19);
+    expect_bounds(bounds_of_expr_in_scope(sub(I(10), x), range("x", 0, 9)), 1, 10);
+    expect_bounds(bounds_of_expr_in_scope(mul(x, I(-3)), range("x", -1, 2)), -6, 3);
+}
+
+TEST(Bounds, DivMod) {
+    Expr x = V("x"), y = V("y");
+    expect_bounds(bounds_of_expr_in_scope(dv(x, I(4)), range("x", -5, 7)), -2, 1);
+    expect_bounds(bounds_of_expr_in_scope(md(x, I(4)), range("x", -5, 7)), 0, 3);
+    expect_bounds(bounds_of_expr_in_scope(md(x, I(8)), range("x", 9, 12)), 1, 4);
+    expect_bounds(bounds_of_expr_in_scope(dv(x, I(-2)), range("x", 0, 9)), -5, 0);
+    Scope s = range("x", 0, 100);
+    s["y"] = Interval(I(1), I(10));
+    expect_bounds(bounds_of_expr_in_scope(dv(x, y), s), 0, 100);
+    expect_bounds(bounds_of_expr_in_scope(md(x, y), s), 0, 9);
+}
+
+TEST(Bounds, MinMaxSelectMul) {
+    Expr x = V("x"), y = V("y");
+    Scope unb;
+    unb["x"] = Interval();
+    expect_bounds(bounds_of_expr_in_scope(mx(mn(x, I(10)), I(0)), unb), 0, 10);
+    Scope s = range("x", -3, 4);
+    s["y"] = Interval(I(-2), I(5));
+    expect_bounds(bounds_of_expr_in_scope(mul(x, y), s), -15, 20);
+    expect_bounds(bounds_of_expr_in_scope(sel(lt(x, y), x, y), s), -3, 5);
+    Interval b = bounds_of_expr_in_scope(lt(x, I(10)), s);
+    EXPECT_TRUE(is_true(b.min) && is_true(b.max));
+}
+
+TEST(Bounds, CastsLoadsAndTypes) {
+    Expr x = V("x");
+    Scope unb;
+    unb["x"] = Interval();
+    expect_bounds(bounds_of_expr_in_scope(cst(Int(32), cst(UInt(8), x)), unb), 0, 255);
+    Interval b = bounds_of_expr_in_scope(cst(UInt(8), x), unb);
+    uint64_t lo = b.min.as<UIntImm>() ? b.min.as<UIntImm>()->value : 99;
+    uint64_t hi = b.max.as<UIntImm>() ? b.max.as<UIntImm>()->value : 99;
+    EXPECT_EQ(lo, 0u);
+    EXPECT_EQ(hi, 255u);
+    expect_bounds(bounds_of_expr_in_scope(cst(Int(16), x), range("x", -5, 300)), -5, 300);
+    expect_bounds(bounds_of_expr_in_scope(cst(Int(8), x), range("x", -5, 300)), -128, 127);
+    Expr ld = Load::make(Int(16), "buf", I(0));
+    expect_bounds(bounds_of_expr_in_scope(cst(Int(32), ld), Scope()), -32768, 32767);
+    Interval lb = bounds_of_expr_in_scope(Load::make(Int(32), "buf", x), Scope());
+    EXPECT_FALSE(lb.min.defined());
+    EXPECT_FALSE(lb.max.defined());
+    // wrapping uint8 arithmetic widens to the full range
+    Expr w = V("w", UInt(8));
+    Scope sw;
+    sw["w"] = Interval(U(250, UInt(8)), U(255, UInt(8)));
+    Interval bw = bounds_of_expr_in_scope(add(w, U(10, UInt(8))), sw);
+    EXPECT_EQ(bw.min.as<UIntImm>()->value, 0u);
+    EXPECT_EQ(bw.max.as<UIntImm>()->value, 255u);
+}
+
+TEST(Bounds, SymbolicAndVectors) {
+    Expr x = V("x"), n = V("n");
+    Scope s;
+    s["x"] = Interval(I(0), sub(n, I(1)));
+    Interval b = bounds_of_expr_in_scope(add(x, I(1)), s);
+    EXPECT_TRUE(structurally_equal(b.min, I(1)));
+    EXPECT_TRUE(structurally_equal(b.max, n)) << str(b.max);
+    EXPECT_TRUE(can_prove(lt(x, n), s));
+    expect_bounds(bounds_of_expr_in_scope(Ramp::make(x, I(2), 4), range("x", 0, 3)), 0, 9);
+    expect_bounds(bounds_of_expr_in_scope(Broadcast::make(x, 4), range("x", 0, 3)), 0, 3);
+    Expr y = V("y");
+    Interval p = bounds_of_expr_in_scope(add(y, I(1)), s);
+    EXPECT_TRUE(p.is_single_point());
+}
+
+TEST(Bounds, UnionIntersection) {
+    Interval a(I(0), I(10)), b(I(5), I(20));
+    expect_bounds(interval_union(a, b), 0, 20);
+    expect_bounds(interval_intersection(a, b), 5, 10);
+    Interval u = interval_union(a, Interval(I(3), Expr()));
+    EXPECT_FALSE(u.max.defined());
+    expect_bounds(interval_intersection(a, Interval(I(3), Expr())), 3, 10);
+}
+
+}  // namespace

@@ -1,0 +1,71 @@
+// Small helpers shared by the tests in tests/lang.
+#pragma once
+#include <gtest/gtest.h>
+#include <weft/weft.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace weft_test {
+
+/** Runs fn; returns the message of the weft::Error it throws (a test failure if it throws
+    nothing or something else). */
+inline std::string error_of(const std::function<void()> &fn) {
+    try {
+        fn();
+    } catch (const weft::Error &e) {
+        return e.what();
+    } catch (const std::exception &e) {
+        ADD_FAILURE() << "expected weft::Error, got another exception: " << e.what();
+        return "<wrong exception>";
+    } catch (...) {
+        ADD_FAILURE() << "expected weft::Error, got a non-std exception";
+        return "<wrong exception>";
+    }
+    ADD_FAILURE() << "expected weft::Error, nothing was thrown";
+    return "<no exception>";
+}
+
+inline bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+
+#define EXPECT_CONTAINS(str, part) \
+    EXPECT_TRUE(::weft_test::contains((str), (part))) << "message: \"" << (str) << "\"\n  lacks: \"" << (part) << "\""
+
+/** Floor division / modulo as API.md defines them (0 for a zero divisor). */
+template <typename T>
+T floor_div(T a, T b) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+        int64_t q = (int64_t)a / (int64_t)b, r = (int64_t)a % (int64_t)b;
+        if (r != 0 && ((r < 0) != (b < 0))) q--;
+        return (T)q;
+    } else {
+        return (T)(a / b);
+    }
+}
+template <typename T>
+T floor_mod(T a, T b) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<T>) {
+        int64_t r = (int64_t)a % (int64_t)b;
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return (T)r;
+    } else {
+        return (T)(a % b);
+    }
+}
+
+/** Deterministic pseudo-random fill. */
+template <typename T>
+void fill_pattern(weft::Buffer<T> &b, uint32_t seed, int lo = 0, int hi = 100) {
+    uint32_t s = seed * 2654435761u + 12345u;
+    b.for_each_offset([&](int64_t off) {
+        s = s * 1664525u + 1013904223u;
+        b.data()[off] = (T)(lo + (int)((s >> 8) % (uint32_t)(hi - lo + 1)));
+    });
+}
+
+}  // namespace weft_test

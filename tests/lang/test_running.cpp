@@ -1,0 +1,196 @@
+// API.md "Running": realize forms, multi-output Pipelines, Callables, Targets.
+#include "lang_test_util.h"
+
+using namespace weft;
+
+namespace {
+
+TEST(Running, RealizeSizes) {
+    Var x("x"), y("y"), c("c");
+    Func f("run_sizes");
+    f(x, y, c) = x + 10 * y + 100 * c;
+    Buffer<int> out = f.realize({7, 5, 3});
+    ASSERT_EQ(out.dimensions(), 3);
+    EXPECT_EQ(out.width(), 7);
+    EXPECT_EQ(out.height(), 5);
+    EXPECT_EQ(out.channels(), 3);
+    for (int d = 0; d < 3; d++) EXPECT_EQ(out.dim(d).min(), 0);
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 5; j++)
+            for (int i = 0; i < 7; i++) EXPECT_EQ(out(i, j, k), i + 10 * j + 100 * k);
+
+    Func g("run_sizes_1d");
+    g(x) = cast<uint8_t>(x * 3);
+    Realization r = g.realize({300});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].type(), UInt(8));
+    Buffer<uint8_t> go = r;
+    for (int i = 0; i < 300; i++) EXPECT_EQ(go(i), (uint8_t)(i * 3));
+}
+
+TEST(Running, RealizeIntoBufferRespectsMins) {
+    Var x("x"), y("y");
+    Func f("run_mins");
+    f(x, y) = x * 1000 + y;
+    f.vectorize(x, 4);
+    Buffer<int> out(9, 4);
+    out.set_min(-100, 50);
+    f.realize(out);
+    for (int j = 50; j < 54; j++)
+        for (int i = -100; i < -91; i++) EXPECT_EQ(out(i, j), i * 1000 + j);
+    // The same Func into a buffer with other mins.
+    Buffer<int> out2(3, 2);
+    out2.set_min(7, -1);
+    f.realize(out2);
+    for (int j = -1; j < 1; j++)
+        for (int i = 7; i < 10; i++) EXPECT_EQ(out2(i, j), i * 1000 + j);
+}
+
+TEST(Running, MultiOutputPipeline) {
+    Var x("x"), y("y");
+    Func common("mo_common"), f("mo_f"), g("mo_g");
+    common(x, y) = x * 3 + y;
+    f(x, y) = common(x, y) + 1;
+    g(x, y) = cast<float>(common(x, y)) * 0.5f;
+    common.compute_root();
+    Pipeline p({f, g});
+    EXPECT_EQ(p.outputs().size(), 2u);
+    Buffer<int> fo(6, 4);
+    Buffer<float> go(6, 4);
+    p.realize({fo, go});
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < 6; i++) {
+            EXPECT_EQ(fo(i, j), i * 3 + j + 1);
+            EXPECT_FLOAT_EQ(go(i, j), (i * 3 + j) * 0.5f);
+        }
+    Realization r = p.realize({5, 3});
+    ASSERT_EQ(r.size(), 2u);
+    Buffer<int> f2 = r[0];
+    Buffer<float> g2 = r[1];
+    EXPECT_EQ(f2.width(), 5);
+    EXPECT_EQ(g2.height(), 3);
+    EXPECT_EQ(f2(4, 2), 4 * 3 + 2 + 1);
+    EXPECT_FLOAT_EQ(g2(4, 2), (4 * 3 + 2) * 0.5f);
+}
+
+TEST(Running, PipelineOfOneFunc) {
+    Var x("x");
+    Func f("p1");
+    f(x) = x * x;
+    Pipeline p(f);
+    Buffer<int> out(5);
+    out.set_min(-2);
+    p.realize(out);
+    for (int i = -2; i < 3; i++) EXPECT_EQ(out(i), i * i);
+    Buffer<int> o2 = p.realize(std::vector<int>{4});
+    EXPECT_EQ(o2(3), 9);
+}
+
+TEST(Running, CallableWithImageParamAndParam) {
+    ImageParam in(Float(32), 2, "in");
+    Param<float> k("k");
+    Var x("x"), y("y");
+    Func f("callable_f");
+    f(x, y) = in(x, y) * k + in(x + 1, y);
+    f.vectorize(x, 4);
+    Callable fn = Pipeline(f).compile_to_callable({in, k});
+    EXPECT_TRUE(fn.defined());
+    for (int W : {8, 5}) {
+        Buffer<float> in_buf(W + 1, 3);
+        weft_test::fill_pattern(in_buf, (uint32_t)W, -9, 9);
+        Buffer<float> out_buf(W, 3);
+        fn(in_buf, 2.0f, out_buf);
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < W; i++) EXPECT_FLOAT_EQ(out_buf(i, j), in_buf(i, j) * 2.0f + in_buf(i + 1, j));
+        fn(in_buf, -0.5f, out_buf);
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < W; i++) EXPECT_FLOAT_EQ(out_buf(i, j), in_buf(i, j) * -0.5f + in_buf(i + 1, j));
+    }
+    // Copies share one cache and work the same.
+    Callable copy = fn;
+    Buffer<float> in_buf(9, 2), out_buf(8, 2);
+    in_buf.fill(1.0f);
+    CacheStats before = cache_stats();
+    copy(in_buf, 3.0f, out_buf);
+    EXPECT_EQ(out_buf(7, 1), 4.0f);
+    copy(in_buf, 4.0f, out_buf);
+    EXPECT_EQ(out_buf(0, 0), 5.0f);
+    EXPECT_LE(cache_stats().compilations, before.compilations + 1);
+}
+
+TEST(Running, CallableMultipleParamsAndOutputs) {
+    ImageParam a(Int(32), 1, "a"), b(Int(32), 1, "b");
+    Param<int> s("s");
+    Param<double> d("d");
+    Var x("x");
+    Func sum_f("cm_sum"), scaled("cm_scaled");
+    sum_f(x) = a(x) + b(x) * s;
+    scaled(x) = cast<double>(a(x)) * d;
+    Callable fn = Pipeline({sum_f, scaled}).compile_to_callable({a, s, b, d});
+    Buffer<int> ab(6), bb(6), o1(6);
+    Buffer<double> o2(6);
+    for (int i = 0; i < 6; i++) {
+        ab(i) = i;
+        bb(i) = 10 * i;
+    }
+    fn(ab, 3, bb, 0.5, o1, o2);
+    for (int i = 0; i < 6; i++) {
+        EXPECT_EQ(o1(i), i + 30 * i);
+        EXPECT_EQ(o2(i), i * 0.5);
+    }
+}
+
+TEST(Running, CallableWithNonZeroMins) {
+    ImageParam in(Int(32), 1, "in");
+    Var x("x");
+    Func f("callable_mins");
+    f(x) = in(x) * 2;
+    Callable fn = Pipeline(f).compile_to_callable({in});
+    Buffer<int> ib(10), ob(4);
+    ib.set_min(-5);
+    for (int i = -5; i < 5; i++) ib(i) = i;
+    ob.set_min(-3);
+    fn(ib, ob);
+    for (int i = -3; i < 1; i++) EXPECT_EQ(ob(i), 2 * i);
+}
+
+TEST(Running, TargetHost) {
+    Target t = Target::host();
+    EXPECT_EQ(t.arch(), Target::Arch::Host);
+    EXPECT_FALSE(t.str().empty());
+    EXPECT_GE(t.natural_vector_size(Float(32)), 1);
+    EXPECT_GE(t.natural_vector_size<uint8_t>(), t.natural_vector_size<float>());
+    Target narrow = t.without_feature("avx512");
+    EXPECT_FALSE(narrow.has_feature("avx512"));
+    EXPECT_LE(narrow.natural_vector_size(Float(32)), t.natural_vector_size(Float(32)));
+    Var x("x");
+    Func f("target_f");
+    f(x) = x * 2;
+    f.vectorize(x, 16);
+    Buffer<int> o = f.realize({37}, narrow);
+    for (int i = 0; i < 37; i++) EXPECT_EQ(o(i), 2 * i);
+    Buffer<int> o2 = f.realize({37}, t);
+    for (int i = 0; i < 37; i++) EXPECT_EQ(o2(i), 2 * i);
+}
+
+TEST(Running, LargeParallelRealize) {
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    Func f("big_par");
+    f(x, y) = cast<float>(x) * 0.5f + cast<float>(y);
+    f.split(y, yo, yi, 8).parallel(yo).vectorize(x, 8);
+    Buffer<float> o = f.realize({257, 131});
+    for (int j = 0; j < 131; j += 13)
+        for (int i = 0; i < 257; i += 7) EXPECT_FLOAT_EQ(o(i, j), i * 0.5f + j);
+    EXPECT_FLOAT_EQ(o(256, 130), 256 * 0.5f + 130);
+}
+
+TEST(Running, LoweredIRIsText) {
+    Var x("x");
+    Func f("lowered_f");
+    f(x) = x + 1;
+    std::string ir = Pipeline(f).lowered_ir({8});
+    EXPECT_FALSE(ir.empty());
+    EXPECT_CONTAINS(ir, "lowered_f");
+}
+
+}  // namespace

@@ -1,0 +1,425 @@
+// API.md "Schedules": every primitive on pure and update stages, compared with plain C++.
+#include "lang_test_util.h"
+
+using namespace weft;
+
+namespace {
+
+// The pipeline under test:
+//   prod(x, y) = x*x - 3*x*y + y + in(x, y)
+//   mid(x, y)  = prod(x - 1, y) + 2 * prod(x, y + 1) + prod(x + 1, y - 1)
+//   out(x, y)  = mid(x, y) * 3 - mid(x + 1, y)
+//   out(x, y) += x * y          (an update with pure vars)
+// `in` covers every point the pipeline may read (also with RoundUp on intermediates).
+struct Pipe {
+    Var x{"x"}, y{"y"};
+    Func prod{"prod"}, mid{"mid"}, out{"out"};
+    Buffer<int> in;
+    static constexpr int kPad = 40;
+    Pipe(int W, int H) : in(W + 2 * kPad, H + 2 * kPad) {
+        weft_test::fill_pattern(in, (uint32_t)(W * 131 + H), -20, 20);
+        in.set_min(-kPad, -kPad);
+        prod(x, y) = x * x - 3 * x * y + y + in(x, y);
+        mid(x, y) = prod(x - 1, y) + 2 * prod(x, y + 1) + prod(x + 1, y - 1);
+        out(x, y) = mid(x, y) * 3 - mid(x + 1, y);
+        out(x, y) += x * y;
+    }
+    int P(int i, int j) const { return i * i - 3 * i * j + j + in(i, j); }
+    int M(int i, int j) const { return P(i - 1, j) + 2 * P(i, j + 1) + P(i + 1, j - 1); }
+    int O(int i, int j) const { return M(i, j) * 3 - M(i + 1, j) + i * j; }
+};
+
+using Schedule = std::function<void(Pipe &)>;
+
+// min_extent: skip output sizes smaller than this (an explicit ShiftInwards split needs an
+// extent of at least its factor; Auto and GuardWithIf must work for every size).
+void check_schedule(const char *what, const Schedule &s, int min_extent = 1) {
+    // Sizes that are and are not multiples of the factors used below (2, 3, 4, 8), and tiny ones.
+    const int sizes[][2] = {{16, 8}, {13, 7}, {1, 1}, {3, 2}, {24, 12}};
+    for (auto &sz : sizes) {
+        const int W = sz[0], H = sz[1];
+        if (W < min_extent || H < min_extent) continue;
+        SCOPED_TRACE(std::string(what) + " at " + std::to_string(W) + "x" + std::to_string(H));
+        Pipe p(W, H);
+        s(p);
+        Buffer<int> o(W, H);
+        o.fill(-12345);
+        p.out.realize(o);
+        int bad = 0;
+        for (int j = 0; j < H; j++)
+            for (int i = 0; i < W; i++)
+                if (o(i, j) != p.O(i, j) && bad++ < 5)
+                    ADD_FAILURE() << "(" << i << ", " << j << "): got " << o(i, j) << ", expected " << p.O(i, j);
+        EXPECT_EQ(bad, 0);
+        // Also with non-zero output mins.
+        Buffer<int> o2(W, H);
+        o2.set_min(-3, 5);
+        p.out.realize(o2);
+        bad = 0;
+        for (int j = 5; j < 5 + H; j++)
+            for (int i = -3; i < -3 + W; i++)
+                if (o2(i, j) != p.O(i, j) && bad++ < 5)
+                    ADD_FAILURE() << "min -3,5 (" << i << ", " << j << "): got " << o2(i, j) << ", expected "
+                                  << p.O(i, j);
+        EXPECT_EQ(bad, 0);
+    }
+}
+
+// The body may contain commas: it is the variadic part.
+#define SCHED_TEST(name, ...)                \
+    TEST(Schedules, name) {                  \
+        check_schedule(#name, [](Pipe &p) {  \
+            Var &x = p.x;                    \
+            Var &y = p.y;                    \
+            (void)x;                         \
+            (void)y;                         \
+            __VA_ARGS__;                     \
+        });                                  \
+    }
+
+SCHED_TEST(DefaultInline, {})
+
+// split with each TailStrategy, on the output (pure and update stage) and on intermediates.
+SCHED_TEST(SplitAutoPure, { Var xo("xo"), xi("xi"); p.out.split(x, xo, xi, 4); })
+SCHED_TEST(SplitGuardPure, { Var xo("xo"), xi("xi"); p.out.split(x, xo, xi, 3, TailStrategy::GuardWithIf); })
+TEST(Schedules, SplitShiftInwardsPure) {
+    check_schedule(
+        "SplitShiftInwardsPure",
+        [](Pipe &p) {
+            Var yo("yo"), yi("yi");
+            p.out.split(p.y, yo, yi, 2, TailStrategy::ShiftInwards);
+        },
+        2);
+}
+SCHED_TEST(SplitReuseName, { Var xi("xi"); p.out.split(x, x, xi, 4); })
+SCHED_TEST(SplitAutoUpdate, { Var xo("xo"), xi("xi"); p.out.update(0).split(x, xo, xi, 4); })
+SCHED_TEST(SplitGuardUpdate, {
+    Var yo("yo"), yi("yi");
+    p.out.update(0).split(y, yo, yi, 3, TailStrategy::GuardWithIf);
+})
+SCHED_TEST(SplitRoundUpIntermediate, {
+    Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    p.mid.compute_root().split(x, xo, xi, 4, TailStrategy::RoundUp).split(y, yo, yi, 3, TailStrategy::RoundUp);
+    p.prod.compute_root().split(x, xo, xi, 8, TailStrategy::RoundUp);
+})
+SCHED_TEST(SplitShiftInwardsIntermediate, {
+    Var xo("xo"), xi("xi");
+    p.mid.compute_root().split(x, xo, xi, 4, TailStrategy::ShiftInwards);
+})
+SCHED_TEST(SplitGuardIntermediate, {
+    Var xo("xo"), xi("xi");
+    p.prod.compute_root().split(x, xo, xi, 5, TailStrategy::GuardWithIf);
+})
+SCHED_TEST(SplitNested, {
+    Var xo("xo"), xi("xi"), xii("xii");
+    p.out.split(x, xo, xi, 8).split(xi, xi, xii, 3);
+})
+
+SCHED_TEST(FusePure, {
+    Var xy("xy");
+    p.out.fuse(x, y, xy);
+})
+SCHED_TEST(FuseUpdate, {
+    Var xy("xy");
+    p.out.update(0).fuse(x, y, xy);
+})
+SCHED_TEST(FuseThenParallelVectorize, {
+    Var xy("xy");
+    p.out.fuse(x, y, xy).parallel(xy, 5);
+    p.mid.compute_root().fuse(x, y, xy).vectorize(xy, 4);
+})
+SCHED_TEST(Reorder, { p.out.reorder(y, x); })
+SCHED_TEST(ReorderUpdate, { p.out.update(0).reorder(y, x); })
+SCHED_TEST(ReorderIntermediate, { p.mid.compute_root().reorder(y, x); })
+
+SCHED_TEST(TileSixNames, {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p.out.tile(x, y, xo, yo, xi, yi, 4, 3);
+})
+SCHED_TEST(TileFourNames, {
+    Var xi("xi"), yi("yi");
+    p.out.tile(x, y, xi, yi, 8, 2);
+})
+SCHED_TEST(TileGuard, {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p.out.tile(x, y, xo, yo, xi, yi, 3, 3, TailStrategy::GuardWithIf);
+})
+SCHED_TEST(TileUpdate, {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p.out.update(0).tile(x, y, xo, yo, xi, yi, 4, 2);
+})
+SCHED_TEST(TileRoundUpIntermediate, {
+    Var xi("xi"), yi("yi");
+    p.mid.compute_root().tile(x, y, xi, yi, 4, 4, TailStrategy::RoundUp);
+})
+
+SCHED_TEST(VectorizeWithFactor, { p.out.vectorize(x, 8); })
+SCHED_TEST(VectorizeWithFactorGuard, { p.out.vectorize(x, 4, TailStrategy::GuardWithIf); })
+SCHED_TEST(VectorizeWithoutFactor, {
+    Var xi("xi");
+    p.out.split(x, x, xi, 4).vectorize(xi);
+})
+SCHED_TEST(VectorizeUpdate, { p.out.update(0).vectorize(x, 4); })
+SCHED_TEST(VectorizeIntermediates, {
+    p.mid.compute_root().vectorize(x, 16);
+    p.prod.compute_root().vectorize(x, 8, TailStrategy::RoundUp);
+})
+SCHED_TEST(UnrollWithFactor, { p.out.unroll(x, 3); })
+SCHED_TEST(UnrollWithoutFactor, {
+    Var yi("yi");
+    p.out.split(y, y, yi, 2).unroll(yi);
+})
+SCHED_TEST(UnrollUpdate, { p.out.update(0).unroll(y, 2); })
+SCHED_TEST(VectorizeAndUnroll, {
+    p.out.vectorize(x, 4).unroll(x, 2).unroll(y, 2);
+})
+
+SCHED_TEST(UpdateVectorizeUnrollWithoutFactor, {
+    Var xi("xi"), yi("yi");
+    p.out.update(0).split(x, x, xi, 4).vectorize(xi).split(y, y, yi, 2).unroll(yi);
+})
+SCHED_TEST(UpdateSplitReorderTileTogether, {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p.out.update(0).reorder(y, x).tile(x, y, xo, yo, xi, yi, 3, 2, TailStrategy::GuardWithIf).parallel(yo);
+    p.mid.compute_at(p.out, y);
+})
+SCHED_TEST(Parallel, { p.out.parallel(y); })
+SCHED_TEST(ParallelTaskSize, { p.out.parallel(y, 3); })
+SCHED_TEST(ParallelUpdate, { p.out.update(0).parallel(y); })
+SCHED_TEST(ParallelUpdateTaskSize, { p.out.update(0).parallel(y, 2); })
+SCHED_TEST(ParallelIntermediate, { p.mid.compute_root().parallel(y).vectorize(x, 4); })
+
+SCHED_TEST(ComputeRootAll, {
+    p.prod.compute_root();
+    p.mid.compute_root();
+})
+SCHED_TEST(ComputeAtY, { p.mid.compute_at(p.out, y); })
+SCHED_TEST(ComputeAtX, { p.mid.compute_at(p.out, x); })
+SCHED_TEST(ComputeAtChain, {
+    p.mid.compute_at(p.out, y);
+    p.prod.compute_at(p.mid, x);
+})
+SCHED_TEST(ComputeAtSplitLoop, {
+    Var yo("yo"), yi("yi");
+    p.out.split(y, yo, yi, 4);
+    p.mid.compute_at(p.out, yo);
+    p.prod.compute_at(p.mid, y);  // mid is computed at out.yo, outside out.yi: prod goes in mid's loops
+})
+SCHED_TEST(ComputeAtInnerOfSplit, {
+    // The split factor exceeds some output extents: Auto must still work.
+    Var yo("yo"), yi("yi");
+    p.out.split(y, yo, yi, 8);
+    p.mid.compute_at(p.out, yi);
+})
+SCHED_TEST(ComputeAtTile, {
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    p.out.tile(x, y, xo, yo, xi, yi, 4, 4).vectorize(xi).parallel(yo);
+    p.mid.compute_at(p.out, xo).vectorize(x, 4);
+    p.prod.compute_at(p.out, xo);
+})
+SCHED_TEST(ComputeAtFusedLoop, {
+    Var xy("xy");
+    p.out.fuse(x, y, xy);
+    p.mid.compute_at(p.out, xy);
+})
+SCHED_TEST(ComputeAtFusedSplitLoop, {
+    Var xo("xo"), xi("xi"), t("t");
+    p.out.split(x, xo, xi, 4).fuse(xo, y, t);
+    p.mid.compute_at(p.out, t);
+    p.prod.store_at(p.out, t).compute_at(p.mid, y);
+})
+SCHED_TEST(ComputeInlineExplicit, {
+    p.mid.compute_root();
+    p.mid.compute_inline();
+})
+SCHED_TEST(StoreRootComputeAt, { p.mid.store_root().compute_at(p.out, y); })
+SCHED_TEST(StoreRootComputeAtX, { p.prod.store_root().compute_at(p.mid, x); p.mid.compute_root(); })
+SCHED_TEST(StoreAtComputeAt, {
+    Var yo("yo"), yi("yi");
+    p.out.split(y, yo, yi, 4);
+    p.mid.store_at(p.out, yo).compute_at(p.out, yi);
+    p.prod.store_root().compute_at(p.out, yi);
+})
+SCHED_TEST(StoreRootParallelConsumer, {
+    p.out.parallel(y);
+    p.mid.store_root().compute_at(p.out, y);
+})
+SCHED_TEST(Bound, {
+    // mid is needed over [min - 0, max + 1]; a bound that covers more is fine.
+    p.mid.compute_root().bound(x, -10, 45).bound(y, -5, 30);
+})
+SCHED_TEST(Chained, {
+    Var xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    p.out.split(x, xo, xi, 8).split(y, yo, yi, 2).reorder(xi, yi, xo, yo).vectorize(xi).parallel(yo);
+    p.out.update(0).split(x, xo, xi, 4, TailStrategy::GuardWithIf).vectorize(xi).unroll(y, 2);
+    p.mid.compute_at(p.out, yo).split(x, xo, xi, 4).vectorize(xi);
+    p.prod.store_at(p.out, yo).compute_at(p.mid, y);
+})
+
+// Schedules on reduction stages with RVars.
+TEST(Schedules, UpdateWithRVarsSplitAndPureParallel) {
+    const int K = 11, W = 9, H = 7;
+    Buffer<int> A(K, H), B(W, K);
+    weft_test::fill_pattern(A, 1, -9, 9);
+    weft_test::fill_pattern(B, 2, -9, 9);
+    for (int variant = 0; variant < 5; variant++) {
+        SCOPED_TRACE("variant " + std::to_string(variant));
+        Var i("i"), j("j"), io("io"), ii("ii"), jo("jo"), ji("ji");
+        RDom k(0, K);
+        RVar ko("ko"), ki("ki");
+        Func C("mm");
+        C(i, j) = 0;
+        C(i, j) += A(k, j) * B(i, k);
+        switch (variant) {
+        case 0: C.update(0).split(k, ko, ki, 4); break;
+        case 1: C.update(0).split(k, ko, ki, 3, TailStrategy::GuardWithIf).reorder(i, ki, ko, j).vectorize(i, 4); break;
+        case 2: C.update(0).parallel(j).unroll(i, 2); break;
+        case 3: C.update(0).reorder(i, k, j).vectorize(i, 8).parallel(j, 2); break;
+        case 4: C.update(0).tile(i, j, io, jo, ii, ji, 4, 2).unroll(k.x, 2); break;
+        }
+        Buffer<int> out = C.realize({W, H});
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) {
+                int e = 0;
+                for (int kk = 0; kk < K; kk++) e += A(kk, y) * B(x, kk);
+                EXPECT_EQ(out(x, y), e) << x << "," << y;
+            }
+    }
+}
+
+TEST(Schedules, ComputeAtLoopOfUpdateStage) {
+    // A producer used only by an update stage, computed at a loop that only that stage has.
+    const int M = 7, N = 30, K = 4;
+    Buffer<int> A(K, N), B(M, K);
+    weft_test::fill_pattern(A, 5, -9, 9);
+    weft_test::fill_pattern(B, 6, -9, 9);
+    for (int variant = 0; variant < 3; variant++) {
+        SCOPED_TRACE("variant " + std::to_string(variant));
+        Var i("i"), j("j"), ji("ji"), io("io"), ii("ii"), jo("jo");
+        RDom k(0, K, "k");
+        Func Aw("Aw"), C("C"), out("out");
+        Aw(i, j) = A(i, j);
+        C(i, j) = 0;
+        C(i, j) += Aw(k, j) * B(i, k);
+        out(i, j) = C(i, j);
+        C.compute_root();
+        if (variant == 0) {
+            C.update(0).split(j, j, ji, 8);
+            Aw.compute_at(C, ji);
+        } else if (variant == 1) {
+            C.update(0).tile(i, j, io, jo, ii, ji, 6, 8);
+            Aw.compute_at(C, ji);
+        } else {
+            Aw.compute_at(C, k.x);
+        }
+        Buffer<int> o = out.realize({M, N});
+        for (int y = 0; y < N; y++)
+            for (int x = 0; x < M; x++) {
+                int e = 0;
+                for (int kk = 0; kk < K; kk++) e += A(kk, y) * B(x, kk);
+                EXPECT_EQ(o(x, y), e) << x << "," << y;
+            }
+    }
+}
+
+TEST(Schedules, ScatterWithSplitRVars) {
+    const int W = 19, H = 5;
+    Buffer<uint8_t> in(W, H);
+    weft_test::fill_pattern(in, 8, 0, 15);
+    std::vector<int> ref(16, 0);
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) ref[in(i, j)]++;
+    Var x("x"), xo("xo"), xi("xi");
+    RDom r(0, W, 0, H);
+    RVar rxo("rxo"), rxi("rxi");
+    Func h("hist_sched");
+    h(x) = 0;
+    h(cast<int>(in(r.x, r.y))) += 1;
+    h.update(0).split(r.x, rxo, rxi, 4);
+    h.vectorize(x, 8);
+    Func o("hist_sched_out");
+    o(x) = h(x) + 1;
+    h.compute_root();
+    Buffer<int> out = o.realize({16});
+    for (int b = 0; b < 16; b++) EXPECT_EQ(out(b), ref[b] + 1) << b;
+}
+
+TEST(Schedules, ScanWithScheduledPureVar) {
+    const int W = 12, H = 10;
+    Buffer<int> in(W, H);
+    weft_test::fill_pattern(in, 4, -5, 5);
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    RDom r(1, W - 1);
+    Func s("scan_sched");
+    s(x, y) = in(x, y);
+    s(r, y) = s(r - 1, y) + in(r, y);
+    s.update(0).split(y, yo, yi, 4).parallel(yo).reorder(yi, r.x, yo).vectorize(yi);
+    s.vectorize(x, 4).parallel(y);
+    Buffer<int> out = s.realize({W, H});
+    for (int j = 0; j < H; j++) {
+        int acc = 0;
+        for (int i = 0; i < W; i++) {
+            acc += in(i, j);
+            EXPECT_EQ(out(i, j), acc) << i << "," << j;
+        }
+    }
+}
+
+TEST(Schedules, SlidingWindowStoreRoot) {
+    // A vertical stencil with the producer stored at root and computed per row: sliding window.
+    const int W = 10, H = 15;
+    Var x("x"), y("y");
+    Func p("slide_p"), c("slide_c");
+    p(x, y) = x * 3 + y * y;
+    c(x, y) = p(x, y - 1) + p(x, y) + p(x, y + 1);
+    p.store_root().compute_at(c, y);
+    Buffer<int> out = c.realize({W, H});
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) {
+            auto P = [](int a, int b) { return a * 3 + b * b; };
+            EXPECT_EQ(out(i, j), P(i, j - 1) + P(i, j) + P(i, j + 1));
+        }
+}
+
+TEST(Schedules, SlidingWindowWithRoundUpProducer) {
+    // Stored at root, computed per x of the consumer, with a RoundUp split of the producer's x.
+    const int W = 21, H = 32;
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    Func p("slide_ru_p"), c("slide_ru_c");
+    p(x, y) = x * 3 + y * y;
+    c(x, y) = p(x, y - 1) + p(x, y + 1) + p(x + 1, y);
+    p.store_root().compute_at(c, x).split(x, xo, xi, 8, TailStrategy::RoundUp);
+    Buffer<int> out = c.realize({W, H});
+    auto P = [](int a, int b) { return a * 3 + b * b; };
+    int bad = 0;
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++)
+            if (out(i, j) != P(i, j - 1) + P(i, j + 1) + P(i + 1, j) && bad++ < 5)
+                ADD_FAILURE() << "(" << i << ", " << j << "): got " << out(i, j);
+    EXPECT_EQ(bad, 0);
+}
+
+TEST(Schedules, BoundOnOutput) {
+    Var x("x"), y("y");
+    Func f("bound_out");
+    f(x, y) = x + y;
+    f.bound(x, 0, 16).vectorize(x, 16);
+    Buffer<int> out = f.realize({16, 3});
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 16; i++) EXPECT_EQ(out(i, j), i + j);
+}
+
+TEST(Schedules, ChainingReturnsSelf) {
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    Func f("chain_f");
+    f(x, y) = x;
+    f(x, y) += 1;
+    Func &r1 = f.split(x, xo, xi, 4);
+    EXPECT_EQ(&r1, &f);
+    Stage s = f.update(0);
+    Stage &r2 = s.split(x, xo, xi, 2);
+    EXPECT_EQ(&r2, &s);
+    EXPECT_EQ(&s.parallel(y), &s);
+}
+
+}  // namespace
