@@ -20,6 +20,11 @@ struct BufferContents {
     void *host = nullptr;
     std::shared_ptr<void> storage;  // owned memory, if any
     std::string name;
+    // The device copy (GPU targets): which copy is current. Managed by the CUDA runtime.
+    uint64_t device = 0;                   // device pointer, 0 if none
+    std::shared_ptr<void> device_storage;  // frees the device allocation
+    bool host_dirty = false;               // host copy newer than the device copy
+    bool device_dirty = false;             // device copy newer than the host copy
     size_t size_in_bytes() const;
     /** Largest and smallest byte offsets touched, from host. */
     int64_t num_elements() const;
@@ -28,6 +33,9 @@ std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &exte
                                             const std::string &name);
 Expr buffer_call(const std::shared_ptr<BufferContents> &b, std::vector<Expr> args);
 [[noreturn]] void buffer_error(const std::string &msg);
+/** Copies between host and device (GPU builds); throw Error where no CUDA device exists. */
+void buffer_copy_to_device(BufferContents &b);
+void buffer_copy_to_host(BufferContents &b);
 }  // namespace internal
 
 template <typename T = void>
@@ -69,6 +77,15 @@ public:
     void *raw_data() const { return contents_->host; }
     const std::string &name() const { return contents_->name; }
     const std::shared_ptr<internal::BufferContents> &contents() const { return contents_; }
+    /** GPU: makes the device copy current (allocating it if needed). */
+    void copy_to_device() { internal::buffer_copy_to_device(*contents_); }
+    /** GPU: makes the host copy current. */
+    void copy_to_host() { internal::buffer_copy_to_host(*contents_); }
+    /** Marks the host copy as modified (after writing through data()). */
+    void set_host_dirty(bool d = true) { contents_->host_dirty = d; }
+    bool host_dirty() const { return contents_->host_dirty; }
+    bool device_dirty() const { return contents_->device_dirty; }
+    bool has_device_allocation() const { return contents_->device != 0; }
     void set_min(const std::vector<int> &mins) {
         if ((int)mins.size() > dimensions())
             internal::buffer_error("Buffer \"" + name() + "\": set_min given " + std::to_string(mins.size()) +
@@ -100,7 +117,10 @@ public:
                                    type_of<T>().str() + ">");
     }
 
-    T *data() const { return static_cast<T *>(contents_->host); }
+    T *data() const {
+        if (contents_->device_dirty) internal::buffer_copy_to_host(*contents_);
+        return static_cast<T *>(contents_->host);
+    }
     void set_min(const std::vector<int> &mins) { Buffer<void>::set_min(mins); }
     template <typename... Ints>
     void set_min(int m0, Ints... rest) { Buffer<void>::set_min(std::vector<int>{m0, (int)rest...}); }
@@ -139,7 +159,9 @@ public:
 
 private:
     T &at(const int *c, int n) const {
-        const auto &b = *contents_;
+        auto &b = *contents_;
+        if (b.device_dirty) internal::buffer_copy_to_host(b);
+        if (b.device) b.host_dirty = true;  // the reference may be written through
         if (n != b.dims)
             internal::buffer_error("Buffer \"" + b.name + "\" has " + std::to_string(b.dims) +
                                    " dimensions, accessed with " + std::to_string(n) + " coordinates");

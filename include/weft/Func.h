@@ -244,6 +244,17 @@ public:
     Stage &parallel(const VarOrRVar &v);
     Stage &parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail = TailStrategy::Auto);
     Stage &serial(const VarOrRVar &v);
+    /** GPU schedules: loops that become a kernel's blocks and threads (x innermost). */
+    Stage &gpu_blocks(const VarOrRVar &x);
+    Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y);
+    Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Stage &gpu_threads(const VarOrRVar &x);
+    Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y);
+    Stage &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, Expr f,
+                    TailStrategy tail = TailStrategy::Auto);
+    Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                    const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
     std::string name() const;
 
 protected:
@@ -294,6 +305,16 @@ public:
     Func &parallel(const VarOrRVar &v);
     Func &parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail = TailStrategy::Auto);
     Func &serial(const VarOrRVar &v);
+    Func &gpu_blocks(const VarOrRVar &x);
+    Func &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y);
+    Func &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Func &gpu_threads(const VarOrRVar &x);
+    Func &gpu_threads(const VarOrRVar &x, const VarOrRVar &y);
+    Func &gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z);
+    Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, Expr f,
+                   TailStrategy tail = TailStrategy::Auto);
+    Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                   const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
     Func &bound(const Var &v, Expr min, Expr extent);
 
     Func &compute_root();

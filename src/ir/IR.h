@@ -242,7 +242,9 @@ struct AssertStmt : StmtNode {
     static Stmt make(Expr cond, const std::string &message, std::vector<Expr> args);
 };
 
-enum class ForType : uint8_t { Serial, Parallel, Vectorized, Unrolled };
+/** GPUBlock / GPUThread loops (x, y, z by nesting order, innermost first) become a kernel's
+    grid and block dimensions; lowering for CUDA extracts them. */
+enum class ForType : uint8_t { Serial, Parallel, Vectorized, Unrolled, GPUBlock, GPUThread };
 
 /** for (name = min; name < min + extent; name++) body. min/extent are Int(32). */
 struct For : StmtNode {

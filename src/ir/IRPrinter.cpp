@@ -140,7 +140,7 @@ protected:
         os << ")\n";
     }
     void visit(const For *op) override {
-        static const char *kinds[] = {"for", "parallel", "vectorized", "unrolled"};
+        static const char *kinds[] = {"for", "parallel", "vectorized", "unrolled", "gpu_block", "gpu_thread"};
         pad();
         os << kinds[(int)op->for_type] << " (" << op->name << ", ";
         include(op->min);

@@ -553,7 +553,8 @@ static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int st
                    const char *prim) {
     StageSchedule &s = sched_of(f, stage);
     int i = find_dim(*f, stage, s, v.name(), prim);
-    if ((t == ForType::Parallel || t == ForType::Vectorized) && s.dims[i].is_rvar)
+    if ((t == ForType::Parallel || t == ForType::Vectorized || t == ForType::GPUBlock || t == ForType::GPUThread) &&
+        s.dims[i].is_rvar)
         user_error("weft: " + stage_name(*f, stage) + "." + prim + "(" + v.name() +
                    "): a reduction loop cannot run in parallel or as vector lanes: its iterations may depend on each other");
     s.dims[i].for_type = t;
@@ -564,6 +565,35 @@ Stage &Stage::vectorize(const VarOrRVar &v) { return mark(*this, f_, stage_, v, 
 Stage &Stage::unroll(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Unrolled, "unroll"); }
 Stage &Stage::parallel(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Parallel, "parallel"); }
 Stage &Stage::serial(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Serial, "serial"); }
+Stage &Stage::gpu_blocks(const VarOrRVar &x) { return mark(*this, f_, stage_, x, ForType::GPUBlock, "gpu_blocks"); }
+Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y) {
+    gpu_blocks(x);
+    return gpu_blocks(y);
+}
+Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    gpu_blocks(x, y);
+    return gpu_blocks(z);
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x) { return mark(*this, f_, stage_, x, ForType::GPUThread, "gpu_threads"); }
+Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
+    gpu_threads(x);
+    return gpu_threads(y);
+}
+Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
+    gpu_threads(x, y);
+    return gpu_threads(z);
+}
+Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, Expr f, TailStrategy tail) {
+    split(x, xo, xi, f, tail);
+    gpu_blocks(xo);
+    return gpu_threads(xi);
+}
+Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
+                       const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail) {
+    tile(x, y, xo, yo, xi, yi, fx, fy, tail);
+    gpu_blocks(xo, yo);
+    return gpu_threads(xi, yi);
+}
 static std::string fresh_inner(const StageSchedule &s, const std::string &base) {
     std::string n = base;
     for (int k = 1;; k++) {
@@ -653,6 +683,17 @@ FORWARD(unroll(const VarOrRVar &v, Expr f, TailStrategy t), unroll(v, f, t))
 FORWARD(parallel(const VarOrRVar &v), parallel(v))
 FORWARD(parallel(const VarOrRVar &v, Expr f, TailStrategy t), parallel(v, f, t))
 FORWARD(serial(const VarOrRVar &v), serial(v))
+FORWARD(gpu_blocks(const VarOrRVar &x), gpu_blocks(x))
+FORWARD(gpu_blocks(const VarOrRVar &x, const VarOrRVar &y), gpu_blocks(x, y))
+FORWARD(gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z), gpu_blocks(x, y, z))
+FORWARD(gpu_threads(const VarOrRVar &x), gpu_threads(x))
+FORWARD(gpu_threads(const VarOrRVar &x, const VarOrRVar &y), gpu_threads(x, y))
+FORWARD(gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z), gpu_threads(x, y, z))
+FORWARD(gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, Expr f, TailStrategy t),
+        gpu_tile(x, xo, xi, f, t))
+FORWARD(gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &xi,
+                 const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy t),
+        gpu_tile(x, y, xo, yo, xi, yi, fx, fy, t))
 #undef FORWARD
 
 Func &Func::bound(const Var &v, Expr min, Expr extent) {
