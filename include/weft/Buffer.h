@@ -3,13 +3,16 @@
 #include <array>
 #include <cstring>
 #include <initializer_list>
+#include <map>
 #include "weft/Expr.h"
 
 namespace weft {
 
 constexpr int kMaxDims = 8;
 
+class Func;
 namespace internal {
+struct FunctionContents;
 /** The type-erased state behind every Buffer: shared by copies of a Buffer. */
 struct BufferContents {
     Type type;
@@ -25,6 +28,8 @@ struct BufferContents {
     std::shared_ptr<void> device_storage;  // frees the device allocation
     bool host_dirty = false;               // host copy newer than the device copy
     bool device_dirty = false;             // device copy newer than the host copy
+    /** Wrapper Funcs made by in(): key null = for every consumer. */
+    std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
     size_t size_in_bytes() const;
     /** Largest and smallest byte offsets touched, from host. */
     int64_t num_elements() const;
@@ -77,6 +82,9 @@ public:
     void *raw_data() const { return contents_->host; }
     const std::string &name() const { return contents_->name; }
     const std::shared_ptr<internal::BufferContents> &contents() const { return contents_; }
+    /** A wrapper Func that consumers read instead of this buffer (in(g): only g). */
+    Func in() const;
+    Func in(const Func &consumer) const;
     /** GPU: makes the device copy current (allocating it if needed). */
     void copy_to_device() { internal::buffer_copy_to_device(*contents_); }
     /** GPU: makes the host copy current. */

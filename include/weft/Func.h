@@ -144,6 +144,8 @@ struct ImageParamContents {
     Type type;
     int dims;
     Buffer<void> bound;
+    /** Wrapper Funcs made by in(): key null = for every consumer, else for that consumer. */
+    std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
 };
 }  // namespace internal
 
@@ -165,6 +167,10 @@ public:
     Expr extent(int d) const;
     Expr stride(int d) const;
     const std::shared_ptr<internal::ImageParamContents> &contents() const { return c_; }
+    /** A wrapper Func that every consumer reads instead of this input (or only `consumer`):
+        schedule it to copy a tile into a local buffer. */
+    class Func in() const;
+    class Func in(const class Func &consumer) const;
 
 private:
     std::shared_ptr<internal::ImageParamContents> c_;
@@ -244,6 +250,11 @@ public:
     Stage &parallel(const VarOrRVar &v);
     Stage &parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail = TailStrategy::Auto);
     Stage &serial(const VarOrRVar &v);
+    /** Splits an associative reduction (+, *, min, max): the RVars listed become pure Vars of
+        a new intermediate Func (returned, to be scheduled: parallel, vectorized), which this
+        stage then reduces over. */
+    class Func rfactor(const std::vector<std::pair<RVar, Var>> &preserved);
+    class Func rfactor(const RVar &r, const Var &v);
     /** GPU schedules: loops that become a kernel's blocks and threads (x innermost). */
     Stage &gpu_blocks(const VarOrRVar &x);
     Stage &gpu_blocks(const VarOrRVar &x, const VarOrRVar &y);
@@ -324,10 +335,26 @@ public:
     Func &store_at(const Func &consumer, const VarOrRVar &loop);
     Func &store_in(MemoryType t);
 
-    /** Computes the Func over [0, sizes) (mins 0) into a new buffer. */
-    Realization realize(const std::vector<int> &sizes, const Target &t = Target::host());
+    /** A wrapper Func that all consumers read instead of this one (in(g): only g), to be
+        scheduled like any Func, e.g. to pack a tile into a local buffer. */
+    Func in();
+    Func in(const Func &consumer);
+    Func in(const std::vector<Func> &consumers);
+    /** Storage layout of the Func's realization, innermost dimension first. */
+    Func &reorder_storage(const std::vector<Var> &dims);
+    template <typename... Vs>
+    Func &reorder_storage(const Var &v0, const Var &v1, Vs... rest) {
+        return reorder_storage(std::vector<Var>{v0, v1, Var(rest)...});
+    }
+
+    /** Computes the Func over [0, sizes) (mins 0) into a new buffer (no sizes: zero-dimensional). */
+    Realization realize(const std::vector<int> &sizes = {}, const Target &t = Target::host());
     /** Fills an existing buffer over its domain (its mins respected). */
-    void realize(Buffer<void> out, const Target &t = Target::host());
+    template <typename T>
+    void realize(const Buffer<T> &out, const Target &t = Target::host()) {
+        realize_into(out, t);
+    }
+    void realize_into(const Buffer<void> &out, const Target &t = Target::host());
 
     const std::shared_ptr<internal::FunctionContents> &contents() const { return c_; }
 

@@ -1,5 +1,6 @@
-// Host/device copies of a Buffer. This build has no CUDA runtime yet: a buffer never gets a
-// device copy, so copy_to_host is a no-op and copy_to_device reports that no device exists.
+// Host/device copies of a Buffer through the CUDA driver (loaded with dlopen). A buffer's
+// device copy has the host copy's layout; host_dirty / device_dirty say which one is newer.
+#include "cuda/CudaRuntime.h"
 #include "weft/Buffer.h"
 #include "weft/Pipeline.h"
 
@@ -9,11 +10,27 @@ namespace internal {
 void buffer_copy_to_device(BufferContents &b) {
     if (!cuda_available())
         throw Error("weft: copy_to_device() of Buffer \"" + b.name + "\": no CUDA driver or device on this machine");
-    throw Error("weft: copy_to_device(): the CUDA runtime is not part of this build yet");
+    if (b.device_dirty) return;  // the device copy is already the newest
+    ensure_device_copy(b, true);
 }
 
 void buffer_copy_to_host(BufferContents &b) {
-    // Only a device copy newer than the host's needs work; without a device there is none.
+    if (!b.device_dirty || !b.device) {
+        b.device_dirty = false;
+        return;
+    }
+    CudaDriver &d = cuda_driver();
+    int64_t n = 1;
+    for (int i = 0; i < b.dims; i++) {
+        if (b.dim[i].extent <= 0) {
+            n = 0;
+            break;
+        }
+        n += (int64_t)(b.dim[i].extent - 1) * std::abs((int64_t)b.dim[i].stride);
+    }
+    size_t bytes = (size_t)n * b.type.bytes();
+    if (bytes && b.host)
+        cuda_check(d.cuMemcpyDtoH(b.host, b.device, bytes), "cuMemcpyDtoH(buffer \"" + b.name + "\")");
     b.device_dirty = false;
 }
 

@@ -279,6 +279,7 @@ protected:
                            op->rdom->name + "); use one RDom per definition");
             if (rdom == op->rdom) return;
             rdom = op->rdom;
+            for (auto &rv : op->rdom->domain) lets.insert(rv.var);  // named plainly in the predicate
             include(op->rdom->predicate);
             for (auto &rv : op->rdom->domain) {
                 include(rv.min);
@@ -756,6 +757,322 @@ Func &Func::store_in(MemoryType t) {
     c_->schedule.memory = t;
     bump_epoch();
     return *this;
+}
+
+// ---------------- rfactor ----------------
+Func Stage::rfactor(const RVar &r, const Var &v) { return rfactor(std::vector<std::pair<RVar, Var>>{{r, v}}); }
+
+Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
+    check_func(f_);
+    FunctionContents &f = *f_;
+    const std::string what = "weft: " + stage_name(f, stage_) + ".rfactor()";
+    if (stage_ == 0) user_error(what + ": only an update definition (a reduction) can be factored");
+    Definition &d = f.updates.at(stage_ - 1);
+    if (!d.rdom) user_error(what + ": this update has no RDom");
+    // Splits of RVars scheduled so far become RVars of their own (so they can be factored).
+    {
+        auto dom2 = std::make_shared<ReductionDomainContents>(*d.rdom);
+        std::map<std::string, Expr> subs;
+        std::vector<Split> remaining;
+        auto rvar = [&](const std::string &n) {
+            auto v = std::make_shared<Variable>(Int(32), n);
+            v->rdom = dom2;
+            return Expr(v);
+        };
+        for (auto &sp : d.schedule.splits) {
+            auto it = std::find_if(dom2->domain.begin(), dom2->domain.end(),
+                                   [&](const ReductionVariable &rv) { return rv.var == sp.old_var; });
+            bool on_rvar = it != dom2->domain.end() ||
+                           std::any_of(dom2->domain.begin(), dom2->domain.end(), [&](const ReductionVariable &rv) {
+                               return rv.var == sp.inner || rv.var == sp.outer;
+                           });
+            if (!on_rvar) {
+                remaining.push_back(sp);
+                continue;
+            }
+            int64_t F;
+            if (sp.kind != Split::SplitVar || !is_const_int(sp.factor, &F) || it == dom2->domain.end())
+                user_error(what + ": RVars that were fused, or split by a non-constant factor, cannot be factored");
+            ReductionVariable old = *it;
+            ReductionVariable in{sp.inner, Expr(0), Expr((int)F)}, out{sp.outer, Expr(0), (old.extent + (int)F - 1) / (int)F};
+            size_t pos = it - dom2->domain.begin();
+            dom2->domain[pos] = in;
+            dom2->domain.insert(dom2->domain.begin() + pos + 1, out);
+            Expr value = old.min + rvar(sp.outer) * (int)F + rvar(sp.inner);
+            int64_t e;
+            if (!(is_const_int(old.extent, &e) && e % F == 0)) {
+                Expr guard = value < old.min + old.extent;
+                dom2->predicate = dom2->predicate.defined() ? (dom2->predicate && guard) : guard;
+            }
+            for (auto &kv : subs) kv.second = substitute(old.var, value, kv.second);
+            subs[old.var] = value;
+        }
+        class Retarget : public IRMutator {
+        public:
+            std::map<std::string, Expr> subs;
+            std::shared_ptr<ReductionDomainContents> dom;
+
+        protected:
+            Expr visit(const Variable *op, const Expr &e) override {
+                auto it = subs.find(op->name);
+                if (it != subs.end()) return it->second;
+                if (op->rdom) {
+                    auto v = std::make_shared<Variable>(op->type, op->name);
+                    v->rdom = dom;
+                    return Expr(v);
+                }
+                return e;
+            }
+        } rt;
+        rt.subs = subs;
+        rt.dom = dom2;
+        for (auto &a : d.args) a = rt.mutate(a);
+        d.value = rt.mutate(d.value);
+        if (dom2->predicate.defined()) dom2->predicate = rt.mutate(dom2->predicate);
+        // The domain's own RVars are referred to by name inside its predicate.
+        class Strip : public IRMutator {
+        protected:
+            Expr visit(const Variable *op, const Expr &e) override {
+                return op->rdom ? Variable::make(op->type, op->name) : e;
+            }
+        } strip;
+        if (dom2->predicate.defined()) dom2->predicate = strip.mutate(dom2->predicate);
+        d.rdom = dom2;
+        d.schedule.splits = remaining;
+    }
+    // The update must be f(pure vars) = op(f(pure vars), rest) for an associative op.
+    for (size_t i = 0; i < d.args.size(); i++) {
+        auto v = d.args[i].as<Variable>();
+        if (!v || v->name != f.args[i])
+            user_error(what + ": the update must write f at its pure Vars (argument " + std::to_string(i) + " is " +
+                       to_string(d.args[i]) + ")");
+    }
+    auto is_self = [&](const Expr &e) {
+        auto c = e.as<Call>();
+        if (!c || c->call_type != Call::Func || c->func || c->name != f.name) return false;
+        for (size_t i = 0; i < c->args.size(); i++)
+            if (!equal(c->args[i], d.args[i])) return false;
+        return true;
+    };
+    IRNodeType op;
+    Expr rest;
+    IRNodeType nt = d.value.get()->node_type;
+    bool assoc = nt == IRNodeType::Add || nt == IRNodeType::Mul || nt == IRNodeType::Min || nt == IRNodeType::Max;
+    auto bin = assoc ? static_cast<const BinaryExprNode *>(d.value.get()) : nullptr;
+    if (bin && (is_self(bin->a) || is_self(bin->b))) {
+        op = nt;
+        rest = is_self(bin->a) ? bin->b : bin->a;
+    } else {
+        user_error(what + ": the update is not f(x) = f(x) op e for an associative op (+, *, min, max): " +
+                   to_string(d.value));
+    }
+    class UsesSelf : public IRVisitor {
+    public:
+        std::string name;
+        bool found = false;
+
+    protected:
+        void visit(const Call *c) override {
+            if (c->call_type == Call::Func && !c->func && c->name == name) found = true;
+            IRVisitor::visit(c);
+        }
+    } us;
+    us.name = f.name;
+    us.include(rest);
+    if (us.found) user_error(what + ": the reduced value reads the Func itself again; it cannot be reordered");
+    Type t = f.type;
+    Expr identity = op == IRNodeType::Add ? make_zero(t) : op == IRNodeType::Mul ? make_one(t)
+                    : op == IRNodeType::Min ? t.max() : t.min();
+    auto &dom = d.rdom->domain;
+    std::map<std::string, std::string> keep;  // preserved RVar -> new Var
+    for (auto &p : preserved) {
+        bool found = false;
+        for (auto &rv : dom) found |= rv.var == p.first.name();
+        if (!found) user_error(what + ": \"" + p.first.name() + "\" is not an RVar of this update's RDom");
+        if (std::find(f.args.begin(), f.args.end(), p.second.name()) != f.args.end())
+            user_error(what + ": \"" + p.second.name() + "\" is already a Var of " + f.name);
+        keep[p.first.name()] = p.second.name();
+    }
+    // The RDom over what is left (for the intermediate) and over what is kept (for the merge).
+    auto left = std::make_shared<ReductionDomainContents>(), kept = std::make_shared<ReductionDomainContents>();
+    left->name = d.rdom->name + "_left";
+    kept->name = d.rdom->name + "_kept";
+    for (auto &rv : dom) (keep.count(rv.var) ? kept : left)->domain.push_back(rv);
+    class Retarget : public IRMutator {
+    public:
+        std::map<std::string, Expr> to;
+        std::shared_ptr<ReductionDomainContents> left;
+
+    protected:
+        Expr visit(const Variable *op, const Expr &e) override {
+            auto it = to.find(op->name);
+            if (it != to.end()) return it->second;
+            if (op->rdom) {
+                auto v = std::make_shared<Variable>(op->type, op->name);
+                v->rdom = left;
+                return Expr(v);
+            }
+            return e;
+        }
+    } rt;
+    for (auto &k : keep) rt.to[k.first] = Variable::make(Int(32), k.second);
+    rt.left = left;
+    if (d.rdom->predicate.defined()) left->predicate = rt.mutate(d.rdom->predicate);
+    Expr intm_value = rt.mutate(rest);
+    // intermediate(x..., v...) = identity; intermediate(x..., v...) = op(intermediate(...), rest)
+    Func intm(f.name + "_intm");
+    std::vector<Var> ivars;
+    std::vector<Expr> iargs;
+    for (auto &a : f.args) {
+        ivars.emplace_back(a);
+        iargs.push_back(Var(a));
+    }
+    for (auto &p : preserved) {
+        ivars.push_back(p.second);
+        iargs.push_back(p.second);
+    }
+    intm(ivars) = identity;
+    Expr cur = intm(iargs);
+    if (left->domain.empty()) {
+        Expr pred = left->predicate;
+        Expr v = rebuild_binary(op, cur, intm_value);
+        intm(iargs) = pred.defined() ? select(pred, v, cur) : v;
+    } else {
+        intm(iargs) = rebuild_binary(op, cur, intm_value);
+    }
+    // This stage now reduces the intermediate over the kept RVars.
+    std::vector<Expr> margs;
+    for (auto &a : f.args) margs.push_back(Var(a));
+    for (auto &p : preserved) {
+        auto v = std::make_shared<Variable>(Int(32), p.first.name());
+        v->rdom = kept;
+        margs.push_back(Expr(v));
+    }
+    auto self = std::make_shared<Call>(t, f.name, d.args, Call::Func);
+    d.value = rebuild_binary(op, Expr(self), Expr(intm(margs)));
+    d.rdom = kept;
+    d.schedule = StageSchedule();
+    for (auto &rv : kept->domain) d.schedule.dims.push_back({rv.var, ForType::Serial, true});
+    for (auto &a : f.args) d.schedule.dims.push_back({a, ForType::Serial, false});
+    bump_epoch();
+    return intm;
+}
+
+// ---------------- wrappers: in() ----------------
+namespace internal {
+std::shared_ptr<FunctionContents> wrapper_for(
+    const std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> &wrappers,
+    const FunctionContents *consumer) {
+    if (wrappers.empty()) return nullptr;
+    for (auto &kv : wrappers)
+        if (kv.second.get() == consumer) return nullptr;  // a wrapper reads the original
+    auto it = wrappers.find(consumer);
+    if (it != wrappers.end()) return it->second;
+    it = wrappers.find(nullptr);
+    return it != wrappers.end() ? it->second : nullptr;
+}
+}  // namespace internal
+
+namespace {
+using WrapperMap = std::map<const FunctionContents *, std::shared_ptr<FunctionContents>>;
+Func get_wrapper(WrapperMap &w, const FunctionContents *consumer, const std::string &name,
+                 const std::vector<std::string> &arg_names, const std::function<Expr(const std::vector<Expr> &)> &call) {
+    auto it = w.find(consumer);
+    if (it != w.end()) return Func(it->second);
+    Func f(name);
+    std::vector<Var> vars;
+    std::vector<Expr> args;
+    for (auto &n : arg_names) {
+        vars.emplace_back(n);
+        args.push_back(Var(n));
+    }
+    f(vars) = call(args);
+    w[consumer] = f.contents();
+    bump_epoch();
+    return f;
+}
+std::vector<std::string> implicit_names(int dims) {
+    std::vector<std::string> r;
+    for (int i = 0; i < dims; i++) r.push_back("_" + std::to_string(i));
+    return r;
+}
+}  // namespace
+
+Func Func::in() {
+    check_func(c_);
+    if (!c_->defined) user_error("weft: in() of Func \"" + c_->name + "\", which has no definition");
+    Func self(c_);
+    return get_wrapper(c_->wrappers, nullptr, c_->name + "_in", c_->args,
+                       [self](const std::vector<Expr> &a) { return Expr(self(a)); });
+}
+Func Func::in(const Func &consumer) {
+    check_func(c_);
+    check_func(consumer.c_);
+    if (!c_->defined) user_error("weft: in() of Func \"" + c_->name + "\", which has no definition");
+    if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".in(): a Func cannot wrap itself for itself");
+    Func self(c_);
+    return get_wrapper(c_->wrappers, consumer.c_.get(), c_->name + "_in_" + consumer.c_->name, c_->args,
+                       [self](const std::vector<Expr> &a) { return Expr(self(a)); });
+}
+Func Func::in(const std::vector<Func> &consumers) {
+    if (consumers.empty()) return in();
+    Func w = in(consumers[0]);
+    for (size_t i = 1; i < consumers.size(); i++) {
+        check_func(consumers[i].c_);
+        c_->wrappers[consumers[i].c_.get()] = w.contents();
+    }
+    bump_epoch();
+    return w;
+}
+Func &Func::reorder_storage(const std::vector<Var> &dims) {
+    check_func(c_);
+    if (!c_->defined) user_error("weft: reorder_storage() of Func \"" + c_->name + "\", which has no definition");
+    std::vector<std::string> order = c_->schedule.storage_order.empty() ? c_->args : c_->schedule.storage_order;
+    std::vector<size_t> idx;
+    for (auto &v : dims) {
+        auto it = std::find(order.begin(), order.end(), v.name());
+        if (it == order.end())
+            user_error("weft: Func \"" + c_->name + "\".reorder_storage(): \"" + v.name() + "\" is not one of its Vars (" +
+                       join_names(c_->args) + ")");
+        size_t i = it - order.begin();
+        if (std::find(idx.begin(), idx.end(), i) != idx.end())
+            user_error("weft: Func \"" + c_->name + "\".reorder_storage(): \"" + v.name() + "\" is listed twice");
+        idx.push_back(i);
+    }
+    std::vector<size_t> slots = idx;
+    std::sort(slots.begin(), slots.end());
+    std::vector<std::string> no = order;
+    for (size_t k = 0; k < idx.size(); k++) no[slots[k]] = order[idx[k]];
+    c_->schedule.storage_order = no;
+    bump_epoch();
+    return *this;
+}
+
+Func ImageParam::in() const {
+    check_image(c_);
+    ImageParam self = *this;
+    return get_wrapper(c_->wrappers, nullptr, c_->name + "_in", implicit_names(c_->dims),
+                       [self](const std::vector<Expr> &a) { return self(a); });
+}
+Func ImageParam::in(const Func &consumer) const {
+    check_image(c_);
+    check_func(consumer.contents());
+    ImageParam self = *this;
+    return get_wrapper(c_->wrappers, consumer.contents().get(), c_->name + "_in_" + consumer.name(),
+                       implicit_names(c_->dims), [self](const std::vector<Expr> &a) { return self(a); });
+}
+Func Buffer<void>::in() const {
+    if (!contents_) user_error("weft: in() of an undefined Buffer");
+    auto c = contents_;
+    return get_wrapper(contents_->wrappers, nullptr, contents_->name + "_in", implicit_names(contents_->dims),
+                       [c](const std::vector<Expr> &a) { return buffer_call(c, a); });
+}
+Func Buffer<void>::in(const Func &consumer) const {
+    if (!contents_) user_error("weft: in() of an undefined Buffer");
+    check_func(consumer.contents());
+    auto c = contents_;
+    return get_wrapper(contents_->wrappers, consumer.contents().get(), contents_->name + "_in_" + consumer.name(),
+                       implicit_names(contents_->dims), [c](const std::vector<Expr> &a) { return buffer_call(c, a); });
 }
 
 // ---------------- boundary conditions ----------------

@@ -59,6 +59,7 @@ struct FuncSchedule {
     bool store_set = false;
     std::vector<BoundSpec> bounds;
     MemoryType memory = MemoryType::Auto;
+    std::vector<std::string> storage_order;  // innermost first; empty = the argument order
 };
 
 struct FunctionContents {
@@ -70,7 +71,14 @@ struct FunctionContents {
     std::vector<Definition> updates;
     FuncSchedule schedule;
     std::shared_ptr<void> runner;  // Func::realize's own pipeline state (see src/pipeline)
+    /** Wrapper Funcs made by in(): key null = for every consumer, else for that consumer. */
+    std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
 };
+
+/** The Func that `consumer` reads when it calls a Func, input or buffer with these wrappers. */
+std::shared_ptr<FunctionContents> wrapper_for(
+    const std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> &wrappers,
+    const FunctionContents *consumer);
 
 /** Bumped by every change to any definition or schedule: the cached-call fast path compares it. */
 extern std::atomic<uint64_t> g_definition_epoch;

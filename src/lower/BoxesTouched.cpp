@@ -26,9 +26,29 @@ public:
     Box box;
     bool found = false;
 
+    /** Conditions known to hold here: lhs <= hi (from enclosing ifs), used when an argument is
+        lhs plus a constant (a predicate and the index it guards are built from one value). */
+    struct Fact {
+        Expr lhs, hi;
+    };
+    std::vector<Fact> facts;
+
     void add(const std::vector<Expr> &args) {
         Box b;
-        for (auto &a : args) b.push_back(bounds_of_expr_in_scope(a, scope));
+        for (auto &a : args) {
+            Interval i = bounds_of_expr_in_scope(a, scope);
+            if (a.type().is_int() && a.type().is_scalar())
+                for (auto &f : facts) {
+                    if (f.lhs.type() != a.type()) continue;
+                    int64_t c;
+                    if (!is_const_int(simplify(a - f.lhs), &c)) continue;
+                    Interval h = bounds_of_expr_in_scope(f.hi, scope);
+                    if (!h.max.defined()) continue;
+                    Expr cap = simplify(h.max + (int)c);
+                    i.max = i.max.defined() ? simplify(Min::make(i.max, cap)) : cap;
+                }
+            b.push_back(i);
+        }
         box = box_union(box, b);
         found = true;
     }
@@ -57,22 +77,23 @@ protected:
         auto pc = op->value.as<Call>();
         if (pc && pc->is_intrinsic("promise_clamped")) {
             // The value is known to lie within [lo, hi] wherever it is used.
-            // The tighter of the value's own bounds and the promised range; their intersection
-            // where neither is provably inside the other (kept small when it can be).
+            // Of the value's own bounds and the promised range, the narrower where that is
+            // known (a constant width keeps constant extents visible downstream); their
+            // intersection otherwise.
             Interval pv = bounds_of_expr_in_scope(pc->args[0], scope);
             Interval lo = bounds_of_expr_in_scope(pc->args[1], scope), hi = bounds_of_expr_in_scope(pc->args[2], scope);
             Interval pr(lo.min, hi.max);
             if (!pv.is_bounded()) {
-                v = pr;
+                v = interval_intersection(pv, pr);
             } else if (!pr.is_bounded()) {
                 v = pv;
             } else {
-                v.min = can_prove(simplify(pv.min >= pr.min), scope) ? pv.min
-                        : can_prove(simplify(pr.min >= pv.min), scope) ? pr.min
-                                                                         : simplify(Max::make(pv.min, pr.min));
-                v.max = can_prove(simplify(pv.max <= pr.max), scope) ? pv.max
-                        : can_prove(simplify(pr.max <= pv.max), scope) ? pr.max
-                                                                         : simplify(Min::make(pv.max, pr.max));
+                int64_t a = 0, b = 0;
+                bool ca = is_const_int(simplify(pv.max - pv.min), &a), cb = is_const_int(simplify(pr.max - pr.min), &b);
+                if (ca && cb) v = a <= b ? pv : pr;
+                else if (ca) v = pv;
+                else if (cb) v = pr;
+                else v = interval_intersection(pv, pr);
             }
         } else {
             v = bounds_of_expr_in_scope(op->value, scope);
@@ -115,11 +136,27 @@ protected:
         // stops such iterations from widening what the live ones need.
         if (it->second.min.defined()) it->second.min = simplify(Min::make(it->second.min, it->second.max));
     }
+    void add_facts(const Expr &c) {
+        if (auto call = c.as<Call>()) {
+            if (call->is_intrinsic("likely")) add_facts(call->args[0]);
+            return;
+        }
+        if (auto a = c.as<And>()) {
+            add_facts(a->a);
+            add_facts(a->b);
+            return;
+        }
+        if (auto lt = c.as<LT>()) facts.push_back({lt->a, lt->b - 1});
+        else if (auto le = c.as<LE>()) facts.push_back({le->a, le->b});
+    }
     void visit(const IfThenElse *op) override {
         include(op->condition);
         std::vector<std::pair<std::string, Interval>> saved;
         narrow(op->condition, saved);
+        size_t nf = facts.size();
+        if (op->condition.type().is_scalar()) add_facts(op->condition);
         include(op->then_case);
+        facts.resize(nf);
         for (auto it = saved.rbegin(); it != saved.rend(); ++it) scope[it->first] = it->second;
         include(op->else_case);
     }

@@ -19,17 +19,27 @@ struct Names {
 };
 
 /** Finds every Func, input and Param reachable from some Exprs. */
+/** The wrapper (from in()) that `consumer` reads instead of the callee, or null. */
+std::shared_ptr<FunctionContents> redirect(const Call *c, const FunctionContents *consumer) {
+    if (c->call_type == Call::Func && c->func) return wrapper_for(c->func->wrappers, consumer);
+    if (c->call_type == Call::Image && c->image) return wrapper_for(c->image->wrappers, consumer);
+    if (c->call_type == Call::Image && c->buffer) return wrapper_for(c->buffer->wrappers, consumer);
+    return nullptr;
+}
+
 class Gather : public IRVisitor {
 public:
     std::function<void(const std::shared_ptr<FunctionContents> &)> on_func;
     std::function<void(const Call *)> on_input;
     std::function<void(const std::shared_ptr<ParamContents> &)> on_param;
     std::function<void(const std::shared_ptr<ReductionDomainContents> &)> on_rdom;
+    const FunctionContents *current = nullptr;
 
 protected:
     void visit(const Call *op) override {
-        if (op->call_type == Call::Func && op->func) on_func(op->func);
-        if (op->call_type == Call::Image) on_input(op);
+        if (auto w = redirect(op, current)) on_func(w);
+        else if (op->call_type == Call::Func && op->func) on_func(op->func);
+        else if (op->call_type == Call::Image) on_input(op);
         IRVisitor::visit(op);
     }
     void visit(const Variable *op) override {
@@ -45,11 +55,17 @@ public:
     std::map<std::string, std::string> input_names;  // original name -> unique
     std::map<const ParamContents *, std::string> params;
     std::string self;
+    const FunctionContents *self_contents = nullptr;
 
 protected:
     Expr visit(const Call *op, const Expr &e) override {
         Expr r = IRMutator::visit(op, e);
         auto c = r.as<Call>();
+        if (auto w = redirect(c, self_contents)) {
+            auto m = std::make_shared<Call>(w->type, funcs.at(w.get()), c->args, Call::Func);
+            m->func = w;
+            return Expr(m);
+        }
         std::string n = c->name;
         if (c->call_type == Call::Func) n = c->func ? funcs.at(c->func.get()) : self;
         else if (c->call_type == Call::Image) n = inputs.at(c->image ? (const void *)c->image.get() : (const void *)c->buffer.get());
@@ -210,6 +226,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     while (!stack.empty()) {
         auto f = stack.back();
         stack.pop_back();
+        g.current = f.get();
         auto visit_def = [&](const Definition &d) {
             for (auto &a : d.args) g.include(a);
             g.include(d.value);
@@ -235,6 +252,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         lf.type = fc->type;
         lf.sched = fc->schedule;
         rn.self = lf.name;
+        rn.self_contents = fc.get();
         auto add_stage = [&](const Definition &d) {
             LStage s;
             for (auto &a : d.args) s.args.push_back(rn.mutate(a));
@@ -368,6 +386,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         level(f.sched.compute, f.compute_func);
         level(f.sched.store, f.store_func);
         os << " mem" << (int)f.sched.memory;
+        for (auto &d : f.sched.storage_order) os << " so " << canon.get(d);
         for (auto &b : f.sched.bounds) os << " bound " << canon.get(b.var) << " " << canon.mutate(b.min) << " " << canon.mutate(b.extent);
         os << "\n";
         for (auto &s : f.stages) {

@@ -3,6 +3,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
+#include "lower/InjectGPU.h"
 #include "lower/ScheduleFunctions.h"
 #include "lower/StorageFlattening.h"
 #include "lower/UnrollLoops.h"
@@ -59,7 +60,8 @@ static void log_pass(std::string *log, const char *name, const Stmt &s) {
     *log += os.str();
 }
 
-LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std::string &fn_name, std::string *log) {
+LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std::string &fn_name, std::string *log,
+                  bool cuda) {
     // Buffer fields used in definitions (boundary conditions, RDom over a buffer) become constants.
     if (!consts.empty())
         for (auto &f : env.funcs)
@@ -97,6 +99,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     log_pass(log, "storage_flattening", s);
 
     if (!consts.empty()) s = substitute(consts, s);
+    if (cuda) s = protect_gpu_loops(s);
     s = simplify(s);
     log_pass(log, "simplify", s);
 
@@ -104,6 +107,11 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     s = vectorize_loops(s);
     s = simplify(s);
     log_pass(log, "unroll, vectorize, simplify", s);
+
+    if (cuda) {
+        s = inject_gpu(s, env);
+        log_pass(log, "inject_gpu", s);
+    }
 
     LoweredFunc lf;
     lf.name = fn_name;

@@ -1,6 +1,7 @@
 #include "lower/StorageFlattening.h"
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
+#include <algorithm>
 
 namespace weft {
 namespace internal {
@@ -61,12 +62,28 @@ protected:
         Stmt a = Allocate::make(op->name, op->type, Cast::make(Int(64), size), m, body);
         // Bind extents, mins and dense strides (innermost first).
         std::vector<std::pair<std::string, Expr>> lets;
+        // Dense strides in storage order (reorder_storage; innermost first).
+        std::vector<size_t> order;
+        auto fit = env.index.find(op->name);
+        if (fit != env.index.end()) {
+            const LFunc &f = env.funcs[fit->second];
+            for (auto &n : f.sched.storage_order) {
+                size_t i = std::find(f.args.begin(), f.args.end(), n) - f.args.begin();
+                if (i < bounds.size()) order.push_back(i);
+            }
+        }
+        if (order.size() != bounds.size()) {
+            order.clear();
+            for (size_t d = 0; d < bounds.size(); d++) order.push_back(d);
+        }
         for (size_t d = 0; d < bounds.size(); d++) {
             lets.push_back({op->name + ".min." + std::to_string(d), bounds[d].min});
             lets.push_back({op->name + ".extent." + std::to_string(d), bounds[d].extent});
+        }
+        for (size_t k = 0; k < order.size(); k++) {
+            size_t d = order[k], p = k ? order[k - 1] : 0;
             lets.push_back({op->name + ".stride." + std::to_string(d),
-                            d == 0 ? Expr(1) : field(op->name, "stride", d - 1) * field(op->name, "extent", d - 1)});
-            (void)d;
+                            k == 0 ? Expr(1) : field(op->name, "stride", p) * field(op->name, "extent", p)});
         }
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) a = LetStmt::make(it->first, it->second, a);
         return a;

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <mutex>
 #include "cache/KernelCache.h"
+#include "cuda/CudaRuntime.h"
 #include "interp/Interpreter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Lower.h"
@@ -179,25 +180,34 @@ std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::stri
     static std::atomic<int> counter{0};
     std::string name = "weft_pipeline_" + std::to_string(counter++);
     bool dbg = debug_enabled();
+    bool cuda = t.arch() == Target::Arch::CUDA;
     std::string log;
     LoweredFunc lf;
     try {
-        lf = lower(env, consts, name, dbg ? &log : nullptr);
+        lf = lower(env, consts, name, dbg ? &log : nullptr, cuda);
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;
     }
-    if (t.arch() == Target::Arch::CUDA)
-        throw Error("weft: the CUDA backend is not part of this build yet; use Target::host()");
     auto k = std::make_shared<CompiledKernel>();
+    std::string cuda_src;
+    if (cuda) {
+        k->cuda = compile_cuda(lf, dbg ? &cuda_src : nullptr);
+        // The current call's buffers, in argument order (inputs, then outputs): the call
+        // happens on this thread right after bind() and fill_args().
+        k->cuda_buffers = [] { return scratch.bufs.data(); };
+    }
     std::string llvm_ir;
-    k->module = compile_llvm(lf, cpu_info_for(t), dbg ? &llvm_ir : nullptr);
+    if (!cuda || k->cuda->program.kernels.empty())
+        k->module = compile_llvm(lf, cpu_info_for(t), dbg ? &llvm_ir : nullptr);  // null: the interpreter runs it
     k->lowered = std::move(lf);
     k->generic = generic;
     if (generic) cache_counters().generic_compilations++;
     if (dbg) {
-        std::fprintf(stderr, "// weft: compiled %s for %s%s\n%s\n// ---- LLVM IR ----\n%s\n", name.c_str(),
-                     t.str().c_str(), generic ? " (shape-generic)" : "", log.c_str(), llvm_ir.c_str());
+        std::fprintf(stderr, "// weft: compiled %s for %s%s\n%s\n", name.c_str(), t.str().c_str(),
+                     generic ? " (shape-generic)" : "", log.c_str());
+        if (!cuda_src.empty()) std::fprintf(stderr, "// ---- CUDA source ----\n%s\n", cuda_src.c_str());
+        if (!llvm_ir.empty()) std::fprintf(stderr, "// ---- LLVM IR ----\n%s\n", llvm_ir.c_str());
     }
     return k;
 }
@@ -462,7 +472,7 @@ Realization Func::realize(const std::vector<int> &sizes, const Target &t) {
     p->call(t, nullptr, &o, 1);
     return Realization({out});
 }
-void Func::realize(Buffer<void> out, const Target &t) {
+void Func::realize_into(const Buffer<void> &out, const Target &t) {
     auto p = self_pipeline(c_);
     if (!out.defined()) throw Error("weft: realize() into an undefined Buffer");
     const BufferContents *o = out.contents().get();

@@ -1,0 +1,217 @@
+// The GPU device check: runs the GPU test pipelines on the device against the interpreter,
+// then benchmarks SGEMM (vs cuBLAS, default math mode, loaded with dlopen), a 3x3 blur and
+// an elementwise chain (vs the device-to-device copy bandwidth measured here). Prints a table
+// last. Without a CUDA device it says so and exits 0.
+#include <dlfcn.h>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include "cuda/CudaRuntime.h"
+#include "gpu/gpu_pipelines.h"
+#include "interp/Interpreter.h"
+
+using namespace weft;
+using namespace weft::internal;
+using namespace weft_gpu_test;
+
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/** Median-free simple timer: warm-up, then the mean of `iters` calls, measured with events
+    around the whole calls (host overhead included). */
+template <typename F>
+double time_ms(F &&f, int iters) {
+    CudaDriver &d = cuda_driver();
+    f();
+    cuda_check(d.cuCtxSynchronize(), "sync");
+    void *e0 = nullptr, *e1 = nullptr;
+    cuda_check(d.cuEventCreate(&e0, 0), "cuEventCreate");
+    cuda_check(d.cuEventCreate(&e1, 0), "cuEventCreate");
+    cuda_check(d.cuEventRecord(e0, nullptr), "cuEventRecord");
+    for (int i = 0; i < iters; i++) f();
+    cuda_check(d.cuEventRecord(e1, nullptr), "cuEventRecord");
+    cuda_check(d.cuEventSynchronize(e1), "cuEventSynchronize");
+    float ms = 0;
+    cuda_check(d.cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
+    d.cuEventDestroy(e0);
+    d.cuEventDestroy(e1);
+    return ms / iters;
+}
+
+struct Row {
+    std::string what, weft, peer, ratio, target;
+};
+std::vector<Row> rows;
+
+char buf[256];
+std::string fmt(const char *f, double v) {
+    std::snprintf(buf, sizeof buf, f, v);
+    return buf;
+}
+
+int check_correctness() {
+    int failures = 0;
+    Target t = Target::cuda();
+    for (auto &make : all_cases()) {
+        GpuCase c = make();
+        double t0 = now_s();
+        std::string status;
+        try {
+            Buffer<float> out = c.out.realize(c.sizes, t);
+            Buffer<float> ref(c.sizes);
+            interpret_pipeline(Pipeline(c.out), {ref});
+            int64_t n = 1;
+            for (int s : c.sizes) n *= s;
+            double worst = 0;
+            const float *a = out.data(), *b = ref.data();
+            for (int64_t i = 0; i < n; i++) {
+                double dd = std::fabs((double)a[i] - (double)b[i]) / std::max(1.0, std::fabs((double)b[i]));
+                if (!(dd <= worst)) worst = std::isnan(dd) ? 1e30 : dd;
+            }
+            status = worst <= 1e-5 ? "PASS" : "FAIL";
+            status += fmt(" (max rel err %.2e)", worst);
+            if (worst > 1e-5) failures++;
+        } catch (Error &e) {
+            status = std::string("FAIL: ") + e.what();
+            failures++;
+        }
+        std::printf("[gpu-check] %-18s %s  %.2fs\n", c.name.c_str(), status.c_str(), now_s() - t0);
+        std::fflush(stdout);
+    }
+    return failures;
+}
+
+double copy_bandwidth_gbs(size_t bytes) {
+    CudaDriver &d = cuda_driver();
+    CUdeviceptr_t a = 0, b = 0;
+    cuda_check(d.cuMemAlloc(&a, bytes), "cuMemAlloc");
+    cuda_check(d.cuMemAlloc(&b, bytes), "cuMemAlloc");
+    cuda_check(d.cuMemsetD32(a, 0x3f800000u, bytes / 4), "cuMemsetD32");
+    double ms = time_ms([&] { cuda_check(d.cuMemcpyDtoD(b, a, bytes), "cuMemcpyDtoD"); }, 20);
+    d.cuMemFree(a);
+    d.cuMemFree(b);
+    return 2.0 * bytes / (ms * 1e-3) / 1e9;
+}
+
+// ---- cuBLAS through dlopen ----
+struct Cublas {
+    void *h = nullptr;
+    int (*create)(void **) = nullptr;
+    int (*destroy)(void *) = nullptr;
+    int (*sgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int, const float *,
+                 float *, int) = nullptr;
+    bool load() {
+        const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13",
+                               "/usr/local/cuda/lib64/libcublas.so"};
+        for (auto n : names)
+            if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL))) break;
+        if (!h) return false;
+        create = (decltype(create))dlsym(h, "cublasCreate_v2");
+        destroy = (decltype(destroy))dlsym(h, "cublasDestroy_v2");
+        sgemm = (decltype(sgemm))dlsym(h, "cublasSgemm_v2");
+        return create && destroy && sgemm;
+    }
+};
+
+void bench_sgemm(int n) {
+    std::printf("[gpu-check] SGEMM %dx%dx%d ...\n", n, n, n);
+    std::fflush(stdout);
+    GpuCase c = matmul_regs(n, 8);
+    Target t = Target::cuda();
+    Buffer<float> out(n, n);
+    double flops = 2.0 * n * n * (double)n;
+    double weft_ms = time_ms([&] { c.out.realize(out, t); }, 5);
+    double weft_tf = flops / (weft_ms * 1e-3) / 1e12;
+    Cublas cb;
+    std::string peer = "n/a", ratio = "n/a";
+    if (cb.load()) {
+        CudaDriver &d = cuda_driver();
+        void *handle = nullptr;
+        if (cb.create(&handle) == 0) {
+            c.inputs[0].copy_to_device();
+            c.inputs[1].copy_to_device();
+            CUdeviceptr_t C = 0;
+            cuda_check(d.cuMemAlloc(&C, (size_t)n * n * 4), "cuMemAlloc");
+            const float *A = (const float *)(uintptr_t)c.inputs[0].contents()->device;
+            const float *B = (const float *)(uintptr_t)c.inputs[1].contents()->device;
+            float alpha = 1.0f, beta = 0.0f;
+            // Row-major C = A * B is column-major C^T = B^T * A^T.
+            int st = 0;
+            double ms = time_ms([&] { st |= cb.sgemm(handle, 0, 0, n, n, n, &alpha, B, n, A, n, &beta, (float *)(uintptr_t)C, n); }, 10);
+            if (st == 0) {
+                // Spot-check weft against cuBLAS.
+                std::vector<float> cc((size_t)n * n);
+                cuda_check(d.cuMemcpyDtoH(cc.data(), C, cc.size() * 4), "cuMemcpyDtoH");
+                double worst = 0;
+                for (int i = 0; i < 64; i++) {
+                    int x = (i * 977) % n, y = (i * 613) % n;
+                    double ref = cc[(size_t)y * n + x];
+                    worst = std::max(worst, std::fabs(out(x, y) - ref) / std::max(1.0, std::fabs(ref)));
+                }
+                double tf = flops / (ms * 1e-3) / 1e12;
+                peer = fmt("%.1f TFLOP/s", tf);
+                ratio = fmt("%.2fx", weft_tf / tf);
+                std::printf("[gpu-check] SGEMM weft %.3f ms, cuBLAS %.3f ms, max rel diff vs cuBLAS %.2e\n", weft_ms, ms, worst);
+            }
+            d.cuMemFree(C);
+            cb.destroy(handle);
+        }
+    } else {
+        std::printf("[gpu-check] cuBLAS could not be loaded: no SGEMM comparison\n");
+    }
+    rows.push_back({"SGEMM fp32 " + std::to_string(n), fmt("%.1f TFLOP/s", weft_tf), peer, ratio, ">= 0.90x"});
+}
+
+void bench_memory(const std::string &what, GpuCase c, double bytes_moved, double copy_gbs) {
+    std::printf("[gpu-check] %s ...\n", what.c_str());
+    std::fflush(stdout);
+    Target t = Target::cuda();
+    Buffer<float> out(c.sizes);
+    double ms = time_ms([&] { c.out.realize(out, t); }, 10);
+    double gbs = bytes_moved / (ms * 1e-3) / 1e9;
+    rows.push_back({what, fmt("%.0f GB/s", gbs), fmt("%.0f GB/s (copy)", copy_gbs), fmt("%.0f%%", 100.0 * gbs / copy_gbs),
+                    ">= 85%"});
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+    if (!cuda_available()) {
+        std::printf("[gpu-check] no CUDA device on this machine (libcuda.so.1 or a GPU missing): nothing to run\n");
+        return 0;
+    }
+    std::string why;
+    if (!nvrtc_available(&why)) {
+        std::printf("[gpu-check] NVRTC is not available (%s): cannot compile kernels\n", why.c_str());
+        return 1;
+    }
+    CudaDriver &d = cuda_driver();
+    std::printf("[gpu-check] device: %s, sm_%d%d, %d SMs; NVRTC %s\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
+                nvrtc_version().c_str());
+    int failures = check_correctness();
+    try {
+        size_t bytes = (size_t)1 << 30;
+        double copy = copy_bandwidth_gbs(bytes);
+        std::printf("[gpu-check] device-to-device copy: %.0f GB/s (read + write)\n", copy);
+        int W = quick ? 4096 : 16384, H = quick ? 4096 : 16384;
+        bench_memory("blur 3x3 " + std::to_string(W) + "x" + std::to_string(H), blur_shared(W, H), 2.0 * W * H * 4, copy);
+        bench_memory("elementwise " + std::to_string(W) + "x" + std::to_string(H), elementwise_chain(W, H), 2.0 * W * H * 4,
+                     copy);
+        bench_sgemm(quick ? 1024 : 4096);
+    } catch (Error &e) {
+        std::printf("[gpu-check] benchmark failed: %s\n", e.what());
+        failures++;
+    }
+    std::printf("\n%-24s %-16s %-22s %-8s %s\n", "benchmark", "weft", "peer", "ratio", "target");
+    for (auto &r : rows)
+        std::printf("%-24s %-16s %-22s %-8s %s\n", r.what.c_str(), r.weft.c_str(), r.peer.c_str(), r.ratio.c_str(),
+                    r.target.c_str());
+    std::printf("correctness: %s\n", failures ? "FAILURES (see above)" : "all GPU pipelines match the interpreter");
+    return failures ? 1 : 0;
+}

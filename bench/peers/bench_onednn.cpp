@@ -1,0 +1,71 @@
+// oneDNN 2.6 peer (libdnnl-dev; OpenMP runtime, threads: OMP_NUM_THREADS): 3×3 convolution +
+// bias + ReLU (a post-op) for inference. Source and destination stay in the benchmark's NHWC
+// layout (oneDNN has AVX-512 kernels for it); the weights are given in their own layout and
+// reordered once, outside the timed call, into the format oneDNN prefers (as an inference
+// engine would).
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "bench_common.h"
+
+namespace {
+
+using namespace dnnl;
+
+struct Conv : bench::Kernel {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    bench::AlignedBuf src, wts, bias, dst;
+    memory src_m, wts_m, bias_m, dst_m;
+    convolution_forward prim;
+    explicit Conv(int S) {
+        const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
+        src = bench::make_aligned_input((size_t)N * P * P * C, 1);
+        wts = bench::make_aligned_input((size_t)C * 9 * C, 2);
+        bias = bench::make_aligned_input((size_t)C, 3);
+        dst = bench::AlignedBuf((size_t)N * S * S * C);
+        using dt = memory::data_type;
+        using tag = memory::format_tag;
+        memory::desc src_md({N, C, P, P}, dt::f32, tag::nhwc);
+        memory::desc dst_md({N, C, S, S}, dt::f32, tag::nhwc);
+        memory::desc bias_md({C}, dt::f32, tag::x);
+        // W(co, kx, ky, ci) with co innermost: dims {O, I, KH, KW}, strides o 1, i 9C, kh 3C, kw C.
+        memory::desc user_wts_md({C, C, 3, 3}, dt::f32, memory::dims{1, 9 * C, 3 * C, C});
+        memory::desc any_wts_md({C, C, 3, 3}, dt::f32, tag::any);
+        convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src_md, any_wts_md,
+                                    bias_md, dst_md, {1, 1}, {0, 0}, {0, 0});
+        post_ops ops;
+        ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+        primitive_attr attr;
+        attr.set_post_ops(ops);
+        convolution_forward::primitive_desc pd(d, attr, eng);
+        std::fprintf(stderr, "onednn conv: %s\n", pd.impl_info_str());
+        src_m = memory(src_md, eng, src.data());
+        dst_m = memory(dst_md, eng, dst.data());
+        bias_m = memory(bias_md, eng, bias.data());
+        memory user_wts(user_wts_md, eng, wts.data());
+        if (pd.weights_desc() != user_wts_md) {
+            wts_m = memory(pd.weights_desc(), eng);
+            reorder(user_wts, wts_m).execute(strm, user_wts, wts_m);
+            strm.wait();
+        } else {
+            wts_m = user_wts;
+        }
+        prim = convolution_forward(pd);
+    }
+    void run() override {
+        prim.execute(strm, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wts_m}, {DNNL_ARG_BIAS, bias_m}, {DNNL_ARG_DST, dst_m}});
+        strm.wait();
+    }
+    const float *out() const override { return dst.data(); }
+    size_t out_size() const override { return dst.size(); }
+};
+
+}  // namespace
+
+int main() {
+    bench::protect_stdout();
+    return bench::serve([](const std::string &k, const std::string &, int size) -> std::unique_ptr<bench::Kernel> {
+        if (k == "conv") return std::make_unique<Conv>(size);
+        return nullptr;
+    });
+}

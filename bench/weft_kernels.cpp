@@ -1,0 +1,126 @@
+// weft_bench_kernels: weft's side of bench/run. Speaks the line protocol of
+// bench/peers/bench_common.h; the algorithms and schedules are in bench/weft_schedules.h.
+// Threads: WEFT_NUM_THREADS (the pool is created once per process). Each kernel is compiled
+// into a Callable once; run() calls it on preallocated buffers, so only steady-state calls are
+// timed.
+#include <weft/weft.h>
+
+#include "peers/bench_common.h"
+#include "weft_schedules.h"
+
+namespace {
+
+using weft::Buffer;
+using weft::Callable;
+using weft::Pipeline;
+
+struct WeftKernel : bench::Kernel {
+    std::vector<bench::AlignedBuf> data;  // inputs, then the output (last)
+    std::vector<Buffer<float>> bufs;      // wrappers of data, same order
+    Callable fn;
+    const float *out() const override { return data.back().data(); }
+    size_t out_size() const override { return data.back().size(); }
+    Buffer<float> &add(bench::AlignedBuf b, const std::vector<int> &extents) {
+        data.push_back(std::move(b));
+        bufs.emplace_back(data.back().data(), extents);
+        return bufs.back();
+    }
+    void compile(const weft_bench::Def &d) {
+        std::vector<weft::Argument> args(d.inputs.begin(), d.inputs.end());
+        fn = Pipeline(d.out).compile_to_callable(args);
+    }
+    void check(int rc) {
+        if (rc != 0) throw std::runtime_error("weft call returned " + std::to_string(rc));
+    }
+};
+
+struct Sgemm : WeftKernel {
+    Sgemm(int n, bool row_major) {
+        auto a = bench::make_aligned_input((size_t)n * n, 1), b = bench::make_aligned_input((size_t)n * n, 2);
+        // See weft_schedules.h: V is the vector operand (B row-major, A column-major).
+        if (row_major) std::swap(a, b);
+        add(std::move(a), {n, n});
+        add(std::move(b), {n, n});
+        add(bench::AlignedBuf((size_t)n * n), {n, n});
+        compile(weft_bench::sgemm(n));
+    }
+    void run() override { check(fn(bufs[0], bufs[1], bufs[2])); }
+};
+
+struct Blur : WeftKernel {
+    explicit Blur(int W) {
+        bufs.reserve(2);
+        data.reserve(2);
+        add(bench::make_aligned_input((size_t)(W + 2) * (W + 2), 1), {W + 2, W + 2}).set_min(-1, -1);
+        add(bench::AlignedBuf((size_t)W * W), {W, W});
+        compile(weft_bench::blur());
+    }
+    void run() override { check(fn(bufs[0], bufs[1])); }
+};
+
+struct Unsharp : WeftKernel {
+    explicit Unsharp(int W) {
+        bufs.reserve(2);
+        data.reserve(2);
+        add(bench::make_aligned_input((size_t)W * W, 1), {W, W});
+        add(bench::AlignedBuf((size_t)W * W), {W, W});
+        compile(weft_bench::unsharp());
+    }
+    void run() override { check(fn(bufs[0], bufs[1])); }
+};
+
+struct Softmax : WeftKernel {
+    explicit Softmax(int rows) {
+        const int C = bench::kSoftmaxCols;
+        bufs.reserve(2);
+        data.reserve(2);
+        add(bench::make_aligned_input((size_t)rows * C, 1), {C, rows});
+        add(bench::AlignedBuf((size_t)rows * C), {C, rows});
+        compile(weft_bench::softmax(C));
+    }
+    void run() override { check(fn(bufs[0], bufs[1])); }
+};
+
+struct LayerNorm : WeftKernel {
+    explicit LayerNorm(int rows) {
+        const int C = bench::kSoftmaxCols;
+        bufs.reserve(4);
+        data.reserve(4);
+        add(bench::make_aligned_input((size_t)rows * C, 1), {C, rows});
+        add(bench::make_aligned_input(C, 2), {C});
+        add(bench::make_aligned_input(C, 3), {C});
+        add(bench::AlignedBuf((size_t)rows * C), {C, rows});
+        compile(weft_bench::layernorm(C, bench::kLayerNormEps));
+    }
+    void run() override { check(fn(bufs[0], bufs[1], bufs[2], bufs[3])); }
+};
+
+struct Conv : WeftKernel {
+    explicit Conv(int S) {
+        const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
+        bufs.reserve(4);
+        data.reserve(4);
+        add(bench::make_aligned_input((size_t)N * P * P * C, 1), {C, P, P, N});
+        add(bench::make_aligned_input((size_t)C * 9 * C, 2), {C, 3, 3, C});
+        add(bench::make_aligned_input(C, 3), {C});
+        add(bench::AlignedBuf((size_t)N * S * S * C), {C, S, S, N});
+        compile(weft_bench::conv(C));
+    }
+    void run() override { check(fn(bufs[0], bufs[1], bufs[2], bufs[3])); }
+};
+
+}  // namespace
+
+int main() {
+    bench::protect_stdout();
+    return bench::serve([](const std::string &k, const std::string &, int size) -> std::unique_ptr<bench::Kernel> {
+        if (k == "sgemm_rm") return std::make_unique<Sgemm>(size, true);
+        if (k == "sgemm_cm") return std::make_unique<Sgemm>(size, false);
+        if (k == "blur") return std::make_unique<Blur>(size);
+        if (k == "unsharp") return std::make_unique<Unsharp>(size);
+        if (k == "softmax") return std::make_unique<Softmax>(size);
+        if (k == "layernorm") return std::make_unique<LayerNorm>(size);
+        if (k == "conv") return std::make_unique<Conv>(size);
+        return nullptr;
+    });
+}

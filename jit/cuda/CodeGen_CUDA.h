@@ -1,0 +1,40 @@
+// The CUDA backend's code generator: a lowered Stmt in InjectGPU's canonical form ->
+// CUDA C source (one extern "C" __global__ function per kernel) + the host code that
+// launches them.
+#pragma once
+#include <string>
+#include <vector>
+#include "lower/LoweredFunc.h"
+
+namespace weft {
+namespace internal {
+
+struct CudaKernelParam {
+    std::string name;  // IR name: a buffer (Load/Store name) or a scalar variable
+    bool is_buffer = false;
+    Type type;         // element type (buffers) or value type (scalars)
+    bool written = false;
+};
+
+struct CudaKernel {
+    std::string name;                    // the __global__ function's name
+    std::vector<CudaKernelParam> params; // in the order of the C signature
+    Expr grid[3];                        // host Exprs, Int(32); 1 where unused
+    int block[3] = {1, 1, 1};
+    int64_t shared_bytes = 0;            // static __shared__ bytes
+    std::string loop;                    // the original outermost gpu_blocks loop (for messages)
+};
+
+struct CudaProgram {
+    std::string source;
+    /** The host code: each kernel replaced by Evaluate(gpu_launch(index)). */
+    Stmt host;
+    std::vector<CudaKernel> kernels;
+};
+
+/** Generates CUDA C for every kernel of f (which must have been lowered with cuda = true).
+    Throws weft::Error for IR the backend cannot express. */
+CudaProgram codegen_cuda(const LoweredFunc &f);
+
+}  // namespace internal
+}  // namespace weft

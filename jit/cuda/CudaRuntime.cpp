@@ -1,0 +1,576 @@
+#include "cuda/CudaRuntime.h"
+#include <dlfcn.h>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <regex>
+#include <sstream>
+#include "interp/Interpreter.h"
+#include "ir/IRVisitor.h"
+#include "weft/Pipeline.h"
+
+namespace weft {
+namespace internal {
+
+// ---------------- NVRTC ----------------
+namespace {
+
+struct Nvrtc {
+    void *h = nullptr;
+    std::string why;
+    int (*version)(int *, int *) = nullptr;
+    int (*create)(void **, const char *, const char *, int, const char *const *, const char *const *) = nullptr;
+    int (*compile)(void *, int, const char *const *) = nullptr;
+    int (*log_size)(void *, size_t *) = nullptr;
+    int (*log)(void *, char *) = nullptr;
+    int (*cubin_size)(void *, size_t *) = nullptr;
+    int (*cubin)(void *, char *) = nullptr;
+    int (*ptx_size)(void *, size_t *) = nullptr;
+    int (*ptx)(void *, char *) = nullptr;
+    int (*destroy)(void **) = nullptr;
+    const char *(*error_string)(int) = nullptr;
+};
+
+void *open_first(const std::vector<std::string> &names, std::string *tried) {
+    for (auto &n : names) {
+        if (n.empty()) continue;
+        if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+        *tried += (tried->empty() ? "" : ", ") + n;
+    }
+    return nullptr;
+}
+
+const Nvrtc &nvrtc() {
+    static const Nvrtc n = [] {
+        Nvrtc r;
+        std::string tried;
+        const char *env = std::getenv("WEFT_NVRTC");
+        std::string cuda = std::getenv("CUDA_PATH") ? std::getenv("CUDA_PATH") : "/usr/local/cuda";
+        r.h = open_first({env ? env : "", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so", cuda + "/lib64/libnvrtc.so.13",
+                          cuda + "/lib64/libnvrtc.so", "/usr/local/cuda/lib64/libnvrtc.so"},
+                         &tried);
+        if (!r.h) {
+            r.why = "libnvrtc could not be loaded (tried " + tried + "; set WEFT_NVRTC to its path)";
+            return r;
+        }
+        auto sym = [&](const char *s) {
+            void *p = dlsym(r.h, s);
+            if (!p && r.why.empty()) r.why = std::string("libnvrtc lacks ") + s;
+            return p;
+        };
+        r.version = (decltype(r.version))sym("nvrtcVersion");
+        r.create = (decltype(r.create))sym("nvrtcCreateProgram");
+        r.compile = (decltype(r.compile))sym("nvrtcCompileProgram");
+        r.log_size = (decltype(r.log_size))sym("nvrtcGetProgramLogSize");
+        r.log = (decltype(r.log))sym("nvrtcGetProgramLog");
+        r.cubin_size = (decltype(r.cubin_size))sym("nvrtcGetCUBINSize");
+        r.cubin = (decltype(r.cubin))sym("nvrtcGetCUBIN");
+        r.ptx_size = (decltype(r.ptx_size))sym("nvrtcGetPTXSize");
+        r.ptx = (decltype(r.ptx))sym("nvrtcGetPTX");
+        r.destroy = (decltype(r.destroy))sym("nvrtcDestroyProgram");
+        r.error_string = (decltype(r.error_string))sym("nvrtcGetErrorString");
+        return r;
+    }();
+    return n;
+}
+
+std::string nvrtc_err(int code) {
+    const Nvrtc &n = nvrtc();
+    return n.error_string ? n.error_string(code) : ("NVRTC error " + std::to_string(code));
+}
+
+/** The source lines a compile log refers to ("name(LINE): error ..."). */
+std::string quoted_lines(const std::string &log, const std::string &src) {
+    std::vector<std::string> lines;
+    std::stringstream ss(src);
+    std::string l;
+    while (std::getline(ss, l)) lines.push_back(l);
+    std::string out;
+    std::regex re("\\((\\d+)\\): (error|warning)");
+    std::set<int> seen;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it) {
+        int n = std::stoi((*it)[1]);
+        if (seen.count(n) || n < 1 || n > (int)lines.size() || seen.size() >= 8) continue;
+        seen.insert(n);
+        out += "\n  line " + std::to_string(n) + ": " + lines[n - 1];
+    }
+    return out;
+}
+
+void parse_usage(const std::string &log, NvrtcOutput &o) {
+    // ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+    // ptxas info    : Function properties for NAME
+    //     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+    // ptxas info    : Used 32 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
+    std::stringstream ss(log);
+    std::string line, cur;
+    std::smatch m;
+    std::regex entry("Compiling entry function '([^']+)'"), props("Function properties for ([A-Za-z0-9_]+)"),
+        frame("(\\d+) bytes stack frame, (\\d+) bytes spill stores, (\\d+) bytes spill loads"),
+        used("Used (\\d+) registers"), smem("(\\d+) bytes smem");
+    while (std::getline(ss, line)) {
+        if (std::regex_search(line, m, entry)) cur = m[1];
+        else if (std::regex_search(line, m, props)) cur = m[1];
+        if (cur.empty()) continue;
+        KernelUsage &u = o.usage[cur];
+        if (std::regex_search(line, m, frame)) {
+            u.stack_bytes = std::stoll(m[1]);
+            u.spill_stores = std::stoll(m[2]);
+            u.spill_loads = std::stoll(m[3]);
+        }
+        if (std::regex_search(line, m, used)) u.registers = std::stoi(m[1]);
+        if (std::regex_search(line, m, smem)) u.shared_bytes = std::stoll(m[1]);
+    }
+}
+
+}  // namespace
+
+bool nvrtc_available(std::string *why) {
+    const Nvrtc &n = nvrtc();
+    if (why) *why = n.why;
+    return n.why.empty();
+}
+
+std::string nvrtc_version() {
+    const Nvrtc &n = nvrtc();
+    if (!n.why.empty()) throw Error("weft: CUDA: " + n.why);
+    int a = 0, b = 0;
+    n.version(&a, &b);
+    return std::to_string(a) + "." + std::to_string(b);
+}
+
+NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bool ptx) {
+    const Nvrtc &n = nvrtc();
+    if (!n.why.empty()) throw Error("weft: CUDA: " + n.why);
+    NvrtcOutput o;
+    o.arch = arch;
+    o.is_ptx = ptx;
+    void *prog = nullptr;
+    int r = n.create(&prog, source.c_str(), "weft_kernels.cu", 0, nullptr, nullptr);
+    if (r != 0) throw Error("weft: NVRTC could not create a program: " + nvrtc_err(r));
+    std::string a = ptx ? "--gpu-architecture=compute_" + arch.substr(3) : "--gpu-architecture=" + arch;
+    std::vector<const char *> opts = {a.c_str(), "--std=c++17", "--device-as-default-execution-space"};
+    if (!ptx) opts.push_back("--ptxas-options=-v");
+    r = n.compile(prog, (int)opts.size(), opts.data());
+    size_t ls = 0;
+    n.log_size(prog, &ls);
+    o.log.assign(ls, '\0');
+    if (ls) n.log(prog, &o.log[0]);
+    while (!o.log.empty() && (o.log.back() == '\0' || o.log.back() == '\n')) o.log.pop_back();
+    if (r != 0) {
+        n.destroy(&prog);
+        throw Error("weft: NVRTC failed to compile the generated CUDA source for " + arch + " (" + nvrtc_err(r) + "):\n" +
+                    o.log + quoted_lines(o.log, source) + (debug_enabled() ? "\n// ---- source ----\n" + source : ""));
+    }
+    size_t sz = 0;
+    if (ptx) {
+        n.ptx_size(prog, &sz);
+        o.binary.assign(sz, '\0');
+        n.ptx(prog, &o.binary[0]);
+    } else {
+        n.cubin_size(prog, &sz);
+        o.binary.assign(sz, '\0');
+        n.cubin(prog, &o.binary[0]);
+        parse_usage(o.log, o);
+    }
+    n.destroy(&prog);
+    return o;
+}
+
+void check_kernel_resources(const CudaProgram &p, const NvrtcOutput &o, int regs_per_block, int64_t max_shared) {
+    for (auto &k : p.kernels) {
+        auto it = o.usage.find(k.name);
+        if (it == o.usage.end()) continue;
+        const KernelUsage &u = it->second;
+        int64_t threads = (int64_t)k.block[0] * k.block[1] * k.block[2];
+        if (u.registers > 0 && threads * u.registers > regs_per_block)
+            throw Error("weft: the GPU kernel for loop " + k.loop + " needs " + std::to_string(u.registers) +
+                        " registers per thread x " + std::to_string(threads) + " threads = " +
+                        std::to_string(threads * u.registers) + " registers per block, more than the " +
+                        std::to_string(regs_per_block) + " available; use fewer threads per block or less per-thread work");
+        if (u.shared_bytes > max_shared)
+            throw Error("weft: the GPU kernel for loop " + k.loop + " uses " + std::to_string(u.shared_bytes) +
+                        " bytes of shared memory, more than the " + std::to_string(max_shared) + " available per block");
+    }
+}
+
+// ---------------- Driver API ----------------
+namespace {
+std::once_flag g_driver_once;
+CudaDriver g_driver;
+
+void load_driver() {
+    CudaDriver &d = g_driver;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        d.why = "no CUDA driver (libcuda.so.1 could not be loaded)";
+        return;
+    }
+    bool missing = false;
+    auto sym = [&](const char *a, const char *b = nullptr) {
+        void *p = dlsym(h, a);
+        if (!p && b) p = dlsym(h, b);
+        if (!p) {
+            if (!missing) d.why = std::string("libcuda.so.1 lacks ") + a;
+            missing = true;
+        }
+        return p;
+    };
+#define WEFT_SYM(f, ...) d.f = (decltype(d.f))sym(__VA_ARGS__)
+    WEFT_SYM(cuInit, "cuInit");
+    WEFT_SYM(cuDeviceGetCount, "cuDeviceGetCount");
+    WEFT_SYM(cuDeviceGet, "cuDeviceGet");
+    WEFT_SYM(cuDeviceGetAttribute, "cuDeviceGetAttribute");
+    WEFT_SYM(cuDeviceGetName, "cuDeviceGetName");
+    WEFT_SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+    WEFT_SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
+    WEFT_SYM(cuCtxSynchronize, "cuCtxSynchronize");
+    WEFT_SYM(cuModuleLoadData, "cuModuleLoadData");
+    WEFT_SYM(cuModuleUnload, "cuModuleUnload");
+    WEFT_SYM(cuModuleGetFunction, "cuModuleGetFunction");
+    WEFT_SYM(cuFuncGetAttribute, "cuFuncGetAttribute");
+    WEFT_SYM(cuLaunchKernel, "cuLaunchKernel");
+    WEFT_SYM(cuMemAlloc, "cuMemAlloc_v2");
+    WEFT_SYM(cuMemFree, "cuMemFree_v2");
+    WEFT_SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+    WEFT_SYM(cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+    WEFT_SYM(cuMemcpyDtoD, "cuMemcpyDtoD_v2");
+    WEFT_SYM(cuMemsetD32, "cuMemsetD32_v2");
+    WEFT_SYM(cuEventCreate, "cuEventCreate");
+    WEFT_SYM(cuEventRecord, "cuEventRecord");
+    WEFT_SYM(cuEventSynchronize, "cuEventSynchronize");
+    WEFT_SYM(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    WEFT_SYM(cuEventDestroy, "cuEventDestroy_v2");
+    WEFT_SYM(cuGetErrorString, "cuGetErrorString");
+    WEFT_SYM(cuGetErrorName, "cuGetErrorName");
+#undef WEFT_SYM
+    if (missing) return;
+    int r = d.cuInit(0);
+    if (r != 0) {
+        d.why = "cuInit failed (error " + std::to_string(r) + "): no usable CUDA device";
+        return;
+    }
+    int count = 0;
+    if (d.cuDeviceGetCount(&count) != 0 || count < 1) {
+        d.why = "no CUDA device";
+        return;
+    }
+    d.cuDeviceGet(&d.device, 0);
+    if ((r = d.cuDevicePrimaryCtxRetain(&d.context, d.device)) != 0) {
+        d.why = "cuDevicePrimaryCtxRetain failed (error " + std::to_string(r) + ")";
+        return;
+    }
+    auto attr = [&](int a) {
+        int v = 0;
+        d.cuDeviceGetAttribute(&v, a, d.device);
+        return v;
+    };
+    d.cc_major = attr(75);
+    d.cc_minor = attr(76);
+    d.max_threads_per_block = attr(1);
+    d.max_shared_per_block = attr(8);
+    d.regs_per_block = attr(12);
+    d.sm_count = attr(16);
+    char name[256] = {0};
+    d.cuDeviceGetName(name, sizeof name, d.device);
+    d.name = name;
+    d.ok = true;
+}
+}  // namespace
+
+CudaDriver &cuda_driver() {
+    std::call_once(g_driver_once, load_driver);
+    if (!g_driver.ok) throw Error("weft: CUDA: " + g_driver.why);
+    thread_local bool current = false;
+    if (!current) {
+        cuda_check(g_driver.cuCtxSetCurrent(g_driver.context), "cuCtxSetCurrent");
+        current = true;
+    }
+    return g_driver;
+}
+
+void cuda_check(CUresult_t r, const std::string &what) {
+    if (r == 0) return;
+    const char *name = nullptr, *desc = nullptr;
+    if (g_driver.cuGetErrorName) g_driver.cuGetErrorName(r, &name);
+    if (g_driver.cuGetErrorString) g_driver.cuGetErrorString(r, &desc);
+    throw Error("weft: CUDA " + what + " failed: " + (name ? name : "error " + std::to_string(r)) + ": " +
+                (desc ? desc : "unknown error"));
+}
+
+std::string cuda_device_key() {
+    std::string arch = "sm_90";
+    try {
+        CudaDriver &d = cuda_driver();
+        arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
+    } catch (Error &) {
+    }
+    std::string v = "none";
+    try {
+        v = nvrtc_version();
+    } catch (Error &) {
+    }
+    return arch + "/nvrtc" + v;
+}
+
+// ---------------- compiled pipelines ----------------
+CudaModule::~CudaModule() {
+    if (module && g_driver.ok && g_driver.cuModuleUnload) g_driver.cuModuleUnload(module);
+}
+
+std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source) {
+    auto m = std::make_shared<CudaModule>();
+    m->program = codegen_cuda(f);
+    if (source) *source = m->program.source;
+    if (m->program.kernels.empty()) return m;
+    CudaDriver &d = cuda_driver();
+    std::string arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
+    try {
+        m->compiled = nvrtc_compile(m->program.source, arch);
+    } catch (Error &e) {
+        // NVRTC may not know this device's architecture: PTX for the driver to finish.
+        if (std::string(e.what()).find("invalid value for --gpu-architecture") == std::string::npos) throw;
+        m->compiled = nvrtc_compile(m->program.source, "sm_90", true);
+    }
+    check_kernel_resources(m->program, m->compiled, d.regs_per_block, d.max_shared_per_block);
+    for (auto &k : m->program.kernels) {
+        int64_t threads = (int64_t)k.block[0] * k.block[1] * k.block[2];
+        if (threads > d.max_threads_per_block)
+            throw Error("weft: the GPU kernel for loop " + k.loop + " uses " + std::to_string(threads) +
+                        " threads per block; the device allows " + std::to_string(d.max_threads_per_block));
+    }
+    cuda_check(d.cuModuleLoadData(&m->module, m->compiled.binary.c_str()), "cuModuleLoadData");
+    for (auto &k : m->program.kernels) {
+        void *fn = nullptr;
+        cuda_check(d.cuModuleGetFunction(&fn, m->module, k.name.c_str()), "cuModuleGetFunction(" + k.name + ")");
+        m->functions.push_back(fn);
+    }
+    return m;
+}
+
+namespace {
+
+int64_t span_elements(const BufferContents &b) {
+    int64_t n = 1;
+    for (int d = 0; d < b.dims; d++) {
+        if (b.dim[d].extent <= 0) return 0;
+        n += (int64_t)(b.dim[d].extent - 1) * std::abs((int64_t)b.dim[d].stride);
+    }
+    return n;
+}
+
+/** Runs the host part of a CUDA pipeline. */
+struct HostRun {
+    const CudaModule &m;
+    weft_context_t *ctx;
+    CudaDriver &d;
+    std::map<std::string, int64_t> ivars;
+    std::map<std::string, double> fvars;
+    std::map<std::string, CUdeviceptr_t> bufs;
+    struct Fail {
+        int32_t code;
+    };
+
+    Expr with_floats(const Expr &e) {
+        if (fvars.empty()) return e;
+        std::map<std::string, Expr> m;
+        for (auto &kv : fvars)
+            if (expr_uses_var(e, kv.first)) m[kv.first] = Variable::make(Float(64), kv.first);
+        if (m.empty()) return e;
+        std::map<std::string, Expr> c;
+        for (auto &kv : m) c[kv.first] = FloatImm::make(Float(64), fvars[kv.first]);
+        // Variables keep their own types: rebuild each as a constant of that type.
+        class Sub : public IRMutator {
+        public:
+            std::map<std::string, double> *f;
+
+        protected:
+            Expr visit(const Variable *op, const Expr &e) override {
+                auto it = f->find(op->name);
+                return it == f->end() ? e : FloatImm::make(op->type, it->second);
+            }
+        } s;
+        s.f = &fvars;
+        return s.mutate(e);
+    }
+    int64_t ieval(const Expr &e) { return interpret_scalar_int(with_floats(e), ivars); }
+    double feval(const Expr &e) { return interpret_scalar_float(with_floats(e), ivars); }
+
+    void launch(int k) {
+        const CudaKernel &K = m.program.kernels[k];
+        unsigned grid[3];
+        for (int i = 0; i < 3; i++) {
+            int64_t g = ieval(K.grid[i]);
+            if (g <= 0) return;  // nothing to do
+            if (g > (i == 0 ? 2147483647LL : 65535LL))
+                throw Error("weft: the GPU kernel for loop " + K.loop + " needs " + std::to_string(g) +
+                            " blocks in grid dimension " + "xyz"[i] + ", more than the device allows");
+            grid[i] = (unsigned)g;
+        }
+        std::vector<uint64_t> slots(K.params.size());
+        std::vector<void *> ptrs(K.params.size());
+        for (size_t i = 0; i < K.params.size(); i++) {
+            const CudaKernelParam &p = K.params[i];
+            uint64_t bits = 0;
+            if (p.is_buffer) {
+                auto it = bufs.find(p.name);
+                if (it == bufs.end()) throw Error("weft internal error: CUDA: no device buffer " + p.name);
+                bits = it->second;
+            } else if (p.type.is_float()) {
+                double v = fvars.count(p.name) ? fvars[p.name] : (double)ivars.at(p.name);
+                if (p.type.bits() == 32) {
+                    float f = (float)v;
+                    std::memcpy(&bits, &f, 4);
+                } else {
+                    std::memcpy(&bits, &v, 8);
+                }
+            } else {
+                auto it = ivars.find(p.name);
+                if (it == ivars.end()) throw Error("weft internal error: CUDA: kernel parameter " + p.name + " is unbound");
+                int64_t v = it->second;
+                if (p.type.is_bool()) v = v != 0;
+                std::memcpy(&bits, &v, 8);  // little-endian: the low bytes hold narrower types
+            }
+            slots[i] = bits;
+            ptrs[i] = &slots[i];
+        }
+        cuda_check(d.cuLaunchKernel(m.functions[k], grid[0], grid[1], grid[2], K.block[0], K.block[1], K.block[2], 0,
+                                    nullptr, ptrs.data(), nullptr),
+                   "cuLaunchKernel(" + K.name + ", loop " + K.loop + ")");
+    }
+
+    void exec(const Stmt &s) {
+        if (!s.defined()) return;
+        if (auto op = s.as<LetStmt>()) {
+            Type t = op->value.type();
+            if (t.is_float()) {
+                auto saved = fvars.count(op->name) ? std::optional<double>(fvars[op->name]) : std::nullopt;
+                fvars[op->name] = feval(op->value);
+                exec(op->body);
+                if (saved) fvars[op->name] = *saved;
+                else fvars.erase(op->name);
+            } else {
+                auto saved = ivars.count(op->name) ? std::optional<int64_t>(ivars[op->name]) : std::nullopt;
+                ivars[op->name] = ieval(op->value);
+                exec(op->body);
+                if (saved) ivars[op->name] = *saved;
+                else ivars.erase(op->name);
+            }
+        } else if (auto op = s.as<AssertStmt>()) {
+            if (ieval(op->condition)) return;
+            std::vector<int64_t> args;
+            for (auto &a : op->args) args.push_back(ieval(a));
+            throw Fail{weft_rt_assert_fail(ctx, op->message.c_str(), args.data(), (int32_t)args.size())};
+        } else if (auto op = s.as<Block>()) {
+            exec(op->first);
+            exec(op->rest);
+        } else if (auto op = s.as<IfThenElse>()) {
+            if (ieval(op->condition)) exec(op->then_case);
+            else exec(op->else_case);
+        } else if (auto op = s.as<For>()) {
+            int64_t mn = ieval(op->min), ex = ieval(op->extent);
+            for (int64_t i = mn; i < mn + ex; i++) {
+                ivars[op->name] = i;
+                exec(op->body);
+            }
+            ivars.erase(op->name);
+        } else if (auto op = s.as<Allocate>()) {
+            int64_t n = std::max<int64_t>(ieval(op->extent), 1);
+            CUdeviceptr_t p = 0;
+            cuda_check(d.cuMemAlloc(&p, (size_t)n * op->type.bytes()), "cuMemAlloc(" + std::to_string(n * op->type.bytes()) +
+                                                                           " bytes for " + op->name + ")");
+            auto saved = bufs.count(op->name) ? std::optional<CUdeviceptr_t>(bufs[op->name]) : std::nullopt;
+            bufs[op->name] = p;
+            try {
+                exec(op->body);
+            } catch (...) {
+                d.cuCtxSynchronize();
+                d.cuMemFree(p);
+                throw;
+            }
+            d.cuCtxSynchronize();
+            d.cuMemFree(p);
+            if (saved) bufs[op->name] = *saved;
+            else bufs.erase(op->name);
+        } else if (auto op = s.as<Evaluate>()) {
+            if (auto c = op->value.as<Call>())
+                if (c->is_intrinsic("gpu_launch")) launch((int)*as_const_int(c->args[0]));
+        } else if (s.as<Store>()) {
+            throw Error("weft internal error: CUDA: a store in host code");
+        }
+    }
+};
+
+}  // namespace
+
+void ensure_device_copy(BufferContents &b, bool copy) {
+    CudaDriver &d = cuda_driver();
+    size_t bytes = (size_t)span_elements(b) * b.type.bytes();
+    if (!b.device) {
+        CUdeviceptr_t p = 0;
+        cuda_check(d.cuMemAlloc(&p, std::max<size_t>(bytes, 1)), "cuMemAlloc(" + std::to_string(bytes) + " bytes for buffer \"" + b.name + "\")");
+        b.device = p;
+        b.device_storage = std::shared_ptr<void>((void *)(uintptr_t)p, [](void *q) {
+            if (g_driver.ok) g_driver.cuMemFree((CUdeviceptr_t)(uintptr_t)q);
+        });
+        b.host_dirty = true;  // the new device copy holds nothing yet
+    }
+    if (copy && b.host_dirty && b.host && bytes) {
+        cuda_check(d.cuMemcpyHtoD(b.device, b.host, bytes), "cuMemcpyHtoD(buffer \"" + b.name + "\")");
+    }
+    if (copy) b.host_dirty = false;
+}
+
+int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_context_t *ctx,
+                  const BufferContents *const *bufs) {
+    CudaDriver &d = cuda_driver();
+    HostRun run{m, ctx, d, {}, {}, {}};
+    std::set<std::string> written;
+    for (auto &k : m.program.kernels)
+        for (auto &p : k.params)
+            if (p.is_buffer && p.written) written.insert(p.name);
+    std::vector<BufferContents *> outs;
+    size_t bi = 0;
+    for (size_t i = 0; i < f.args.size(); i++) {
+        const LoweredArg &a = f.args[i];
+        if (a.kind == LoweredArg::Buffer) {
+            auto *w = (weft_buffer_t *)args[i];
+            BufferContents *b = const_cast<BufferContents *>(bufs[bi++]);
+            ensure_device_copy(*b, true);
+            run.bufs[a.name] = b->device;
+            if (written.count(a.name)) outs.push_back(b);
+            for (int dd = 0; dd < w->dims; dd++) {
+                run.ivars[a.name + ".min." + std::to_string(dd)] = w->dim[dd].min;
+                run.ivars[a.name + ".extent." + std::to_string(dd)] = w->dim[dd].extent;
+                run.ivars[a.name + ".stride." + std::to_string(dd)] = w->dim[dd].stride;
+            }
+        } else if (a.type.is_float()) {
+            run.fvars[a.name] = a.type.bits() == 32 ? (double)*(float *)args[i] : *(double *)args[i];
+        } else {
+            int64_t v = 0;
+            switch (a.type.bytes()) {
+            case 1: v = a.type.is_int() ? *(int8_t *)args[i] : *(uint8_t *)args[i]; break;
+            case 2: v = a.type.is_int() ? *(int16_t *)args[i] : *(uint16_t *)args[i]; break;
+            case 4: v = a.type.is_int() ? *(int32_t *)args[i] : *(uint32_t *)args[i]; break;
+            default: v = *(int64_t *)args[i];
+            }
+            run.ivars[a.name] = v;
+        }
+    }
+    try {
+        run.exec(m.program.host);
+    } catch (HostRun::Fail &fail) {
+        return fail.code;
+    }
+    cuda_check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)");
+    for (auto *b : outs) {
+        b->device_dirty = true;
+        b->host_dirty = false;
+    }
+    return 0;
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,117 @@
+// The CUDA runtime of weft: NVRTC and the Driver API, both loaded with dlopen (nothing CUDA is
+// linked at build time, so every binary starts where neither exists), compiled modules, and
+// running a CUDA pipeline (its host part here, its kernels on the device).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+#include "cuda/CodeGen_CUDA.h"
+#include "runtime/Runtime.h"
+#include "weft/Buffer.h"
+
+namespace weft {
+namespace internal {
+
+// ---------------- NVRTC ----------------
+/** Loads libnvrtc (once). False, with the reason in *why, where it cannot be loaded. */
+bool nvrtc_available(std::string *why = nullptr);
+/** e.g. "13.0"; throws Error where NVRTC is missing. */
+std::string nvrtc_version();
+
+/** Resource use of one compiled kernel, as ptxas reports it (--ptxas-options=-v). */
+struct KernelUsage {
+    int registers = -1;
+    int64_t shared_bytes = 0, stack_bytes = 0, spill_stores = 0, spill_loads = 0;
+};
+struct NvrtcOutput {
+    std::string binary;  // cubin, or PTX text when is_ptx
+    bool is_ptx = false;
+    std::string arch;    // "sm_90"
+    std::string log;
+    std::map<std::string, KernelUsage> usage;  // by kernel name (cubin compiles only)
+};
+/** Compiles CUDA C for arch ("sm_90"): a cubin (with ptxas' resource report) or, with
+    ptx = true, PTX for compute_XX. Every failure -> Error with the log and the source lines
+    the log points at. */
+NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bool ptx = false);
+
+/** Checks the compiled kernels' resource use against their launch shapes (threads x
+    registers <= regs_per_block, shared <= max_shared) -> Error naming the kernel's loop. */
+void check_kernel_resources(const CudaProgram &p, const NvrtcOutput &o, int regs_per_block = 65536,
+                            int64_t max_shared = 48 * 1024);
+
+// ---------------- Driver API ----------------
+typedef int CUresult_t;
+typedef unsigned long long CUdeviceptr_t;
+struct CudaDriver {
+    bool ok = false;
+    std::string why;
+    CUresult_t (*cuInit)(unsigned) = nullptr;
+    CUresult_t (*cuDeviceGetCount)(int *) = nullptr;
+    CUresult_t (*cuDeviceGet)(int *, int) = nullptr;
+    CUresult_t (*cuDeviceGetAttribute)(int *, int, int) = nullptr;
+    CUresult_t (*cuDeviceGetName)(char *, int, int) = nullptr;
+    CUresult_t (*cuDevicePrimaryCtxRetain)(void **, int) = nullptr;
+    CUresult_t (*cuCtxSetCurrent)(void *) = nullptr;
+    CUresult_t (*cuCtxSynchronize)() = nullptr;
+    CUresult_t (*cuModuleLoadData)(void **, const void *) = nullptr;
+    CUresult_t (*cuModuleUnload)(void *) = nullptr;
+    CUresult_t (*cuModuleGetFunction)(void **, void *, const char *) = nullptr;
+    CUresult_t (*cuFuncGetAttribute)(int *, int, void *) = nullptr;
+    CUresult_t (*cuLaunchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                                 void **, void **) = nullptr;
+    CUresult_t (*cuMemAlloc)(CUdeviceptr_t *, size_t) = nullptr;
+    CUresult_t (*cuMemFree)(CUdeviceptr_t) = nullptr;
+    CUresult_t (*cuMemcpyHtoD)(CUdeviceptr_t, const void *, size_t) = nullptr;
+    CUresult_t (*cuMemcpyDtoH)(void *, CUdeviceptr_t, size_t) = nullptr;
+    CUresult_t (*cuMemcpyDtoD)(CUdeviceptr_t, CUdeviceptr_t, size_t) = nullptr;
+    CUresult_t (*cuMemsetD32)(CUdeviceptr_t, unsigned, size_t) = nullptr;
+    CUresult_t (*cuEventCreate)(void **, unsigned) = nullptr;
+    CUresult_t (*cuEventRecord)(void *, void *) = nullptr;
+    CUresult_t (*cuEventSynchronize)(void *) = nullptr;
+    CUresult_t (*cuEventElapsedTime)(float *, void *, void *) = nullptr;
+    CUresult_t (*cuEventDestroy)(void *) = nullptr;
+    CUresult_t (*cuGetErrorString)(CUresult_t, const char **) = nullptr;
+    CUresult_t (*cuGetErrorName)(CUresult_t, const char **) = nullptr;
+    // The device in use (device 0) once initialised:
+    int device = 0;
+    void *context = nullptr;
+    int cc_major = 0, cc_minor = 0;
+    int max_threads_per_block = 1024, regs_per_block = 65536, sm_count = 0;
+    int64_t max_shared_per_block = 48 * 1024;
+    std::string name;
+};
+/** The driver, loaded and initialised on device 0 with its primary context current on
+    the calling thread. Throws Error (naming the missing library or the failing call) where
+    there is no driver or device. */
+CudaDriver &cuda_driver();
+/** Throws Error "weft: CUDA <what> failed: <name>: <description>" when r != 0. */
+void cuda_check(CUresult_t r, const std::string &what);
+/** "sm_90/nvrtc13.0": what a CUDA target's cache key should also hold. */
+std::string cuda_device_key();
+
+// ---------------- compiled pipelines ----------------
+struct CudaModule {
+    CudaProgram program;
+    NvrtcOutput compiled;
+    void *module = nullptr;
+    std::vector<void *> functions;
+    ~CudaModule();
+};
+/** Generates, compiles (NVRTC) and loads the kernels of a LoweredFunc lowered for CUDA.
+    If source is non-null it receives the CUDA C. */
+std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source = nullptr);
+
+/** Makes sure b has a device allocation (same layout as the host's); with copy, also that
+    the device copy is current (copies the host's when host_dirty or new). */
+void ensure_device_copy(BufferContents &b, bool copy);
+
+/** Runs a CUDA pipeline: its host code here, its kernels on the device. bufs: the
+    BufferContents of the buffer arguments, in the order they appear in f.args. Inputs are
+    copied to the device when needed; outputs are left device_dirty. */
+int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_context_t *ctx,
+                  const BufferContents *const *bufs);
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The GPU device check, for a machine with one NVIDIA GPU, CUDA, CMake and ninja (no LLVM, no
+# network needed): builds weft without LLVM (host code runs in the interpreter), builds the
+# GPU tests (if GoogleTest is installed) and the check/benchmark program, runs them, and
+# prints a table last. Without a CUDA device it says so after the build and exits 0.
+#   usage: scripts/gpu-check.sh [--quick]      env: BUILD_DIR, JOBS, CXX
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD_DIR:-build-gpucheck}
+JOBS=${JOBS:-$(nproc)}
+CXX=${CXX:-c++}
+QUICK=${1:-}
+say() { echo "[gpu-check] $*"; }
+t0=$(date +%s)
+
+say "configuring weft without LLVM in $B"
+cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_LLVM=OFF -DWEFT_BUILD_TESTS=OFF \
+      -DWEFT_BUILD_APPS=OFF >"$B.configure.log" 2>&1 || { cat "$B.configure.log"; say "configure FAILED"; exit 1; }
+say "building libweft (-j$JOBS)"
+ninja -C "$B" -j"$JOBS" weft || { say "build FAILED"; exit 1; }
+INC="-Iinclude -Isrc -Ijit -Itests"
+say "building weft_gpu_check"
+$CXX -std=c++17 -O2 $INC bench/gpu/gpu_check.cpp -o "$B/weft_gpu_check" "$B/libweft.a" -lpthread -ldl \
+    || { say "build of weft_gpu_check FAILED"; exit 1; }
+HAVE_GTEST=0
+if echo '#include <gtest/gtest.h>
+int main(){return 0;}' | $CXX -std=c++17 -x c++ - -o "$B/.gtest_probe" -lgtest -lpthread >/dev/null 2>&1; then
+    HAVE_GTEST=1
+    say "building the GPU tests (GoogleTest found)"
+    $CXX -std=c++17 -O1 $INC tests/gpu/*.cpp -o "$B/weft_gpu_tests" "$B/libweft.a" -lgtest -lgtest_main -lpthread -ldl \
+        || { say "build of the GPU tests FAILED"; HAVE_GTEST=0; }
+else
+    say "GoogleTest not found: the GPU tests' pipelines are checked by weft_gpu_check instead"
+fi
+say "build done in $(( $(date +%s) - t0 ))s"
+
+rc=0
+if [ $HAVE_GTEST = 1 ]; then
+    say "running the GPU tests (GPUNvrtc*, GPURun*)"
+    timeout 300 "$B/weft_gpu_tests" --gtest_brief=1 || { say "GPU tests FAILED"; rc=1; }
+fi
+say "running the device check and benchmarks (without a device it says so and exits 0)"
+timeout 600 "$B/weft_gpu_check" $QUICK || rc=1
+say "finished in $(( $(date +%s) - t0 ))s (exit $rc)"
+exit $rc

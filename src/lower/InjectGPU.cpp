@@ -1,0 +1,499 @@
+#include "lower/InjectGPU.h"
+#include <algorithm>
+#include <set>
+#include "ir/IRVisitor.h"
+#include "ir/Interval.h"
+#include "ir/Simplify.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+const char *kDim = "xyz";
+
+std::string block_var(int d) { return std::string("blockIdx.") + kDim[d]; }
+std::string thread_var(int d) { return std::string("threadIdx.") + kDim[d]; }
+
+/** "<func>.s<k>.<var>" -> "<func>" */
+std::string loop_func(const std::string &loop) {
+    for (size_t p = loop.find(".s"); p != std::string::npos; p = loop.find(".s", p + 1))
+        if (p + 2 < loop.size() && isdigit((unsigned char)loop[p + 2])) return loop.substr(0, p);
+    return loop;
+}
+
+class FindLoops : public IRVisitor {
+public:
+    bool block = false, thread = false, store = false;
+
+protected:
+    void visit(const For *op) override {
+        block |= op->for_type == ForType::GPUBlock;
+        thread |= op->for_type == ForType::GPUThread;
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        store = true;
+        IRVisitor::visit(op);
+    }
+};
+FindLoops find_loops(const Stmt &s) {
+    FindLoops f;
+    f.include(s);
+    return f;
+}
+
+/** Buffers read and written by a statement, minus those it allocates itself. */
+struct Accesses : public IRVisitor {
+    std::set<std::string> reads, writes, allocs;
+    void visit(const Load *op) override {
+        reads.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        writes.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Allocate *op) override {
+        allocs.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void finish() {
+        for (auto &a : allocs) {
+            reads.erase(a);
+            writes.erase(a);
+        }
+    }
+};
+
+/** The maximum number of nested GPUThread loops on any path. */
+class ThreadDepth : public IRVisitor {
+public:
+    int depth = 0, max_depth = 0;
+
+protected:
+    void visit(const For *op) override {
+        bool t = op->for_type == ForType::GPUThread;
+        depth += t;
+        max_depth = std::max(max_depth, depth);
+        IRVisitor::visit(op);
+        depth -= t;
+    }
+};
+
+bool intersects(const std::set<std::string> &a, const std::set<std::string> &b) {
+    for (auto &x : a)
+        if (b.count(x)) return true;
+    return false;
+}
+
+Expr unwrap_extent(const Expr &e) {
+    if (auto c = e.as<Call>())
+        if (c->is_intrinsic("gpu_loop_extent")) return c->args[0];
+    return e;
+}
+
+/** (min(a, b) - c) -> min(a - c, b - c), likewise for max and +, so that the linear parts
+    of a region's extent cancel and its bounds become constant. */
+class Distribute : public IRMutator {
+protected:
+    Expr push(IRNodeType op, const Expr &a, const Expr &b, bool a_is_mm) {
+        const BinaryExprNode *mm = static_cast<const BinaryExprNode *>((a_is_mm ? a : b).get());
+        const Expr &other = a_is_mm ? b : a;
+        Expr l = a_is_mm ? rebuild_binary(op, mm->a, other) : rebuild_binary(op, other, mm->a);
+        Expr r = a_is_mm ? rebuild_binary(op, mm->b, other) : rebuild_binary(op, other, mm->b);
+        l = mutate(simplify(l));
+        r = mutate(simplify(r));
+        if (op == IRNodeType::Sub && !a_is_mm)  // c - min(x, y) = max(c - x, c - y)
+            return mm->node_type == IRNodeType::Min ? Max::make(l, r) : Min::make(l, r);
+        return mm->node_type == IRNodeType::Min ? Min::make(l, r) : Max::make(l, r);
+    }
+    static bool is_mm(const Expr &e) { return e.as<Min>() || e.as<Max>(); }
+    Expr visit(const Add *op, const Expr &e) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (is_mm(a)) return push(IRNodeType::Add, a, b, true);
+        if (is_mm(b)) return push(IRNodeType::Add, a, b, false);
+        return Add::make(a, b);
+    }
+    Expr visit(const Sub *op, const Expr &e) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (is_mm(a)) return push(IRNodeType::Sub, a, b, true);
+        if (is_mm(b)) return push(IRNodeType::Sub, a, b, false);
+        return Sub::make(a, b);
+    }
+};
+
+/** A constant upper bound of e (an integer), knowing the ranges in scope; block indices
+    are >= 0. */
+bool constant_upper_bound(Expr e, const Scope &scope, int64_t *out) {
+    if (auto c = e.as<Cast>())
+        if (c->value.type().is_int_or_uint()) e = c->value;
+    e = simplify(e);
+    if (is_const_int(e, out)) return true;
+    e = simplify(Distribute().mutate(e));
+    if (is_const_int(e, out)) return true;
+    Scope sc = scope;
+    for (int d = 0; d < 3; d++) sc[block_var(d)] = Interval(Expr(0), Expr());
+    Interval I = bounds_of_expr_in_scope(e, sc);
+    return I.max.defined() && is_const_int(simplify(I.max), out);
+}
+
+Stmt barrier() { return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_thread_barrier", {})); }
+
+class KernelBuilder {
+public:
+    KernelBuilder(const Env &e, const GPULimits &l) : env(e), lim(l) {}
+
+    Stmt make_kernel(const For *outer) {
+        // The perfect nest of block loops, with the lets between them.
+        struct Item {
+            const For *loop = nullptr;
+            std::string let;
+            Expr value;
+        };
+        std::vector<Item> items;
+        std::vector<const For *> loops;
+        Stmt cur = Stmt(std::shared_ptr<const StmtNode>(outer, [](const StmtNode *) {}));
+        Stmt body;
+        while (true) {
+            std::vector<Item> tmp;
+            Stmt s = cur;
+            while (auto l = s.as<LetStmt>()) {
+                tmp.push_back({nullptr, l->name, l->value});
+                s = l->body;
+            }
+            auto f = s.as<For>();
+            if (f && f->for_type == ForType::GPUBlock) {
+                items.insert(items.end(), tmp.begin(), tmp.end());
+                items.push_back({f, "", Expr()});
+                loops.push_back(f);
+                cur = f->body;
+                continue;
+            }
+            body = cur;
+            break;
+        }
+        kernel_name = loops[0]->name;
+        int n = (int)loops.size();
+        if (n > 3)
+            user_error("weft: " + describe(loops[3]->name) + ": a kernel has at most 3 gpu_blocks dimensions; this one has " +
+                       std::to_string(n));
+        std::vector<Expr> ext(3);
+        std::map<std::string, Expr> before;  // lets before a loop (already substituted)
+        std::set<std::string> block_vars;
+        for (auto &it : items) {
+            if (!it.loop) {
+                before[it.let] = substitute(before, it.value);
+                continue;
+            }
+            int d = n - 1 - (int)(std::find(loops.begin(), loops.end(), it.loop) - loops.begin());
+            Expr e = simplify(substitute(before, unwrap_extent(it.loop->extent)));
+            for (auto &v : block_vars)
+                if (expr_uses_var(e, v))
+                    user_error("weft: " + describe(it.loop->name) + ": the extent of a gpu_blocks loop (" + to_string(e) +
+                               ") depends on the outer gpu_blocks loop " + v + "; the grid must be rectangular");
+            ext[d] = e;
+            block_vars.insert(it.loop->name);
+            before[it.loop->name] = Variable::make(Int(32), it.loop->name);  // opaque inside
+        }
+        for (auto &it : items) {
+            if (it.loop) {
+                int d = n - 1 - (int)(std::find(loops.begin(), loops.end(), it.loop) - loops.begin());
+                lets.push_back({it.loop->name, simplify(it.loop->min + Variable::make(Int(32), block_var(d)))});
+            } else {
+                lets.push_back({it.let, it.value});
+            }
+        }
+        Stmt inner = block_level(body);
+        int64_t threads = (int64_t)max_c[0] * max_c[1] * max_c[2];
+        if (threads > lim.max_threads_per_block)
+            user_error("weft: the GPU kernel of " + describe(kernel_name) + " uses " + std::to_string(max_c[0]) + "x" +
+                       std::to_string(max_c[1]) + "x" + std::to_string(max_c[2]) + " = " + std::to_string(threads) +
+                       " threads per block, more than the limit of " + std::to_string(lim.max_threads_per_block) +
+                       "; use smaller gpu_threads / gpu_tile factors");
+        if (shared_bytes > lim.max_shared_bytes)
+            user_error("weft: the GPU kernel of " + describe(kernel_name) + " uses " + std::to_string(shared_bytes) +
+                       " bytes of shared memory (" + shared_list + "), more than the limit of " +
+                       std::to_string(lim.max_shared_bytes) + " bytes; use smaller tiles or compute less at the gpu_blocks level");
+        for (auto it = items.rbegin(); it != items.rend(); ++it) {
+            if (it->loop) {
+                int d = n - 1 - (int)(std::find(loops.begin(), loops.end(), it->loop) - loops.begin());
+                inner = LetStmt::make(it->loop->name, simplify(it->loop->min + Variable::make(Int(32), block_var(d))), inner);
+            } else {
+                inner = LetStmt::make(it->let, it->value, inner);
+            }
+        }
+        for (int d = 0; d < n; d++) inner = For::make(block_var(d), 0, ext[d], ForType::GPUBlock, inner);
+        return inner;
+    }
+
+private:
+    const Env &env;
+    const GPULimits &lim;
+    std::vector<std::pair<std::string, Expr>> lets;  // in scope inside the kernel, outermost first
+    int max_c[3] = {1, 1, 1};
+    int64_t shared_bytes = 0;
+    std::string shared_list;
+    std::set<std::string> pending_r, pending_w;
+    std::string kernel_name;
+    Scope thread_scope;
+
+    std::string describe(const std::string &loop) const {
+        std::string f = loop_func(loop);
+        auto it = env.index.find(f);
+        std::string user = it != env.index.end() ? env.funcs[it->second].contents->name : f;
+        return "Func \"" + user + "\" (loop " + loop + ")";
+    }
+    std::string func_user_name(const std::string &uname) const {
+        auto it = env.index.find(uname);
+        return it != env.index.end() ? env.funcs[it->second].contents->name : uname;
+    }
+
+    /** e with the kernel's lets substituted, simplified. */
+    Expr resolve(Expr e) const {
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+        return simplify(e);
+    }
+
+    Stmt leaf(const Stmt &transformed, const Stmt &original) {
+        Accesses a;
+        a.include(original);
+        a.finish();
+        bool conflict = intersects(a.writes, pending_r) || intersects(a.writes, pending_w) || intersects(a.reads, pending_w);
+        Stmt r = transformed;
+        if (conflict) {
+            r = Block::make(barrier(), r);
+            pending_r.clear();
+            pending_w.clear();
+        }
+        pending_r.insert(a.reads.begin(), a.reads.end());
+        pending_w.insert(a.writes.begin(), a.writes.end());
+        return r;
+    }
+
+    Stmt single_thread(const Stmt &s) {
+        return leaf(For::make(thread_var(0), 0, 1, ForType::GPUThread, s), s);
+    }
+
+    Stmt block_level(const Stmt &s) {
+        if (!s.defined()) return s;
+        if (auto op = s.as<LetStmt>()) {
+            lets.push_back({op->name, op->value});
+            Stmt b = block_level(op->body);
+            lets.pop_back();
+            return LetStmt::make(op->name, op->value, b);
+        }
+        if (auto op = s.as<Block>()) {
+            Stmt a = block_level(op->first);
+            Stmt b = block_level(op->rest);
+            return Block::make(a, b);
+        }
+        if (auto op = s.as<IfThenElse>()) {
+            auto r0 = pending_r, w0 = pending_w;
+            Stmt t = block_level(op->then_case);
+            auto r1 = pending_r, w1 = pending_w;
+            pending_r = r0;
+            pending_w = w0;
+            Stmt e = block_level(op->else_case);
+            pending_r.insert(r1.begin(), r1.end());
+            pending_w.insert(w1.begin(), w1.end());
+            return IfThenElse::make(op->condition, t, e);
+        }
+        if (auto op = s.as<Allocate>()) {
+            Expr ext = resolve(op->extent);
+            int64_t n;
+            if (!constant_upper_bound(ext, thread_scope, &n))
+                user_error("weft: Func \"" + func_user_name(op->name) + "\" is stored in GPU shared memory inside the kernel of " +
+                           describe(kernel_name) + ", but its size (" + to_string(ext) +
+                           " elements) is not a constant; use constant tile sizes or bound() it");
+            int64_t bytes = std::max<int64_t>(n, 1) * op->type.bytes();
+            bytes = (bytes + 15) / 16 * 16;
+            shared_bytes += bytes;
+            shared_list += (shared_list.empty() ? "" : ", ") + func_user_name(op->name) + ": " + std::to_string(bytes);
+            Stmt b = block_level(op->body);
+            return Allocate::make(op->name, op->type, Expr((int)n), MemoryType::GPUShared, b);
+        }
+        if (auto op = s.as<For>()) {
+            if (op->for_type == ForType::GPUBlock)
+                user_error("weft: " + describe(op->name) + " is a gpu_blocks loop inside the kernel of " + describe(kernel_name) +
+                           " but not directly nested in its gpu_blocks loops (a Func computed at an outer gpu_blocks loop?); "
+                           "compute producers at the innermost gpu_blocks loop or inside the gpu_threads loops");
+            if (op->for_type == ForType::GPUThread) return leaf(thread_nest(op), s);
+            FindLoops fl = find_loops(op->body);
+            if (!fl.thread) return fl.store ? single_thread(s) : s;
+            // A block-level loop around thread loops: every thread runs it. What one iteration
+            // leaves pending conflicts with the next iteration's accesses.
+            Accesses a;
+            a.include(op->body);
+            a.finish();
+            pending_r.insert(a.reads.begin(), a.reads.end());
+            pending_w.insert(a.writes.begin(), a.writes.end());
+            Stmt b = block_level(op->body);
+            ForType ft = op->for_type == ForType::Unrolled ? ForType::Unrolled : ForType::Serial;
+            return For::make(op->name, op->min, op->extent, ft, b);
+        }
+        if (auto op = s.as<Store>()) {
+            (void)op;
+            return single_thread(s);
+        }
+        return s;  // AssertStmt, Evaluate
+    }
+
+    // ---- thread nests ----
+    int nest_depth = 0, cur_depth = 0;
+
+    Stmt thread_nest(const For *op) {
+        ThreadDepth td;
+        td.include(Stmt(std::shared_ptr<const StmtNode>(op, [](const StmtNode *) {})));
+        nest_depth = td.max_depth;
+        if (nest_depth > 3)
+            user_error("weft: " + describe(op->name) + ": a kernel has at most 3 gpu_threads dimensions; this nest has " +
+                       std::to_string(nest_depth));
+        cur_depth = 0;
+        size_t saved = lets.size();
+        Stmt r = in_thread(Stmt(std::shared_ptr<const StmtNode>(op, [](const StmtNode *) {})));
+        lets.resize(saved);
+        return r;
+    }
+
+    Stmt in_thread(const Stmt &s) {
+        if (!s.defined()) return s;
+        if (auto op = s.as<LetStmt>()) {
+            lets.push_back({op->name, op->value});
+            Stmt b = in_thread(op->body);
+            lets.pop_back();
+            return LetStmt::make(op->name, op->value, b);
+        }
+        if (auto op = s.as<Block>()) return Block::make(in_thread(op->first), in_thread(op->rest));
+        if (auto op = s.as<IfThenElse>()) return IfThenElse::make(op->condition, in_thread(op->then_case), in_thread(op->else_case));
+        if (auto op = s.as<Allocate>()) {
+            Expr ext = resolve(op->extent);
+            int64_t n;
+            if (!constant_upper_bound(ext, thread_scope, &n))
+                user_error("weft: Func \"" + func_user_name(op->name) + "\" is stored per GPU thread (registers) inside " +
+                           describe(kernel_name) + ", but its size (" + to_string(ext) +
+                           " elements) is not a constant; use constant split factors or bound() it");
+            return Allocate::make(op->name, op->type, Expr((int)std::max<int64_t>(n, 1)), MemoryType::Register,
+                                  in_thread(op->body));
+        }
+        if (auto op = s.as<For>()) {
+            if (op->for_type == ForType::GPUBlock)
+                user_error("weft: " + describe(op->name) + " is a gpu_blocks loop inside a gpu_threads loop of " +
+                           describe(kernel_name) + "; block loops must be outside thread loops");
+            if (op->for_type != ForType::GPUThread) {
+                Stmt b = in_thread(op->body);
+                ForType ft = op->for_type == ForType::Parallel ? ForType::Serial : op->for_type;
+                return For::make(op->name, op->min, op->extent, ft, b);
+            }
+            int d = nest_depth - 1 - cur_depth;
+            Expr ext = unwrap_extent(op->extent);
+            Expr r = resolve(ext);
+            int64_t c = 0;
+            bool exact = is_const_int(r, &c);
+            if (!exact) {
+                if (!constant_upper_bound(r, thread_scope, &c))
+                    user_error("weft: " + describe(op->name) + ": the extent of a gpu_threads loop (" + to_string(r) +
+                               ") is not a constant and has no constant upper bound; block dimensions must be known "
+                               "when compiling: use constant split factors (gpu_tile) or bound()");
+            }
+            if (c < 1) {
+                c = 1;
+                exact = false;
+            }
+            if (c > lim.max_block_dim[d])
+                user_error("weft: " + describe(op->name) + ": gpu_threads dimension " + std::string(1, kDim[d]) + " has " +
+                           std::to_string(c) + " threads, more than the limit of " + std::to_string(lim.max_block_dim[d]) +
+                           " (and " + std::to_string(lim.max_threads_per_block) + " per block)");
+            max_c[d] = std::max<int>(max_c[d], (int)c);
+            Expr tv = Variable::make(Int(32), thread_var(d));
+            thread_scope[thread_var(d)] = Interval(Expr(0), Expr((int)c - 1));
+            lets.push_back({op->name, simplify(op->min + tv)});
+            cur_depth++;
+            Stmt b = in_thread(op->body);
+            cur_depth--;
+            lets.pop_back();
+            thread_scope.erase(thread_var(d));
+            if (!exact) b = IfThenElse::make(tv < ext, b);
+            b = LetStmt::make(op->name, simplify(op->min + tv), b);
+            return For::make(thread_var(d), 0, Expr((int)c), ForType::GPUThread, b);
+        }
+        return s;
+    }
+};
+
+class Inject : public IRMutator {
+public:
+    Inject(const Env &e, const GPULimits &l) : env(e), lim(l) {}
+    const Env &env;
+    const GPULimits &lim;
+    int kernels = 0;
+
+protected:
+    Stmt visit(const For *op, const Stmt &s) override {
+        if (op->for_type == ForType::GPUBlock) {
+            kernels++;
+            KernelBuilder kb(env, lim);
+            return kb.make_kernel(op);
+        }
+        if (op->for_type == ForType::GPUThread) {
+            std::string f = loop_func(op->name);
+            auto it = env.index.find(f);
+            std::string user = it != env.index.end() ? env.funcs[it->second].contents->name : f;
+            user_error("weft: Func \"" + user + "\": loop " + op->name +
+                       " is scheduled gpu_threads but is not inside a gpu_blocks loop; every gpu_threads loop must be "
+                       "nested in a gpu_blocks loop of the same kernel (use gpu_tile, or gpu_blocks on an outer loop)");
+        }
+        return IRMutator::visit(op, s);
+    }
+};
+
+/** Host code with kernels must not compute anything itself. */
+class HostStores : public IRVisitor {
+public:
+    std::string found;
+
+protected:
+    void visit(const For *op) override {
+        if (op->for_type == ForType::GPUBlock) return;
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        if (found.empty()) found = op->name;
+    }
+};
+
+class Protect : public IRMutator {
+protected:
+    Stmt visit(const For *op, const Stmt &s) override {
+        Stmt b = mutate(op->body);
+        if (op->for_type != ForType::GPUBlock && op->for_type != ForType::GPUThread)
+            return b.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, b);
+        return For::make(op->name, op->min, Call::make_intrinsic(Int(32), "gpu_loop_extent", {op->extent}), op->for_type, b);
+    }
+};
+
+}  // namespace
+
+Stmt protect_gpu_loops(const Stmt &s) { return Protect().mutate(s); }
+
+bool has_gpu_kernels(const Stmt &s) { return find_loops(s).block; }
+
+Stmt inject_gpu(const Stmt &s, const Env &env, const GPULimits &limits) {
+    Inject in(env, limits);
+    Stmt r = in.mutate(s);
+    if (in.kernels > 0) {
+        HostStores hs;
+        hs.include(r);
+        if (!hs.found.empty()) {
+            auto it = env.index.find(hs.found);
+            std::string user = it != env.index.end() ? env.funcs[it->second].contents->name : hs.found;
+            user_error("weft: Func \"" + user + "\" would be computed on the host in a pipeline for a CUDA target; "
+                       "give it a GPU schedule (gpu_tile, or gpu_blocks + gpu_threads), compute it inside a GPU "
+                       "kernel (compute_at a gpu_blocks or gpu_threads loop), or leave it inlined");
+        }
+    }
+    return r;
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,129 @@
+// GPU-scheduled test pipelines, shared by the NVRTC tests (no device needed), the device
+// tests and bench/gpu/gpu_check.cpp. Each builds fresh Funcs over its own input buffers.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+#include "weft/weft.h"
+
+namespace weft_gpu_test {
+using namespace weft;
+
+struct GpuCase {
+    std::string name;
+    Func out;
+    std::vector<int> sizes;
+    std::vector<Buffer<float>> inputs;  // kept alive with the case
+    int64_t expect_shared = -1;         // static shared bytes the kernel should use (-1: don't check)
+    bool expect_barrier = false;
+};
+
+inline Buffer<float> ramp_buffer(int w, int h, float scale = 1.0f, const std::string &name = "in") {
+    Buffer<float> b({w, h}, name);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) b(x, y) = scale * (float)((x * 7 + y * 13) % 97) / 97.0f - 0.25f;
+    return b;
+}
+
+/** out = in * 2 + 1 over a 2-D gpu_tile. */
+inline GpuCase pointwise(int w = 256, int h = 128) {
+    GpuCase c;
+    c.name = "pointwise";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("pointwise");
+    f(x, y) = in(x, y) * 2.0f + 1.0f;
+    f.gpu_tile(x, y, xo, yo, xi, yi, 32, 8);
+    c.out = f;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
+/** A separable 3x3 blur; the horizontal pass is staged in shared memory per block. */
+inline GpuCase blur_shared(int w = 256, int h = 128) {
+    GpuCase c;
+    c.name = "blur_shared";
+    c.inputs.push_back(ramp_buffer(w + 2, h + 2));
+    Buffer<float> in = c.inputs[0];
+    in.set_min({-1, -1});
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func bx("blur_x"), by("blur_y");
+    bx(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) * (1.0f / 3.0f);
+    by(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 3.0f);
+    by.gpu_tile(x, y, xo, yo, xi, yi, 32, 8);
+    bx.compute_at(by, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
+    c.out = by;
+    c.sizes = {w, h};
+    c.expect_shared = 32 * 10 * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
+/** C = A * B with an r x r register-blocked accumulator per thread (16x16 threads). */
+inline GpuCase matmul_regs(int n = 128, int r = 4) {
+    GpuCase c;
+    c.name = "matmul_regs";
+    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
+    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
+    Buffer<float> A = c.inputs[0], B = c.inputs[1];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xr("xr"), yr("yr"), bx("bx"), by("by"), tx("tx"), ty("ty");
+    RDom k(0, n, "k");
+    Func acc("acc"), out("matmul");
+    acc(x, y) = 0.0f;
+    acc(x, y) += A(k, y) * B(x, k);
+    out(x, y) = acc(x, y);
+    out.split(x, xo, xr, r).split(y, yo, yr, r).reorder(xr, yr, xo, yo);
+    out.gpu_tile(xo, yo, bx, by, tx, ty, 16, 16);
+    out.unroll(xr).unroll(yr);
+    acc.compute_at(out, tx).store_in(MemoryType::Register);
+    acc.unroll(x).unroll(y);
+    acc.update().reorder(x, y, k).unroll(x).unroll(y);
+    c.out = out;
+    c.sizes = {n, n};
+    c.expect_shared = 0;
+    return c;
+}
+
+/** An output with an update stage: each stage is its own kernel. */
+inline GpuCase update_stage(int n = 1000) {
+    GpuCase c;
+    c.name = "update_stage";
+    c.inputs.push_back(ramp_buffer(n, 1));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), xo("xo"), xi("xi");
+    Func f("with_update");
+    f(x) = in(x, 0) * 3.0f;
+    f(x) = f(x) + 1.0f;
+    f.gpu_tile(x, xo, xi, 128);
+    f.update().gpu_tile(x, xo, xi, 128);
+    c.out = f;
+    c.sizes = {n};
+    c.expect_shared = 0;
+    return c;
+}
+
+/** A chain of elementwise operations (vectorized by 4 inside each thread). */
+inline GpuCase elementwise_chain(int w = 1024, int h = 64) {
+    GpuCase c;
+    c.name = "elementwise_chain";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xa("xa"), xo("xo"), xi("xi"), xv("xv");
+    Func f("elementwise");
+    Expr v = in(x, y);
+    f(x, y) = sqrt(v * v + 1.0f) * 0.5f - min(v, 0.25f) + max(v * 3.0f, -1.0f);
+    f.split(x, xa, xv, 4).vectorize(xv).gpu_tile(xa, xo, xi, 128).gpu_blocks(y);
+    c.out = f;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
+inline std::vector<std::function<GpuCase()>> all_cases() {
+    return {[] { return pointwise(); }, [] { return blur_shared(); }, [] { return matmul_regs(); },
+            [] { return update_stage(); }, [] { return elementwise_chain(); }};
+}
+
+}  // namespace weft_gpu_test

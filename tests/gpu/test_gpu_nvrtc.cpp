@@ -1,0 +1,232 @@
+// GPU pipelines lowered for CUDA, turned into CUDA C and compiled by NVRTC for sm_90, with
+// no GPU needed. Suites start with "GPUNvrtc" (CTest label nvrtc).
+#include <gtest/gtest.h>
+#include "cuda/CudaRuntime.h"
+#include "gpu/gpu_pipelines.h"
+#include "lower/Env.h"
+#include "lower/Lower.h"
+#include "interp/Interpreter.h"
+
+using namespace weft;
+using namespace weft::internal;
+using namespace weft_gpu_test;
+
+namespace {
+
+void add_buffer_consts(std::map<std::string, Expr> &m, const std::string &name, const BufferContents &b) {
+    for (int d = 0; d < b.dims; d++) {
+        std::string ds = "." + std::to_string(d);
+        m[name + ".min" + ds] = Expr(b.dim[d].min);
+        m[name + ".extent" + ds] = Expr(b.dim[d].extent);
+        m[name + ".stride" + ds] = Expr(b.dim[d].stride);
+    }
+}
+
+/** Lowers a case for CUDA with its shapes as constants, as Pipeline's compile() does. */
+LoweredFunc lower_case(const GpuCase &c, std::string *log = nullptr) {
+    Env env = build_env({c.out.contents()}, false);
+    std::map<std::string, Expr> consts;
+    for (auto &in : env.inputs) {
+        if (in.buffer) add_buffer_consts(consts, in.name, *in.buffer);
+        else if (in.image && in.image->bound.defined()) add_buffer_consts(consts, in.name, *in.image->bound.contents());
+    }
+    Buffer<void> out(c.out.type(), c.sizes, "out");
+    add_buffer_consts(consts, env.outputs[0], *out.contents());
+    return lower(env, consts, "weft_test_" + c.name, log, true);
+}
+
+bool have_nvrtc(std::string *why) { return nvrtc_available(why); }
+
+#define REQUIRE_NVRTC()                                                             \
+    do {                                                                            \
+        std::string why;                                                            \
+        if (!have_nvrtc(&why)) GTEST_SKIP() << "NVRTC is not available: " << why;   \
+    } while (0)
+
+struct Built {
+    LoweredFunc lf;
+    CudaProgram prog;
+    NvrtcOutput out;
+};
+
+Built build(const GpuCase &c) {
+    Built b;
+    b.lf = lower_case(c);
+    b.prog = codegen_cuda(b.lf);
+    b.out = nvrtc_compile(b.prog.source, "sm_90");
+    return b;
+}
+
+void check_case(const GpuCase &c, size_t kernels) {
+    Built b = build(c);
+    SCOPED_TRACE(b.prog.source);
+    ASSERT_EQ(b.prog.kernels.size(), kernels);
+    EXPECT_FALSE(b.out.binary.empty());
+    EXPECT_FALSE(b.out.is_ptx);
+    int64_t shared = 0;
+    for (auto &k : b.prog.kernels) {
+        auto it = b.out.usage.find(k.name);
+        ASSERT_NE(it, b.out.usage.end()) << "no ptxas report for " << k.name << "; log:\n" << b.out.log;
+        const KernelUsage &u = it->second;
+        EXPECT_GT(u.registers, 0) << k.name;
+        EXPECT_EQ(u.spill_stores, 0) << k.name;
+        EXPECT_EQ(u.spill_loads, 0) << k.name;
+        EXPECT_EQ(u.shared_bytes, k.shared_bytes) << k.name;
+        EXPECT_LE((int64_t)u.registers * k.block[0] * k.block[1] * k.block[2], 65536);
+        shared += u.shared_bytes;
+    }
+    if (c.expect_shared >= 0) EXPECT_EQ(shared, c.expect_shared);
+    bool barrier = b.prog.source.find("__syncthreads()") != std::string::npos;
+    if (c.expect_barrier) EXPECT_TRUE(barrier);
+    check_kernel_resources(b.prog, b.out);  // within sm_90's limits: no throw
+}
+
+std::string error_of(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (Error &e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(GPUNvrtc, Pointwise) {
+    REQUIRE_NVRTC();
+    GpuCase c = pointwise();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_EQ(b.prog.kernels[0].block[0], 32);
+    EXPECT_EQ(b.prog.kernels[0].block[1], 8);
+}
+
+TEST(GPUNvrtc, BlurStagedInSharedMemoryHasBarrier) {
+    REQUIRE_NVRTC();
+    GpuCase c = blur_shared();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_NE(b.prog.source.find("__shared__"), std::string::npos);
+    // The producer's thread nest (32x10) and the consumer's (32x8) share one block.
+    EXPECT_EQ(b.prog.kernels[0].block[0], 32);
+    EXPECT_EQ(b.prog.kernels[0].block[1], 10);
+}
+
+TEST(GPUNvrtc, MatmulRegisterBlocked) {
+    REQUIRE_NVRTC();
+    GpuCase c = matmul_regs();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_EQ(b.prog.kernels[0].block[0] * b.prog.kernels[0].block[1], 256);
+    EXPECT_EQ(b.prog.source.find("__syncthreads()"), std::string::npos);
+}
+
+TEST(GPUNvrtc, UpdateStageIsTwoKernels) {
+    REQUIRE_NVRTC();
+    check_case(update_stage(), 2);
+}
+
+TEST(GPUNvrtc, ElementwiseVectorized) {
+    REQUIRE_NVRTC();
+    GpuCase c = elementwise_chain();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_NE(b.prog.source.find("float4"), std::string::npos) << b.prog.source;
+}
+
+TEST(GPUNvrtc, CompileErrorCarriesLogAndLine) {
+    REQUIRE_NVRTC();
+    std::string e = error_of([] { nvrtc_compile("extern \"C\" __global__ void k() {\n  int x = undefined_name;\n}\n", "sm_90"); });
+    EXPECT_NE(e.find("NVRTC"), std::string::npos) << e;
+    EXPECT_NE(e.find("undefined_name"), std::string::npos) << e;
+    EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+}
+
+TEST(GPUNvrtc, PtxFallbackCompiles) {
+    REQUIRE_NVRTC();
+    GpuCase c = pointwise();
+    LoweredFunc lf = lower_case(c);
+    CudaProgram p = codegen_cuda(lf);
+    NvrtcOutput o = nvrtc_compile(p.source, "sm_90", true);
+    EXPECT_TRUE(o.is_ptx);
+    EXPECT_NE(o.binary.find(".entry"), std::string::npos);
+}
+
+TEST(GPUNvrtc, ResourceCheckRejectsTooManyRegisters) {
+    REQUIRE_NVRTC();
+    Built b = build(pointwise());
+    b.out.usage[b.prog.kernels[0].name].registers = 200;  // as if the kernel needed 200 per thread
+    std::string e = error_of([&] { check_kernel_resources(b.prog, b.out, 32768); });
+    EXPECT_NE(e.find("registers"), std::string::npos) << e;
+}
+
+// ---- illegal schedules: weft::Error before anything runs (no NVRTC needed) ----
+TEST(GPUNvrtcErrors, ThreadLoopOutsideBlockLoop) {
+    Buffer<float> in = ramp_buffer(64, 64);
+    Var x("x"), y("y");
+    Func f("lonely_threads");
+    f(x, y) = in(x, y) + 1.0f;
+    f.gpu_threads(x);
+    GpuCase c{"t", f, {64, 64}, {in}};
+    std::string e = error_of([&] { lower_case(c); });
+    EXPECT_NE(e.find("gpu_threads"), std::string::npos) << e;
+    EXPECT_NE(e.find("lonely_threads"), std::string::npos) << e;
+    EXPECT_NE(e.find("gpu_blocks"), std::string::npos) << e;
+}
+
+TEST(GPUNvrtcErrors, TooManyThreadsPerBlock) {
+    Buffer<float> in = ramp_buffer(256, 256);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("big_blocks");
+    f(x, y) = in(x, y) + 1.0f;
+    f.gpu_tile(x, y, xo, yo, xi, yi, 64, 32);
+    GpuCase c{"t", f, {256, 256}, {in}};
+    std::string e = error_of([&] { lower_case(c); });
+    EXPECT_NE(e.find("2048 threads per block"), std::string::npos) << e;
+    EXPECT_NE(e.find("big_blocks"), std::string::npos) << e;
+}
+
+TEST(GPUNvrtcErrors, TooMuchSharedMemory) {
+    Buffer<float> in = ramp_buffer(512, 512);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func g("wide_stage"), f("reads_far");
+    g(x, y) = in(x, y) * 2.0f;
+    f(x, y) = g(x, y) + g(x + 100, y + 100);
+    f.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
+    g.compute_at(f, xo).store_in(MemoryType::GPUShared);
+    GpuCase c{"t", f, {256, 256}, {in}};
+    std::string e = error_of([&] { lower_case(c); });
+    EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
+    EXPECT_NE(e.find("wide_stage"), std::string::npos) << e;
+    EXPECT_NE(e.find("49152"), std::string::npos) << e;
+}
+
+TEST(GPUNvrtcErrors, HostComputeInCudaPipeline) {
+    Buffer<float> in = ramp_buffer(64, 64);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func g("on_host"), f("on_gpu");
+    g(x, y) = in(x, y) * 2.0f;
+    f(x, y) = g(x, y) + 1.0f;
+    f.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
+    g.compute_root();
+    GpuCase c{"t", f, {64, 64}, {in}};
+    std::string e = error_of([&] { lower_case(c); });
+    EXPECT_NE(e.find("on_host"), std::string::npos) << e;
+    EXPECT_NE(e.find("host"), std::string::npos) << e;
+}
+
+TEST(GPUNvrtcErrors, GpuLoopsOnCpuTargetRunSerially) {
+    GpuCase c = blur_shared(64, 32);
+    Buffer<float> out = c.out.realize(c.sizes);  // Target::host(): GPU loops are plain loops
+    Buffer<float> ref(c.sizes);
+    weft::internal::interpret_pipeline(Pipeline(c.out), {ref});
+    for (int y = 0; y < 32; y++)
+        for (int x = 0; x < 64; x++) ASSERT_FLOAT_EQ(out(x, y), ref(x, y));
+}
+
+TEST(GPUNvrtcErrors, CudaTargetWithoutDriver) {
+    if (cuda_available()) GTEST_SKIP() << "this machine has a CUDA device";
+    std::string e = error_of([] { Target::cuda(); });
+    EXPECT_NE(e.find("CUDA"), std::string::npos) << e;
+    EXPECT_NE(e.find("libcuda.so.1"), std::string::npos) << e;
+}

@@ -1,0 +1,87 @@
+// GPU pipelines run on a CUDA device and compared with the interpreter. Suites start with
+// "GPURun" (CTest label gpu); every test skips where there is no CUDA device.
+#include <gtest/gtest.h>
+#include <cmath>
+#include "gpu/gpu_pipelines.h"
+#include "interp/Interpreter.h"
+
+using namespace weft;
+using namespace weft_gpu_test;
+
+#define REQUIRE_DEVICE() \
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device (libcuda.so.1 and a GPU are needed)"
+
+namespace {
+
+/** Max relative difference between the device result and the interpreter's. */
+double compare_with_interpreter(GpuCase &c, const Target &t) {
+    Buffer<float> out = c.out.realize(c.sizes, t);
+    Buffer<float> ref(c.sizes);
+    internal::interpret_pipeline(Pipeline(c.out), {ref});
+    double worst = 0;
+    int64_t n = 1;
+    for (int s : c.sizes) n *= s;
+    const float *a = out.data(), *b = ref.data();
+    for (int64_t i = 0; i < n; i++) {
+        double d = std::fabs((double)a[i] - (double)b[i]) / std::max(1.0, std::fabs((double)b[i]));
+        if (!(d <= worst)) worst = std::isnan(d) ? 1e30 : d;
+    }
+    return worst;
+}
+
+}  // namespace
+
+TEST(GPURun, AllCasesMatchInterpreter) {
+    REQUIRE_DEVICE();
+    Target t = Target::cuda();
+    for (auto &make : all_cases()) {
+        GpuCase c = make();
+        SCOPED_TRACE(c.name);
+        EXPECT_LE(compare_with_interpreter(c, t), 1e-5) << c.name;
+    }
+}
+
+TEST(GPURun, OddSizesWithTails) {
+    REQUIRE_DEVICE();
+    Target t = Target::cuda();
+    GpuCase a = pointwise(250, 77);
+    EXPECT_LE(compare_with_interpreter(a, t), 1e-6);
+    GpuCase b = blur_shared(200, 45);
+    EXPECT_LE(compare_with_interpreter(b, t), 1e-6);
+    GpuCase d = update_stage(333);
+    EXPECT_LE(compare_with_interpreter(d, t), 1e-6);
+}
+
+TEST(GPURun, BuffersCopyOnlyWhenNeeded) {
+    REQUIRE_DEVICE();
+    Target t = Target::cuda();
+    GpuCase c = pointwise(64, 32);
+    Buffer<float> in = c.inputs[0];
+    Buffer<float> out(64, 32);
+    c.out.realize(out, t);
+    EXPECT_TRUE(out.device_dirty());
+    EXPECT_TRUE(in.has_device_allocation());
+    EXPECT_FALSE(in.host_dirty());
+    EXPECT_FLOAT_EQ(out(3, 4), in(3, 4) * 2.0f + 1.0f);  // copies back
+    EXPECT_FALSE(out.device_dirty());
+    in(3, 4) = 10.0f;  // a host write marks the host copy newer
+    EXPECT_TRUE(in.host_dirty());
+    c.out.realize(out, t);
+    EXPECT_FLOAT_EQ(out(3, 4), 21.0f);
+    in.copy_to_device();
+    EXPECT_FALSE(in.host_dirty());
+    out.copy_to_host();
+    EXPECT_FALSE(out.device_dirty());
+}
+
+TEST(GPURun, CachedSecondCall) {
+    REQUIRE_DEVICE();
+    Target t = Target::cuda();
+    GpuCase c = elementwise_chain(256, 16);
+    Buffer<float> out(256, 16);
+    c.out.realize(out, t);
+    auto before = cache_stats();
+    c.out.realize(out, t);
+    auto after = cache_stats();
+    EXPECT_EQ(after.compilations, before.compilations);
+}
