@@ -14,8 +14,9 @@ say() { echo "[gpu-check] $*"; }
 t0=$(date +%s)
 
 say "configuring weft without LLVM in $B"
+mkdir -p "$B"
 cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_WITH_LLVM=OFF -DWEFT_BUILD_TESTS=OFF \
-      -DWEFT_BUILD_APPS=OFF >"$B.configure.log" 2>&1 || { cat "$B.configure.log"; say "configure FAILED"; exit 1; }
+      -DWEFT_BUILD_APPS=OFF >"$B/configure.log" 2>&1 || { cat "$B/configure.log"; say "configure FAILED"; exit 1; }
 say "building libweft (-j$JOBS)"
 ninja -C "$B" -j"$JOBS" weft || { say "build FAILED"; exit 1; }
 INC="-Iinclude -Isrc -Ijit -Itests"

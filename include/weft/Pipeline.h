@@ -106,6 +106,15 @@ void set_max_specializations(int n);
 void set_debug(bool on);
 bool debug_enabled();
 
+/** Profiling (also WEFT_PROFILE=1, which prints the report at exit): pipelines compiled while
+    it is on time each Func's computation (exclusive of producers computed inside it, summed
+    over threads). */
+void set_profile(bool on);
+bool profile_enabled();
+/** A table of time per Func since the last reset. */
+std::string profile_report();
+void reset_profile();
+
 /** Is a CUDA driver and device present? */
 bool cuda_available();
 

@@ -81,6 +81,7 @@ JITState &jit_state() {
         add("weft_rt_free", (const void *)&weft_rt_free);
         add("weft_rt_assert_fail", (const void *)&weft_rt_assert_fail);
         add("weft_rt_num_threads", (const void *)&weft_rt_num_threads);
+        add("weft_rt_profile", (const void *)&weft_rt_profile);
 using F1 = float (*)(float);
         using F2 = float (*)(float, float);
         using D1 = double (*)(double);
@@ -693,6 +694,25 @@ private:
         Type t = op->type;
         const std::string &nm = op->name;
         if (nm == "likely") return codegen(op->args.at(0));
+        if (nm == "reinterpret") return b.CreateBitCast(codegen(op->args.at(0)), llvm_type(t));
+        if (nm == "prefetch") {
+            // prefetch(Load): a read hint for the address of that load (never faults).
+            const Load *l = op->args.at(0).as<Load>();
+            if (!l) fail("prefetch of a non-load");
+            Sym s = lookup(l->name);
+            Expr idx = l->index;
+            if (auto r = idx.as<Ramp>()) idx = r->base;
+            if (idx.type().lanes() != 1) return b.getInt32(0);
+            llvm::Value *p = b.CreateGEP(mem_type(l->type.element_of()), s.value, index64(codegen(idx)));
+            intrinsic(llvm::Intrinsic::prefetch, {p->getType()}, {p, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+            return b.getInt32(0);
+        }
+        if (nm == "weft_rt_profile") {
+            // profile(id, begin): per-Func timing (WEFT_PROFILE).
+            llvm::FunctionCallee f = mod.getOrInsertFunction(
+                "weft_rt_profile", llvm::FunctionType::get(i32, {ptr, i32, i32}, false));
+            return b.CreateCall(f, {fs->ctx, codegen(op->args.at(0)), codegen(op->args.at(1))});
+        }
         std::vector<llvm::Value *> args;
         for (const Expr &a : op->args) args.push_back(codegen(a));
         if (args.empty()) fail("intrinsic " + nm + " without arguments");

@@ -223,3 +223,61 @@ int32_t weft_rt_assert_fail(weft_context_t *ctx, const char *msg, const int64_t 
 }
 
 }  // extern "C"
+
+// ---------------- profiling ----------------
+#include <chrono>
+namespace {
+constexpr int kMaxProfiled = 4096;
+struct ProfileSlot {
+    std::atomic<uint64_t> ns{0}, count{0};
+};
+ProfileSlot g_profile[kMaxProfiled];
+constexpr int kMaxDepth = 64;
+thread_local uint64_t tl_start[kMaxDepth];
+thread_local int32_t tl_ids[kMaxDepth];
+thread_local int tl_depth = 0;
+uint64_t now_ns() {
+    return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+extern "C" int32_t weft_rt_profile(weft_context_t *, int32_t id, int32_t begin) {
+    // Exclusive time: an item's clock pauses while a nested item (a producer computed inside
+    // it) runs on the same thread.
+    if (id < 0 || id >= kMaxProfiled) return 0;
+    uint64_t t = now_ns();
+    if (begin) {
+        if (tl_depth > 0 && tl_depth <= kMaxDepth)
+            g_profile[tl_ids[tl_depth - 1]].ns.fetch_add(t - tl_start[tl_depth - 1], std::memory_order_relaxed);
+        if (tl_depth < kMaxDepth) {
+            tl_ids[tl_depth] = id;
+            tl_start[tl_depth] = t;
+        }
+        tl_depth++;
+        return 0;
+    }
+    if (tl_depth <= 0) return 0;
+    tl_depth--;
+    if (tl_depth < kMaxDepth && tl_ids[tl_depth] == id) {
+        g_profile[id].ns.fetch_add(t - tl_start[tl_depth], std::memory_order_relaxed);
+        g_profile[id].count.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (tl_depth > 0 && tl_depth <= kMaxDepth) tl_start[tl_depth - 1] = t;
+    return 0;
+}
+extern "C" void weft_rt_profile_read(int32_t id, uint64_t *ns, uint64_t *count) {
+    if (id < 0 || id >= kMaxProfiled) {
+        *ns = *count = 0;
+        return;
+    }
+    *ns = g_profile[id].ns.load();
+    *count = g_profile[id].count.load();
+}
+extern "C" void weft_rt_profile_reset() {
+    for (auto &p : g_profile) {
+        p.ns = 0;
+        p.count = 0;
+    }
+}

@@ -45,4 +45,11 @@ int32_t weft_rt_assert_fail(weft_context_t *ctx, const char *msg, const int64_t 
 
 /** Number of threads in the pool. */
 int32_t weft_rt_num_threads();
+
+/** Profiling (WEFT_PROFILE): marks the start (begin = 1) or end (begin = 0) of the work of
+    profiled item `id` on this thread; time is accumulated per id across threads. Returns 0. */
+int32_t weft_rt_profile(weft_context_t *ctx, int32_t id, int32_t begin);
+/** Accumulated nanoseconds and call counts of item `id` (see weft_rt_profile); reset clears. */
+void weft_rt_profile_read(int32_t id, uint64_t *ns, uint64_t *count);
+void weft_rt_profile_reset();
 }

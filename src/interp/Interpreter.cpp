@@ -284,8 +284,37 @@ public:
         if (op->call_type != Call::Intrinsic)
             throw Error("weft internal error: interpreter: unlowered call to " + op->name);
         const std::string &n = op->name;
+        if (n == "prefetch") return make_int(Int(32), 0);  // a hint: nothing to do here
         Val a = eval(op->args[0]);
         if (n == "likely") return a;
+        if (n == "reinterpret") {
+            Val r;
+            r.t = op->type;
+            uint64_t bits = 0;
+            if (a.t.is_float() && a.t.bits() == 32) {
+                float f = (float)a.f;
+                std::memcpy(&bits, &f, 4);
+            } else if (a.t.is_float()) {
+                std::memcpy(&bits, &a.f, 8);
+            } else {
+                bits = a.u;
+            }
+            if (op->type.is_float() && op->type.bits() == 32) {
+                float f;
+                uint32_t b32 = (uint32_t)bits;
+                std::memcpy(&f, &b32, 4);
+                r.f = f;
+            } else if (op->type.is_float()) {
+                std::memcpy(&r.f, &bits, 8);
+            } else {
+                r = make_int(op->type, bits);
+            }
+            return r;
+        }
+        if (n == "weft_rt_profile") {
+            weft_rt_profile(ctx, (int32_t)a.i, (int32_t)eval(op->args[1]).i);
+            return make_int(Int(32), 0);
+        }
         if (n == "abs") {
             if (a.t.is_float()) return make_float(a.t, std::fabs(a.f));
             if (a.t.is_int()) return make_int(a.t, a.i < 0 ? (uint64_t)0 - (uint64_t)a.i : (uint64_t)a.i);

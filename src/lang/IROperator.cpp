@@ -302,3 +302,48 @@ Expr maximum(Expr e) { return inline_reduction(e, "maximum"); }
 Expr minimum(Expr e) { return inline_reduction(e, "minimum"); }
 
 }  // namespace weft
+
+namespace weft {
+using namespace internal;
+
+Expr reinterpret(Type t, Expr e) {
+    if (!e.defined()) user_error("weft: reinterpret of an undefined Expr");
+    t = t.with_lanes(e.type().lanes());
+    if (t.bits() != e.type().bits() || t.is_bool() || e.type().is_bool())
+        user_error("weft: reinterpret from " + e.type().str() + " to " + t.str() + ": the widths must match");
+    if (t == e.type()) return e;
+    return Call::make_intrinsic(t, "reinterpret", {e});
+}
+
+Expr fast_exp(Expr x) {
+    x = to_float(x, "fast_exp");
+    if (x.type().element_of() != Float(32)) user_error("weft: fast_exp takes float32, got " + x.type().str());
+    // exp(x) = 2^k * e^f with k = round(x log2 e) and f = x - k ln 2 (Cody-Waite, in two parts so
+    // that f is exact), |f| <= ln(2)/2; e^f by its Taylor series to f^7.
+    x = clamp(x, -87.3f, 88.7f);
+    Expr k = round(x * 1.44269504088896341f);
+    Expr f = (x - k * 0.693145751953125f) - k * 1.428606765330187045e-06f;
+    Expr p = 1.0f / 5040;
+    for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * f + c;
+    Expr scale = reinterpret(Float(32), (cast<int>(k) + 127) * 8388608);
+    return p * scale;
+}
+
+Expr fast_log(Expr x) {
+    x = to_float(x, "fast_log");
+    if (x.type().element_of() != Float(32)) user_error("weft: fast_log takes float32, got " + x.type().str());
+    // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh(t), t = (m-1)/(m+1), |t| < 0.172.
+    Expr bits = reinterpret(Int(32), x);
+    Expr e = bits / 8388608 - 127;
+    Expr m = reinterpret(Float(32), bits % 8388608 + 1065353216);  // in [1, 2)
+    Expr big = m > 1.41421356f;
+    m = select(big, m * 0.5f, m);
+    e = select(big, e + 1, e);
+    Expr t = (m - 1.0f) / (m + 1.0f);
+    Expr t2 = t * t;
+    Expr s = 1.0f / 11;
+    for (float c : {1.0f / 9, 1.0f / 7, 1.0f / 5, 1.0f / 3, 1.0f}) s = s * t2 + c;
+    return cast<float>(e) * 0.693147180559945309f + 2.0f * t * s;
+}
+
+}  // namespace weft

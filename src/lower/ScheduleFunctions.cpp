@@ -7,9 +7,11 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
+#include "weft/Pipeline.h"
 
 namespace weft {
 namespace internal {
+int profile_id(const std::string &name);
 namespace {
 
 /** WEFT_DEBUG_BOUNDS=1 traces bounds inference on stderr. */
@@ -254,7 +256,16 @@ struct Builder {
             }
         }
         pre.push_back(s);
-        return Block::make(pre);
+        Stmt r = Block::make(pre);
+        if (profile_enabled()) {
+            // Time this Func's computation (weft_rt_profile; exclusive of nested producers).
+            Expr id = Expr(profile_id(fname));
+            auto ev = [&](int begin) {
+                return Evaluate::make(Call::make_intrinsic(Int(32), "weft_rt_profile", {id, Expr(begin)}));
+            };
+            r = Block::make({ev(1), r, ev(0)});
+        }
+        return r;
     }
 
     Region to_region(const Box &b) {
@@ -320,12 +331,16 @@ struct Builder {
                 Stmt p = b->build_produce(*f, req);
                 named = req;
                 if (fold_dim >= 0) {
-                    // The ring must hold what one iteration reads and everything it writes.
-                    std::map<std::string, Expr> lm(lets.begin(), lets.end());
-                    Box prov = box_provided(substitute(lm, p), f->name);
-                    Interval u = prov.empty() ? unslid[fold_dim] : interval_union(unslid[fold_dim], prov[fold_dim]);
-                    int64_t w;
-                    if (u.is_bounded() && is_const_int(simplify(u.max - u.min + 1), &w) && w > 0 && w <= 1024) {
+                    // The ring holds the window one iteration reads. Only where the computation
+                    // writes exactly its region along that dimension (no RoundUp overshoot, which
+                    // would wrap around onto rows still needed).
+                    Box prov = box_provided(b->build_produce(*f, unslid), f->name);
+                    Interval u = unslid[fold_dim];
+                    int64_t w, pw;
+                    bool exact = !prov.empty() && prov[fold_dim].is_bounded() &&
+                                 is_const_int(simplify(prov[fold_dim].max - prov[fold_dim].min + 1), &pw) &&
+                                 u.is_bounded() && is_const_int(simplify(u.max - u.min + 1), &w) && pw == w;
+                    if (exact && w > 0 && w <= 1024) {
                         int64_t ff = 1;
                         while (ff < w) ff *= 2;
                         fold_factor = ff;

@@ -264,13 +264,16 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
     const Env &env = p->env;
     bind(env, cb, outs, nouts);
     if (any_empty_output(env)) return 0;
+    if (t.arch() != Target::Arch::CUDA)  // CPU code reads and writes the host copies
+        for (auto *b : scratch.bufs)
+            if (b->device_dirty) buffer_copy_to_host(*const_cast<BufferContents *>(b));
     std::shared_ptr<const CompiledKernel> kernel;
     if (memo && memo->epoch == epoch && (memo->target == t.data() || memo->target_key == target_key(t)) &&
         memo->shape == scratch.shape) {
         kernel = memo->kernel;
         cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
     } else {
-        std::string base = p->algo + "|" + target_key(t);
+        std::string base = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "");
         std::string shape = shape_string(scratch.shape);
         bool specialize = cache_note_shape(base, shape) <= (size_t)std::max(0, g_max_specializations.load());
         if (!specialize) {
@@ -320,6 +323,9 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         rc = kernel->call(scratch.args.data(), &ctx);
     }
     if (rc != 0) throw Error(std::string("weft: ") + (ctx.error[0] ? ctx.error : "pipeline failed"));
+    if (t.arch() != Target::Arch::CUDA)  // outputs written on the host: a device copy is now stale
+        for (size_t j = env.inputs.size(); j < scratch.bufs.size(); j++)
+            if (scratch.bufs[j]->device) const_cast<BufferContents *>(scratch.bufs[j])->host_dirty = true;
     return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <sstream>
 #include "ir/IR.h"
 #include "llvm/CodeGen_LLVM.h"
+#include "cuda/CudaRuntime.h"
 
 namespace weft {
 
@@ -62,6 +63,10 @@ Target Target::cuda() {
     Data d = *host().d_;
     d.arch = Arch::CUDA;
     r.d_ = finish(std::move(d));
+    // Kernels depend on the device's compute capability and the NVRTC version too.
+    auto dd = std::make_shared<Data>(*r.d_);
+    dd->key += "|" + internal::cuda_device_key();
+    r.d_ = dd;
     return r;
 }
 
