@@ -175,67 +175,69 @@ inline Def unsharp() {
 }
 
 // ============================================================================ softmax and layer-norm
-// Rows of 1024 (x contiguous). The row reductions are vectorized by hand: a 64-lane partial
-// reduction over chunks of 64 (a pure lane dimension l, vectorized by 16 and unrolled: four
-// independent chains of vector adds), then a 64-wide horizontal one. LATER: rfactor does this
-// split from a plain maximum()/sum().
+// Rows of 1024 (x contiguous). The row reductions are vectorized by hand: partial results in
+// J = 4 vectors of 16 lanes, p(l, j, y) over chunks of 64 (l vectorized, j unrolled: four
+// independent chains of vector ops, no dependency through one register), then a 64-wide
+// horizontal reduction. LATER: rfactor does this split from a plain maximum()/sum().
+// (Spelled with two pure dimensions l, j rather than vectorize(l, 16).unroll(l) on one of 64:
+// that form turns the loads into gathers today, the lane let is not folded into a dense ramp.)
 inline Def softmax(int cols) {
     ImageParam in(Float(32), 2, "in");
-    const int L = 64;  // 4 vectors of partial results: 4 independent add chains
-    Var x("x"), y("y"), l("l"), yo("yo"), yi("yi");
-    RDom rc(0, cols / L, "rc"), rl(0, L, "rl");
+    const int L = 16, J = 4, C = L * J;
+    Var x("x"), y("y"), l("l"), j("j"), yo("yo"), yi("yi");
+    RDom rc(0, cols / C, "rc"), rl(0, L, 0, J, "rl");
     Func pmax("sm_pmax"), mx("sm_max"), ex("sm_exp"), psum("sm_psum"), sm("sm_sum"), out("softmax");
-    pmax(l, y) = Float(32).min();
-    pmax(l, y) = max(pmax(l, y), in(rc * L + l, y));
+    pmax(l, j, y) = Float(32).min();
+    pmax(l, j, y) = max(pmax(l, j, y), in(rc * C + j * L + l, y));
     mx(y) = Float(32).min();
-    mx(y) = max(mx(y), pmax(rl, y));
+    mx(y) = max(mx(y), pmax(rl.x, rl.y, y));
     ex(x, y) = softmax_exp(in(x, y) - mx(y));
-    psum(l, y) = 0.0f;
-    psum(l, y) += ex(rc * L + l, y);
+    psum(l, j, y) = 0.0f;
+    psum(l, j, y) += ex(rc * C + j * L + l, y);
     sm(y) = 0.0f;
-    sm(y) += psum(rl, y);
+    sm(y) += psum(rl.x, rl.y, y);
     out(x, y) = ex(x, y) * (1.0f / sm(y));
 
     out.split(y, yo, yi, 8).parallel(yo).vectorize(x, 16);
     ex.compute_at(out, yi).vectorize(x, 16);
     mx.compute_at(out, yi);
-    pmax.compute_at(out, yi).vectorize(l, 16).unroll(l);
-    pmax.update().vectorize(l, 16).unroll(l).reorder(l, rc);
+    pmax.compute_at(out, yi).vectorize(l).unroll(j);
+    pmax.update().reorder(l, j, rc).vectorize(l).unroll(j);
     sm.compute_at(out, yi);
-    psum.compute_at(out, yi).vectorize(l, 16).unroll(l);
-    psum.update().vectorize(l, 16).unroll(l).reorder(l, rc);
+    psum.compute_at(out, yi).vectorize(l).unroll(j);
+    psum.update().reorder(l, j, rc).vectorize(l).unroll(j);
     return {out, {in}};
 }
 
 inline Def layernorm(int cols, float eps) {
     ImageParam in(Float(32), 2, "in"), gamma(Float(32), 1, "gamma"), beta(Float(32), 1, "beta");
-    const int L = 64;  // 4 vectors of partial results: 4 independent add chains
-    Var x("x"), y("y"), l("l"), yo("yo"), yi("yi");
-    RDom rc(0, cols / L, "rc"), rl(0, L, "rl");
-    Func psum("ln_psum"), mean("ln_mean"), psq("ln_psq"), inv("ln_inv"), out("layernorm");
-    psum(l, y) = 0.0f;
-    psum(l, y) += in(rc * L + l, y);
-    Func total("ln_total"), sq("ln_sq");
+    const int L = 16, J = 4, C = L * J;
+    Var x("x"), y("y"), l("l"), j("j"), yo("yo"), yi("yi");
+    RDom rc(0, cols / C, "rc"), rl(0, L, 0, J, "rl");
+    Func psum("ln_psum"), total("ln_total"), mean("ln_mean"), psq("ln_psq"), sq("ln_sq"), inv("ln_inv"),
+        out("layernorm");
+    psum(l, j, y) = 0.0f;
+    psum(l, j, y) += in(rc * C + j * L + l, y);
     total(y) = 0.0f;
-    total(y) += psum(rl, y);
+    total(y) += psum(rl.x, rl.y, y);
     mean(y) = total(y) * (1.0f / cols);
-    Expr d = in(rc * L + l, y) - mean(y);
-    psq(l, y) = 0.0f;
-    psq(l, y) += d * d;
+    Expr d = in(rc * C + j * L + l, y) - mean(y);
+    psq(l, j, y) = 0.0f;
+    psq(l, j, y) += d * d;
     sq(y) = 0.0f;
-    sq(y) += psq(rl, y);
+    sq(y) += psq(rl.x, rl.y, y);
     inv(y) = 1.0f / sqrt(sq(y) * (1.0f / cols) + eps);
     out(x, y) = (in(x, y) - mean(y)) * (inv(y) * gamma(x)) + beta(x);
 
     out.split(y, yo, yi, 8).parallel(yo).vectorize(x, 16);
     mean.compute_at(out, yi);
     total.compute_at(out, yi);
-    psum.compute_at(out, yi).vectorize(l, 16).unroll(l);
-    psum.update().vectorize(l, 16).unroll(l).reorder(l, rc);
+    psum.compute_at(out, yi).vectorize(l).unroll(j);
+    psum.update().reorder(l, j, rc).vectorize(l).unroll(j);
     inv.compute_at(out, yi);
     sq.compute_at(out, yi);
-    psq.compute_at(out, yi).vectorize(l, 16).unroll(l);
-    psq.update().vectorize(l, 16).unroll(l).reorder(l, rc);
+    psq.compute_at(out, yi).vectorize(l).unroll(j);
+    psq.update().reorder(l, j, rc).vectorize(l).unroll(j);
     return {out, {in, gamma, beta}};
 }
 

@@ -230,7 +230,8 @@ private:
 /** A schedulable stage of a Func: its pure definition or one update. */
 class Stage {
 public:
-    Stage(std::shared_ptr<internal::FunctionContents> f, int stage) : f_(std::move(f)), stage_(stage) {}
+    Stage(std::shared_ptr<internal::FunctionContents> f, int stage, int spec = -1)
+        : f_(std::move(f)), stage_(stage), spec_(spec) {}
     Stage &split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, Expr factor,
                  TailStrategy tail = TailStrategy::Auto);
     Stage &fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused);
@@ -266,11 +267,19 @@ public:
                     TailStrategy tail = TailStrategy::Auto);
     Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                     const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
+    /** Prefetches the data of `src` that iteration at + offset of loop `at` will read. */
+    Stage &prefetch(const class Func &src, const VarOrRVar &at, Expr offset = 1);
+    Stage &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);
+    Stage &prefetch(const Buffer<void> &src, const VarOrRVar &at, Expr offset = 1);
+    /** A runtime branch: where cond holds (cond may use Params and buffer shapes), this stage
+        runs with the schedule set on the returned Stage, which starts as a copy of this one. */
+    Stage specialize(Expr cond);
     std::string name() const;
 
 protected:
     std::shared_ptr<internal::FunctionContents> f_;
     int stage_;
+    int spec_;  // -1: the stage's own schedule; else a specialization's
 };
 
 /** A function over an integer domain, defined by a pure definition and update definitions. */
@@ -327,6 +336,11 @@ public:
     Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                    const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
     Func &bound(const Var &v, Expr min, Expr extent);
+    Func &prefetch(const Func &src, const VarOrRVar &at, Expr offset = 1);
+    Func &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);
+    Func &prefetch(const Buffer<void> &src, const VarOrRVar &at, Expr offset = 1);
+    /** See Stage::specialize (for the pure definition). */
+    Stage specialize(Expr cond);
 
     Func &compute_root();
     Func &compute_at(const Func &consumer, const VarOrRVar &loop);

@@ -442,10 +442,11 @@ FuncRef &FuncRef::operator/=(Expr e) {
 
 // ---------------- Stage scheduling ----------------
 namespace {
-StageSchedule &sched_of(const std::shared_ptr<FunctionContents> &f, int stage) {
+StageSchedule &sched_of(const std::shared_ptr<FunctionContents> &f, int stage, int spec = -1) {
     check_func(f);
     if (!f->defined) user_error("weft: cannot schedule Func \"" + f->name + "\" before it has a definition");
-    return stage_definition(*f, stage).schedule;
+    Definition &d = stage_definition(*f, stage);
+    return spec < 0 ? d.schedule : d.specializations.at(spec).schedule;
 }
 std::string dims_list(const StageSchedule &s) {
     std::string r;
@@ -476,8 +477,47 @@ void check_factor(const FunctionContents &f, int stage, const Expr &factor, cons
 
 std::string Stage::name() const { return stage_name(*f_, stage_); }
 
+static Stage &add_prefetch(Stage &st, const std::shared_ptr<FunctionContents> &f, int stage, int spec, const void *src,
+                           const std::string &src_name, const VarOrRVar &at, Expr offset) {
+    StageSchedule &s = sched_of(f, stage, spec);
+    find_dim(*f, stage, s, at.name(), "prefetch");
+    if (!offset.defined() || !offset.type().is_int_or_uint())
+        user_error("weft: " + stage_name(*f, stage) + ".prefetch(" + src_name + "): the offset must be an integer");
+    s.prefetches.push_back({src, src_name, at.name(), cast(Int(32), offset)});
+    bump_epoch();
+    return st;
+}
+Stage &Stage::prefetch(const Func &src, const VarOrRVar &at, Expr offset) {
+    check_func(src.contents());
+    return add_prefetch(*this, f_, stage_, spec_, src.contents().get(), src.name(), at, offset);
+}
+Stage &Stage::prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset) {
+    check_image(src.contents());
+    return add_prefetch(*this, f_, stage_, spec_, src.contents().get(), src.name(), at, offset);
+}
+Stage &Stage::prefetch(const Buffer<void> &src, const VarOrRVar &at, Expr offset) {
+    if (!src.defined()) user_error("weft: prefetch of an undefined Buffer");
+    return add_prefetch(*this, f_, stage_, spec_, src.contents().get(), src.name(), at, offset);
+}
+
+Stage Stage::specialize(Expr cond) {
+    StageSchedule &cur = sched_of(f_, stage_, spec_);
+    if (!cond.defined() || !cond.type().is_bool() || cond.type().is_vector())
+        user_error("weft: " + name() + ".specialize(): the condition must be a scalar bool Expr");
+    CollectDefVars cv;
+    cv.fname = f_->name;
+    cv.include(cond);
+    if (!cv.pure.empty() || cv.rdom)
+        user_error("weft: " + name() + ".specialize(" + to_string(cond) +
+                   "): the condition may use Params and buffer shapes, not Vars or RVars");
+    Definition &d = stage_definition(*f_, stage_);
+    d.specializations.push_back({cond, cur});
+    bump_epoch();
+    return Stage(f_, stage_, (int)d.specializations.size() - 1);
+}
+
 Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, Expr factor, TailStrategy tail) {
-    StageSchedule &s = sched_of(f_, stage_);
+    StageSchedule &s = sched_of(f_, stage_, spec_);
     int i = find_dim(*f_, stage_, s, old.name(), "split");
     check_factor(*f_, stage_, factor, "split");
     if (outer.name() == inner.name())
@@ -496,7 +536,7 @@ Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVa
     return *this;
 }
 Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
-    StageSchedule &s = sched_of(f_, stage_);
+    StageSchedule &s = sched_of(f_, stage_, spec_);
     int ii = find_dim(*f_, stage_, s, inner.name(), "fuse");
     int io = find_dim(*f_, stage_, s, outer.name(), "fuse");
     if (ii == io) user_error("weft: " + name() + ".fuse(): inner and outer are the same loop \"" + inner.name() + "\"");
@@ -513,7 +553,7 @@ Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRV
     return *this;
 }
 Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
-    StageSchedule &s = sched_of(f_, stage_);
+    StageSchedule &s = sched_of(f_, stage_, spec_);
     std::vector<int> idx;
     for (auto &v : vars) {
         int i = find_dim(*f_, stage_, s, v.name(), "reorder");
@@ -550,9 +590,9 @@ Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, 
     split(y, y, yi, fy, tail);
     return reorder({xi, yi, x, y});
 }
-static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int stage, const VarOrRVar &v, ForType t,
-                   const char *prim) {
-    StageSchedule &s = sched_of(f, stage);
+static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int stage, int spec, const VarOrRVar &v,
+                   ForType t, const char *prim) {
+    StageSchedule &s = sched_of(f, stage, spec);
     int i = find_dim(*f, stage, s, v.name(), prim);
     if ((t == ForType::Parallel || t == ForType::Vectorized || t == ForType::GPUBlock || t == ForType::GPUThread) &&
         s.dims[i].is_rvar)
@@ -562,11 +602,11 @@ static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int st
     bump_epoch();
     return st;
 }
-Stage &Stage::vectorize(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Vectorized, "vectorize"); }
-Stage &Stage::unroll(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Unrolled, "unroll"); }
-Stage &Stage::parallel(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Parallel, "parallel"); }
-Stage &Stage::serial(const VarOrRVar &v) { return mark(*this, f_, stage_, v, ForType::Serial, "serial"); }
-Stage &Stage::gpu_blocks(const VarOrRVar &x) { return mark(*this, f_, stage_, x, ForType::GPUBlock, "gpu_blocks"); }
+Stage &Stage::vectorize(const VarOrRVar &v) { return mark(*this, f_, stage_, spec_, v, ForType::Vectorized, "vectorize"); }
+Stage &Stage::unroll(const VarOrRVar &v) { return mark(*this, f_, stage_, spec_, v, ForType::Unrolled, "unroll"); }
+Stage &Stage::parallel(const VarOrRVar &v) { return mark(*this, f_, stage_, spec_, v, ForType::Parallel, "parallel"); }
+Stage &Stage::serial(const VarOrRVar &v) { return mark(*this, f_, stage_, spec_, v, ForType::Serial, "serial"); }
+Stage &Stage::gpu_blocks(const VarOrRVar &x) { return mark(*this, f_, stage_, spec_, x, ForType::GPUBlock, "gpu_blocks"); }
 Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y) {
     gpu_blocks(x);
     return gpu_blocks(y);
@@ -575,7 +615,7 @@ Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar
     gpu_blocks(x, y);
     return gpu_blocks(z);
 }
-Stage &Stage::gpu_threads(const VarOrRVar &x) { return mark(*this, f_, stage_, x, ForType::GPUThread, "gpu_threads"); }
+Stage &Stage::gpu_threads(const VarOrRVar &x) { return mark(*this, f_, stage_, spec_, x, ForType::GPUThread, "gpu_threads"); }
 Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
     gpu_threads(x);
     return gpu_threads(y);
@@ -605,13 +645,13 @@ static std::string fresh_inner(const StageSchedule &s, const std::string &base) 
     }
 }
 Stage &Stage::vectorize(const VarOrRVar &v, Expr factor, TailStrategy tail) {
-    std::string in = fresh_inner(sched_of(f_, stage_), v.name() + "_vi");
-    if (v.is_rvar()) mark(*this, f_, stage_, v, ForType::Vectorized, "vectorize");  // raises the error
+    std::string in = fresh_inner(sched_of(f_, stage_, spec_), v.name() + "_vi");
+    if (v.is_rvar()) mark(*this, f_, stage_, spec_, v, ForType::Vectorized, "vectorize");  // raises the error
     split(v, v, Var(in), factor, tail);
     return vectorize(Var(in));
 }
 Stage &Stage::unroll(const VarOrRVar &v, Expr factor, TailStrategy tail) {
-    std::string in = fresh_inner(sched_of(f_, stage_), v.name() + "_ui");
+    std::string in = fresh_inner(sched_of(f_, stage_, spec_), v.name() + "_ui");
     if (v.is_rvar()) {
         split(v, v, RVar(in), factor, tail);
         return unroll(RVar(in));
@@ -620,8 +660,8 @@ Stage &Stage::unroll(const VarOrRVar &v, Expr factor, TailStrategy tail) {
     return unroll(Var(in));
 }
 Stage &Stage::parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail) {
-    std::string in = fresh_inner(sched_of(f_, stage_), v.name() + "_pi");
-    if (v.is_rvar()) mark(*this, f_, stage_, v, ForType::Parallel, "parallel");
+    std::string in = fresh_inner(sched_of(f_, stage_, spec_), v.name() + "_pi");
+    if (v.is_rvar()) mark(*this, f_, stage_, spec_, v, ForType::Parallel, "parallel");
     split(v, v, Var(in), task_size, tail);
     return parallel(v);
 }
@@ -696,6 +736,20 @@ FORWARD(gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, co
                  const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy t),
         gpu_tile(x, y, xo, yo, xi, yi, fx, fy, t))
 #undef FORWARD
+
+Stage Func::specialize(Expr cond) { return stage0().specialize(cond); }
+Func &Func::prefetch(const Func &src, const VarOrRVar &at, Expr offset) {
+    stage0().prefetch(src, at, offset);
+    return *this;
+}
+Func &Func::prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset) {
+    stage0().prefetch(src, at, offset);
+    return *this;
+}
+Func &Func::prefetch(const Buffer<void> &src, const VarOrRVar &at, Expr offset) {
+    stage0().prefetch(src, at, offset);
+    return *this;
+}
 
 Func &Func::bound(const Var &v, Expr min, Expr extent) {
     check_func(c_);

@@ -31,9 +31,21 @@ struct Dim {
     bool is_rvar = false;
 };
 
+struct PrefetchSpec {
+    const void *src;  // FunctionContents, ImageParamContents or BufferContents
+    std::string src_name, var;
+    Expr offset;
+};
+
 struct StageSchedule {
     std::vector<Split> splits;
     std::vector<Dim> dims;  // innermost first
+    std::vector<PrefetchSpec> prefetches;
+};
+
+struct Specialization {
+    Expr condition;
+    StageSchedule schedule;
 };
 
 struct Definition {
@@ -41,6 +53,7 @@ struct Definition {
     Expr value;
     std::shared_ptr<ReductionDomainContents> rdom;  // null for pure definitions
     StageSchedule schedule;
+    std::vector<Specialization> specializations;  // tried in order before `schedule`
 };
 
 struct LoopLevelSpec {

@@ -55,6 +55,7 @@ public:
 
 protected:
     void visit(const Call *op) override {
+        if (op->is_intrinsic("prefetch")) return;  // a hint: may point past what is read
         IRVisitor::visit(op);
         if (calls && op->call_type != Call::Intrinsic && op->name == name) add(op->args);
     }

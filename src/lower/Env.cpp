@@ -262,6 +262,20 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 for (auto &rv : d.rdom->domain) s.rvars.push_back({rv.var, rn.mutate(rv.min), rn.mutate(rv.extent)});
             }
             s.sched = d.schedule;
+            for (auto &sp : d.specializations) s.specs.push_back({rn.mutate(sp.condition), sp.schedule});
+            auto note_prefetches = [&](const StageSchedule &sc) {
+                for (auto &pf : sc.prefetches) {
+                    auto fi = fnames.find((const FunctionContents *)pf.src);
+                    auto ii = inames.find(pf.src);
+                    if (fi != fnames.end()) s.prefetch_names[pf.src] = fi->second;
+                    else if (ii != inames.end()) s.prefetch_names[pf.src] = ii->second;
+                    else
+                        user_error("weft: " + stage_name(*fc, (int)lf.stages.size()) + ".prefetch(" + pf.src_name +
+                                   "): \"" + pf.src_name + "\" is not read by this pipeline");
+                }
+            };
+            note_prefetches(s.sched);
+            for (auto &sp : s.specs) note_prefetches(sp.second);
             lf.stages.push_back(std::move(s));
         };
         add_stage(fc->init);
@@ -294,6 +308,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                     }
                 }
                 lf.stages[k].sched = s;
+                lf.stages[k].specs.clear();
             }
         } else {
             resolve(lf.sched.compute, lf.compute_func, "compute_at");
@@ -401,8 +416,24 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                    << canon.get(sp.outer) << " " << canon.get(sp.inner) << " "
                    << (sp.factor.defined() ? to_string(canon.mutate(sp.factor)) : std::string("-")) << " "
                    << tail_name(sp.tail);
+            auto sched_str = [&](const StageSchedule &sc) {
+                for (auto &sp : sc.splits)
+                    os << " " << (sp.kind == Split::SplitVar ? "split " : "fuse ") << canon.get(sp.old_var) << " "
+                       << canon.get(sp.outer) << " " << canon.get(sp.inner) << " "
+                       << (sp.factor.defined() ? to_string(canon.mutate(sp.factor)) : std::string("-")) << " "
+                       << tail_name(sp.tail);
+                os << " dims";
+                for (auto &d : sc.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
+            };
             os << " dims";
             for (auto &d : s.sched.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
+            for (auto &pf : s.sched.prefetches)
+                os << " prefetch " << canon.get(s.prefetch_names.count(pf.src) ? s.prefetch_names.at(pf.src) : pf.src_name)
+                   << " " << canon.get(pf.var) << " " << canon.mutate(pf.offset);
+            for (auto &sp : s.specs) {
+                os << "\n  specialize " << canon.mutate(sp.first);
+                sched_str(sp.second);
+            }
             os << "\n";
         }
     }

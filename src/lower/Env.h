@@ -13,6 +13,8 @@ struct LStage {
     Expr predicate;  // RDom where(), undefined = none
     std::vector<ReductionVariable> rvars;
     StageSchedule sched;
+    std::vector<std::pair<Expr, StageSchedule>> specs;  // specialize(): condition, schedule
+    std::map<const void *, std::string> prefetch_names;  // prefetch sources -> unique names
 };
 
 struct LFunc {

@@ -73,6 +73,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
                     rv.min = substitute(consts, rv.min);
                     rv.extent = substitute(consts, rv.extent);
                 }
+                for (auto &sp : st.specs) sp.first = substitute(consts, sp.first);
             }
 
     std::map<std::string, Box> output_boxes;

@@ -47,7 +47,19 @@ struct Builder {
         return t;
     }
 
+    /** The stage's loop nest; with specializations, a chain of branches on their conditions. */
     Stmt build_stage(LFunc &f, int k, const Box &box) {
+        LStage &st = f.stages[k];
+        Stmt r = build_stage_with(f, k, box, st.sched);
+        for (auto it = st.specs.rbegin(); it != st.specs.rend(); ++it) {
+            Expr c = simplify(it->first);
+            if (is_true(c)) r = build_stage_with(f, k, box, it->second);
+            else if (!is_false(c)) r = IfThenElse::make(c, build_stage_with(f, k, box, it->second), r);
+        }
+        return r;
+    }
+
+    Stmt build_stage_with(LFunc &f, int k, const Box &box, const StageSchedule &sched) {
         LStage &st = f.stages[k];
         std::string prefix = f.name + ".s" + std::to_string(k) + ".";
         std::map<std::string, std::pair<Expr, Expr>> bounds;  // min, extent
@@ -78,7 +90,7 @@ struct Builder {
             Expr imax, outer_max;  // fuse: the inner's and the outer's last values
         };
         std::vector<Rec> recs;
-        for (auto &sp : st.sched.splits) {
+        for (auto &sp : sched.splits) {
             if (sp.kind == Split::SplitVar) {
                 auto it = bounds.find(sp.old_var);
                 WEFT_ASSERT(it != bounds.end(), "split of unknown var " + sp.old_var);
@@ -105,7 +117,7 @@ struct Builder {
         // a tail guard follows right after the let it checks, so that bounds inference can use it
         // for everything inside.
         std::map<std::string, Expr> values;
-        for (auto &d : st.sched.dims) values[d.var] = Variable::make(Int(32), prefix + d.var);
+        for (auto &d : sched.dims) values[d.var] = Variable::make(Int(32), prefix + d.var);
         struct Wrap {
             std::string let;
             Expr value;  // a let, or (if let is empty) a guard condition
@@ -157,10 +169,41 @@ struct Builder {
         std::vector<Expr> args;
         for (auto &a : st.args) args.push_back(substitute(subs, a));
         Stmt body = Provide::make(f.name, substitute(subs, st.value), args);
+        // prefetch(src, at, offset): a hint for what iteration at + offset will read of src.
+        std::vector<Stmt> prefetches;
+        for (auto &pf : sched.prefetches) {
+            auto nm = st.prefetch_names.find(pf.src);
+            if (nm == st.prefetch_names.end()) continue;
+            class FindCall : public IRVisitor {
+            public:
+                std::string name;
+                Expr found;
+
+            protected:
+                void visit(const Call *op) override {
+                    if (!found.defined() && op->call_type != Call::Intrinsic && op->name == name)
+                        found = Expr(std::make_shared<Call>(*op));
+                    IRVisitor::visit(op);
+                }
+            } fc;
+            fc.name = nm->second;
+            fc.include(body);
+            if (!fc.found.defined()) continue;
+            Expr call = fc.found;
+            for (auto it = wraps.rbegin(); it != wraps.rend(); ++it)
+                if (!it->let.empty()) call = substitute(it->let, it->value, call);
+            Expr at = Variable::make(Int(32), prefix + pf.var);
+            call = substitute(prefix + pf.var, at + pf.offset, call);
+            prefetches.push_back(Evaluate::make(Call::make_intrinsic(Int(32), "prefetch", {call})));
+        }
+        if (!prefetches.empty()) {
+            prefetches.push_back(body);
+            body = Block::make(prefetches);
+        }
         if (st.predicate.defined()) body = IfThenElse::make(substitute(subs, st.predicate), body);
         for (auto it = wraps.rbegin(); it != wraps.rend(); ++it)
             body = it->let.empty() ? IfThenElse::make(it->value, body) : LetStmt::make(it->let, it->value, body);
-        for (auto &d : st.sched.dims) {
+        for (auto &d : sched.dims) {
             auto b = bounds.at(d.var);
             body = For::make(prefix + d.var, simplify(b.first), simplify(b.second), d.for_type, body);
         }

@@ -91,6 +91,7 @@ protected:
         }
         if (!changed) return e;
         if (op->call_type != Call::Intrinsic) throw CannotVectorize();
+        if (op->name == "prefetch") return Call::make_intrinsic(op->type, op->name, args);  // stays scalar
         for (auto &a : args) a = widen(a, l);
         return Call::make_intrinsic(op->type.with_lanes(l), op->name, args);
     }
