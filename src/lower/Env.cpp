@@ -331,8 +331,40 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         if (f.sched.compute.kind == LoopLevelSpec::Inline) {
             if (f.stages.size() == 1) inlined.insert(f.name);
             else {
-                f.sched.compute.kind = LoopLevelSpec::Root;  // a Func with updates cannot be inlined
-                if (f.sched.store.kind == LoopLevelSpec::Inline) f.sched.store.kind = LoopLevelSpec::Root;
+                // A Func with updates cannot be inlined: it is computed at the innermost serial
+                // loop of its one consumer stage (as an inline reduction should be), else at root.
+                f.sched.compute.kind = LoopLevelSpec::Root;
+                f.sched.store.kind = LoopLevelSpec::Root;
+                int users = 0;
+                LFunc *user = nullptr;
+                int user_stage = -1;
+                for (auto &c : all) {
+                    if (&c == &f) continue;
+                    for (size_t k = 0; k < c.stages.size(); k++) {
+                        CallsOf co;
+                        LStage copy = c.stages[k];
+                        for_each_expr(copy, [&](Expr &e) { co.include(e); });
+                        if (std::find(co.names.begin(), co.names.end(), f.name) != co.names.end()) {
+                            users++;
+                            user = &c;
+                            user_stage = (int)k;
+                        }
+                    }
+                }
+                bool user_inlined = user && user->output_index < 0 && user->sched.compute.kind == LoopLevelSpec::Inline &&
+                                    user->stages.size() == 1;
+                if (!reference && users == 1 && !user_inlined) {
+                    const auto &dims = user->stages[user_stage].sched.dims;
+                    for (auto &d : dims) {
+                        if (d.for_type == ForType::Vectorized || d.for_type == ForType::GPUThread ||
+                            d.for_type == ForType::GPUBlock)
+                            continue;
+                        f.sched.compute = LoopLevelSpec{LoopLevelSpec::At, user->contents, user->contents->name, d.var};
+                        f.sched.store = f.sched.compute;
+                        f.compute_func = f.store_func = user->name;
+                        break;
+                    }
+                }
             }
         } else if (f.sched.store.kind == LoopLevelSpec::Inline) {
             f.sched.store = f.sched.compute;

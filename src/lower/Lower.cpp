@@ -5,6 +5,7 @@
 #include "lower/BoxesTouched.h"
 #include "lower/InjectGPU.h"
 #include "lower/ScheduleFunctions.h"
+#include "lower/PartitionLoops.h"
 #include "lower/StorageFlattening.h"
 #include "lower/UnrollLoops.h"
 #include "lower/VectorizeLoops.h"
@@ -108,6 +109,9 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     s = vectorize_loops(s);
     s = simplify(s);
     log_pass(log, "unroll, vectorize, simplify", s);
+
+    s = partition_loops(s);
+    log_pass(log, "partition_loops", s);
 
     if (cuda) {
         s = inject_gpu(s, env);

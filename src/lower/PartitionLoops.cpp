@@ -1,0 +1,102 @@
+#include "lower/PartitionLoops.h"
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+/** Counts min/max nodes of vector type that mix a Ramp with a clamp bound (vector clamps). */
+class CountClamps : public IRVisitor {
+public:
+    std::string var;  // only clamps that depend on this loop variable
+    int count = 0;
+
+protected:
+    void check(const Expr &a, const Expr &b, Type t) {
+        if (t.is_vector() && (expr_uses_var(a, var) || expr_uses_var(b, var))) count++;
+    }
+    void visit(const Min *op) override {
+        check(op->a, op->b, op->type);
+        IRVisitor::visit(op);
+    }
+    void visit(const Max *op) override {
+        check(op->a, op->b, op->type);
+        IRVisitor::visit(op);
+    }
+};
+
+int clamps(const Stmt &s, const std::string &var) {
+    CountClamps c;
+    c.var = var;
+    c.include(s);
+    return c.count;
+}
+
+/** Removes vector clamps that are no-ops given the known ranges of variables. */
+class FoldClamps : public IRMutator {
+public:
+    Scope scope;
+
+protected:
+    bool le(const Expr &a, const Expr &b) {
+        Interval ia = bounds_of_expr_in_scope(a, scope), ib = bounds_of_expr_in_scope(b, scope);
+        return ia.max.defined() && ib.min.defined() && can_prove(simplify(ia.max <= ib.min));
+    }
+    Expr visit(const Min *op, const Expr &e) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (op->type.is_vector()) {
+            if (le(a, b)) return a;
+            if (le(b, a)) return b;
+        }
+        return Min::make(a, b);
+    }
+    Expr visit(const Max *op, const Expr &e) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (op->type.is_vector()) {
+            if (le(b, a)) return a;
+            if (le(a, b)) return b;
+        }
+        return Max::make(a, b);
+    }
+};
+
+class Partition : public IRMutator {
+protected:
+    Stmt visit(const For *op, const Stmt &s) override {
+        Stmt body = mutate(op->body);
+        Stmt same = body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+        if (op->for_type != ForType::Serial) return same;
+        int before = clamps(body, op->name);
+        if (before == 0) return same;
+        static const int peels[][2] = {{1, 1}, {1, 0}, {0, 1}, {2, 2}};
+        for (auto &p : peels) {
+            int lo = p[0], hi = p[1];
+            // prologue [min, min + e_lo), middle, epilogue: the three cover the loop exactly.
+            Expr ext = op->extent;
+            Expr e_lo = simplify(Min::make(Expr(lo), Max::make(ext, 0)));
+            Expr mid_start = simplify(op->min + e_lo);
+            Expr mid_ext = simplify(Max::make(ext - (lo + hi), 0));
+            Expr epi_start = simplify(mid_start + mid_ext);
+            Expr epi_ext = simplify(Max::make(ext, 0) - e_lo - mid_ext);
+            FoldClamps fold;
+            fold.scope[op->name] = Interval(mid_start, simplify(mid_start + mid_ext - 1));
+            Stmt mid_body = simplify(fold.mutate(body));
+            if (clamps(mid_body, op->name) != 0) continue;
+            Stmt mid = For::make(op->name, mid_start, mid_ext, ForType::Serial, mid_body);
+            std::vector<Stmt> parts;
+            if (!is_const_zero(e_lo)) parts.push_back(For::make(op->name, op->min, e_lo, ForType::Serial, body));
+            parts.push_back(mid);
+            if (!is_const_zero(epi_ext)) parts.push_back(For::make(op->name, epi_start, epi_ext, ForType::Serial, body));
+            return Block::make(parts);
+        }
+        return same;
+    }
+};
+
+}  // namespace
+
+Stmt partition_loops(const Stmt &s) { return Partition().mutate(s); }
+
+}  // namespace internal
+}  // namespace weft
