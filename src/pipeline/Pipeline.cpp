@@ -40,7 +40,10 @@ struct CallBinding {
     const CallArg *args;
 };
 
+static std::atomic<uint64_t> g_pipeline_ids{1};
+
 struct PipelineContents {
+    const uint64_t id = g_pipeline_ids.fetch_add(1);  // never reused (unlike an address)
     std::vector<std::shared_ptr<FunctionContents>> outputs;
     std::mutex m;
     std::shared_ptr<const Prepared> prepared;
@@ -251,26 +254,45 @@ bool any_empty_output(const Env &env) {
 
 }  // namespace
 
+namespace {
+/** This thread's last pipeline (by unique id) and its state: a repeated call takes no lock and
+    touches no reference count. */
+struct ThreadMemo {
+    uint64_t id = 0, epoch = 0;
+    std::shared_ptr<const Prepared> prepared;
+    std::shared_ptr<const Memo> memo;
+};
+thread_local ThreadMemo tls_memo;
+}  // namespace
+
 int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts) {
     uint64_t epoch = g_definition_epoch.load(std::memory_order_relaxed);
-    std::shared_ptr<const Prepared> p;
-    std::shared_ptr<const Memo> memo;
-    {
-        std::lock_guard<std::mutex> l(m);
-        p = prepared;
-        memo = this->memo;
+    ThreadMemo &tm = tls_memo;
+    if (tm.id != id || tm.epoch != epoch || !tm.prepared || tm.prepared->epoch != epoch) {
+        std::shared_ptr<const Prepared> p;
+        {
+            std::lock_guard<std::mutex> l(m);
+            p = prepared;
+            tm.memo = this->memo;
+        }
+        if (!p || p->epoch != epoch) p = prepare(epoch);
+        tm.prepared = p;
+        tm.id = id;
+        tm.epoch = epoch;
     }
-    if (!p || p->epoch != epoch) p = prepare(epoch);
+    const Prepared *p = tm.prepared.get();
+    const Memo *memo = tm.memo.get();
     const Env &env = p->env;
     bind(env, cb, outs, nouts);
     if (any_empty_output(env)) return 0;
     if (t.arch() != Target::Arch::CUDA)  // CPU code reads and writes the host copies
         for (auto *b : scratch.bufs)
             if (b->device_dirty) buffer_copy_to_host(*const_cast<BufferContents *>(b));
+    const CompiledKernel *kernel_ptr = nullptr;
     std::shared_ptr<const CompiledKernel> kernel;
     if (memo && memo->epoch == epoch && (memo->target == t.data() || memo->target_key == target_key(t)) &&
         memo->shape == scratch.shape) {
-        kernel = memo->kernel;
+        kernel_ptr = memo->kernel.get();  // kept alive by this thread's memo
         cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
     } else {
         std::string base = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "");
@@ -294,18 +316,23 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         nm->target_key = target_key(t);
         nm->shape = scratch.shape;
         nm->kernel = kernel;
-        std::lock_guard<std::mutex> l(m);
-        this->memo = nm;
+        {
+            std::lock_guard<std::mutex> l(m);
+            this->memo = nm;
+        }
+        tm.memo = nm;
+        kernel_ptr = kernel.get();
     }
     fill_args(env);
     weft_context_t ctx;
     ctx.error[0] = 0;
     ctx.error_code = 0;
-    int32_t rc = kernel->call(scratch.args.data(), &ctx);
-    if (rc != 0 && kernel->generic) {
+    int32_t rc = kernel_ptr->call(scratch.args.data(), &ctx);
+    if (rc != 0 && kernel_ptr->generic) {
         // A shape-generic kernel's bounds are conservative: before reporting an error, check
         // with a kernel specialised to these shapes (its checks are exact).
-        std::string key = p->algo + "|" + target_key(t) + "|" + shape_string(scratch.shape);
+        std::string key = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "") + "|" +
+                          shape_string(scratch.shape);
         auto consts = shape_consts(env);
         kernel = cache_get(key, [&] { return compile(env, consts, t, false); });
         auto nm = std::make_shared<Memo>();
@@ -318,6 +345,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
             std::lock_guard<std::mutex> l(m);
             this->memo = nm;
         }
+        tm.memo = nm;
         ctx.error[0] = 0;
         ctx.error_code = 0;
         rc = kernel->call(scratch.args.data(), &ctx);
