@@ -315,35 +315,54 @@ Expr reinterpret(Type t, Expr e) {
     return Call::make_intrinsic(t, "reinterpret", {e});
 }
 
-Expr fast_exp(Expr x) {
-    x = to_float(x, "fast_exp");
-    if (x.type().element_of() != Float(32)) user_error("weft: fast_exp takes float32, got " + x.type().str());
+namespace {
+/** Binds e to a fresh name for the body: shared subexpressions are computed once. */
+template <typename F>
+Expr with_let(const Expr &e, F &&body) {
+    if (e.as<Variable>() || is_const(e)) return body(e);
+    std::string n = unique_name('t');
+    return Let::make(n, e, body(Variable::make(e.type(), n)));
+}
+}  // namespace
+
+Expr fast_exp(Expr x_in) {
+    Expr x0 = to_float(x_in, "fast_exp");
+    if (x0.type().element_of() != Float(32)) user_error("weft: fast_exp takes float32, got " + x0.type().str());
     // exp(x) = 2^k * e^f with k = round(x log2 e) and f = x - k ln 2 (Cody-Waite, in two parts so
     // that f is exact), |f| <= ln(2)/2; e^f by its Taylor series to f^7.
-    x = clamp(x, -87.3f, 88.7f);
-    Expr k = round(x * 1.44269504088896341f);
-    Expr f = (x - k * 0.693145751953125f) - k * 1.428606765330187045e-06f;
-    Expr p = 1.0f / 5040;
-    for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * f + c;
-    Expr scale = reinterpret(Float(32), (cast<int>(k) + 127) * 8388608);
-    return p * scale;
+    return with_let(clamp(x0, -87.3f, 88.7f), [](const Expr &x) {
+        return with_let(round(x * 1.44269504088896341f), [&](const Expr &k) {
+            return with_let((x - k * 0.693145751953125f) - k * 1.428606765330187045e-06f, [&](const Expr &f) {
+                Expr p = 1.0f / 5040;
+                for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * f + c;
+                Expr scale = reinterpret(Float(32), (cast<int>(k) + 127) * 8388608);
+                return p * scale;
+            });
+        });
+    });
 }
 
-Expr fast_log(Expr x) {
-    x = to_float(x, "fast_log");
-    if (x.type().element_of() != Float(32)) user_error("weft: fast_log takes float32, got " + x.type().str());
+Expr fast_log(Expr x_in) {
+    Expr x0 = to_float(x_in, "fast_log");
+    if (x0.type().element_of() != Float(32)) user_error("weft: fast_log takes float32, got " + x0.type().str());
     // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh(t), t = (m-1)/(m+1), |t| < 0.172.
-    Expr bits = reinterpret(Int(32), x);
-    Expr e = bits / 8388608 - 127;
-    Expr m = reinterpret(Float(32), bits % 8388608 + 1065353216);  // in [1, 2)
-    Expr big = m > 1.41421356f;
-    m = select(big, m * 0.5f, m);
-    e = select(big, e + 1, e);
-    Expr t = (m - 1.0f) / (m + 1.0f);
-    Expr t2 = t * t;
-    Expr s = 1.0f / 11;
-    for (float c : {1.0f / 9, 1.0f / 7, 1.0f / 5, 1.0f / 3, 1.0f}) s = s * t2 + c;
-    return cast<float>(e) * 0.693147180559945309f + 2.0f * t * s;
+    return with_let(reinterpret(Int(32), x0), [](const Expr &bits) {
+        Expr m0 = reinterpret(Float(32), bits % 8388608 + 1065353216);  // in [1, 2)
+        return with_let(m0, [&](const Expr &m1) {
+            return with_let(m1 > 1.41421356f, [&](const Expr &big) {
+                Expr e = select(big, bits / 8388608 - 126, bits / 8388608 - 127);
+                return with_let(select(big, m1 * 0.5f, m1), [&](const Expr &m) {
+                    return with_let((m - 1.0f) / (m + 1.0f), [&](const Expr &t) {
+                        return with_let(t * t, [&](const Expr &t2) {
+                            Expr s = 1.0f / 11;
+                            for (float c : {1.0f / 9, 1.0f / 7, 1.0f / 5, 1.0f / 3, 1.0f}) s = s * t2 + c;
+                            return cast<float>(e) * 0.693147180559945309f + 2.0f * t * s;
+                        });
+                    });
+                });
+            });
+        });
+    });
 }
 
 }  // namespace weft

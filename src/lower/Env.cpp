@@ -164,6 +164,10 @@ protected:
         auto m = std::make_shared<Call>(c->type, get(c->name), c->args, c->call_type);
         return Expr(m);
     }
+    Expr visit(const Let *op, const Expr &e) override {
+        std::string n = get(op->name);
+        return Let::make(n, mutate(op->value), mutate(op->body));
+    }
 };
 
 }  // namespace
@@ -231,6 +235,16 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
             for (auto &a : d.args) g.include(a);
             g.include(d.value);
             if (d.rdom) on_rdom(d.rdom);
+            // Params may appear only in a specialization's condition or a schedule's factors.
+            auto visit_sched = [&](const StageSchedule &sc) {
+                for (auto &sp : sc.splits) g.include(sp.factor);
+                for (auto &pf : sc.prefetches) g.include(pf.offset);
+            };
+            visit_sched(d.schedule);
+            for (auto &sp : d.specializations) {
+                g.include(sp.condition);
+                visit_sched(sp.schedule);
+            }
         };
         visit_def(f->init);
         for (auto &u : f->updates) visit_def(u);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 #include "runtime/Runtime.h"
+#include "lang/Function.h"
 #include "weft/Pipeline.h"
 
 namespace weft {
@@ -35,7 +36,10 @@ int profile_id(const std::string &name) {
 
 }  // namespace internal
 
-void set_profile(bool on) { internal::g_profile = on ? 1 : 0; }
+void set_profile(bool on) {
+    internal::g_profile = on ? 1 : 0;
+    internal::bump_epoch();  // instrumented and plain kernels differ: no pipeline reuses its last one
+}
 
 bool profile_enabled() {
     int p = internal::g_profile.load();
