@@ -125,8 +125,27 @@ protected:
             v = le->a;
             hi = le->b;
         }
-        auto var = v.defined() ? v.as<Variable>() : nullptr;
-        if (!var || !v.type().is_int() || v.type().is_vector()) return;
+        if (!v.defined() || !v.type().is_int() || v.type().is_vector()) return;
+        auto var = v.as<Variable>();
+        if (!var) {
+            // rest + w <= hi with w a variable in scope (coefficient 1): w <= hi - rest.
+            class Vars : public IRVisitor {
+            public:
+                std::vector<std::string> names;
+
+            protected:
+                void visit(const Variable *op) override { names.push_back(op->name); }
+            } vs;
+            vs.include(v);
+            for (auto &n : vs.names) {
+                if (!scope.count(n)) continue;
+                Expr w = Variable::make(v.type(), n);
+                Expr rest = simplify(v - w);
+                if (expr_uses_var(rest, n)) continue;
+                narrow(LE::make(w, simplify(hi - rest)), saved);
+            }
+            return;
+        }
         auto it = scope.find(var->name);
         if (it == scope.end()) return;
         Interval h = bounds_of_expr_in_scope(hi, scope);
@@ -165,8 +184,13 @@ protected:
         include(op->min);
         include(op->extent);
         Interval mi = bounds_of_expr_in_scope(op->min, scope);
-        if (debug_bounds()) std::cerr << "FOR " << op->name << " ext " << bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope).max << "\n";
-        Interval last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope);
+        // An extent max(e, 0) means the loop is empty where e <= 0: those iterations add no
+        // values, so the last value is bounded by min + e - 1 alone.
+        Expr ext = op->extent;
+        if (auto mx = ext.as<Max>())
+            if (is_const_zero(mx->b)) ext = mx->a;
+        Interval last = bounds_of_expr_in_scope(simplify(op->min + ext - 1), scope);
+        if (debug_bounds()) std::cerr << "FOR " << op->name << " last " << last.max << "\n";
         auto saved = scope.find(op->name) != scope.end() ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = Interval(mi.min, last.max);
         include(op->body);

@@ -1,6 +1,7 @@
 #include "lower/PartitionLoops.h"
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
+#include <optional>
 
 namespace weft {
 namespace internal {
@@ -14,7 +15,8 @@ public:
 
 protected:
     void check(const Expr &a, const Expr &b, Type t) {
-        if (t.is_vector() && (expr_uses_var(a, var) || expr_uses_var(b, var))) count++;
+        // (Dependence on the loop variable may go through lets: count every vector clamp.)
+        if (t.is_vector()) count++;
     }
     void visit(const Min *op) override {
         check(op->a, op->b, op->type);
@@ -39,6 +41,27 @@ public:
     Scope scope;
 
 protected:
+    // Inner loops and lets add the ranges of their variables.
+    Stmt visit(const For *op, const Stmt &s) override {
+        Interval mi = bounds_of_expr_in_scope(op->min, scope);
+        Interval ma = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope);
+        auto saved = scope.count(op->name) ? std::optional<Interval>(scope[op->name]) : std::nullopt;
+        scope[op->name] = Interval(mi.min, ma.max);
+        Stmt body = mutate(op->body);
+        if (saved) scope[op->name] = *saved;
+        else scope.erase(op->name);
+        return For::make(op->name, op->min, op->extent, op->for_type, body);
+    }
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        Expr v = mutate(op->value);
+        auto saved = scope.count(op->name) ? std::optional<Interval>(scope[op->name]) : std::nullopt;
+        scope[op->name] = bounds_of_expr_in_scope(v, scope);
+        Stmt body = mutate(op->body);
+        if (saved) scope[op->name] = *saved;
+        else scope.erase(op->name);
+        return LetStmt::make(op->name, v, body);
+    }
+
     bool le(const Expr &a, const Expr &b) {
         Interval ia = bounds_of_expr_in_scope(a, scope), ib = bounds_of_expr_in_scope(b, scope);
         return ia.max.defined() && ib.min.defined() && can_prove(simplify(ia.max <= ib.min));
@@ -82,7 +105,7 @@ protected:
             FoldClamps fold;
             fold.scope[op->name] = Interval(mid_start, simplify(mid_start + mid_ext - 1));
             Stmt mid_body = simplify(fold.mutate(body));
-            if (clamps(mid_body, op->name) != 0) continue;
+            if (clamps(mid_body, op->name) >= before) continue;  // removed none
             Stmt mid = For::make(op->name, mid_start, mid_ext, ForType::Serial, mid_body);
             std::vector<Stmt> parts;
             if (!is_const_zero(e_lo)) parts.push_back(For::make(op->name, op->min, e_lo, ForType::Serial, body));
