@@ -150,8 +150,9 @@ Expr product(Expr e);
 
 /** Fast float32 approximations (vectorize well, no libm calls):
     fast_exp: relative error below 1e-6 for x in [-87, 88] (x is clamped to [-87.3, 88.7]).
-    fast_log: absolute error below 1e-6 for normal x > 0; undefined for x <= 0, denormals, inf
-    and NaN. Both are checked against libm in tests/lang/test_fast_math.cpp. */
+    fast_log: absolute error below 1e-6 plus half an ulp of the result (so below 1e-6 where
+    |log x| < 16, and within one ulp beyond) for normal x > 0; undefined for x <= 0, denormals,
+    inf and NaN. Both are checked against libm in tests/lang/test_fast_math.cpp. */
 Expr fast_exp(Expr x);
 Expr fast_log(Expr x);
 /** The bits of e as another type of the same width (e.g. float32 <-> int32). */
