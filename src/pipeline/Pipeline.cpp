@@ -64,6 +64,11 @@ struct PipelineContents {
     }
 
     int call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts);
+
+    /** Makes `kernel` the one a call with the current shapes reuses (this pipeline's and this
+        thread's memo). */
+    template <typename ThreadMemoT>
+    void remember(uint64_t epoch, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel, ThreadMemoT &tm);
 };
 
 struct CallableContents {
@@ -265,6 +270,22 @@ struct ThreadMemo {
 thread_local ThreadMemo tls_memo;
 }  // namespace
 
+template <typename ThreadMemoT>
+void PipelineContents::remember(uint64_t epoch, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel,
+                                ThreadMemoT &tm) {
+    auto nm = std::make_shared<Memo>();
+    nm->epoch = epoch;
+    nm->target = t.data();
+    nm->target_key = target_key(t);
+    nm->shape = scratch.shape;
+    nm->kernel = kernel;
+    {
+        std::lock_guard<std::mutex> l(m);
+        this->memo = nm;
+    }
+    tm.memo = nm;
+}
+
 int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts) {
     uint64_t epoch = g_definition_epoch.load(std::memory_order_relaxed);
     ThreadMemo &tm = tls_memo;
@@ -310,17 +331,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
             auto consts = shape_consts(env);
             kernel = cache_get(base + "|" + shape, [&] { return compile(env, consts, t, false); });
         }
-        auto nm = std::make_shared<Memo>();
-        nm->epoch = epoch;
-        nm->target = t.data();
-        nm->target_key = target_key(t);
-        nm->shape = scratch.shape;
-        nm->kernel = kernel;
-        {
-            std::lock_guard<std::mutex> l(m);
-            this->memo = nm;
-        }
-        tm.memo = nm;
+        remember(epoch, t, kernel, tm);
         kernel_ptr = kernel.get();
     }
     fill_args(env);
@@ -335,17 +346,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
                           shape_string(scratch.shape);
         auto consts = shape_consts(env);
         kernel = cache_get(key, [&] { return compile(env, consts, t, false); });
-        auto nm = std::make_shared<Memo>();
-        nm->epoch = epoch;
-        nm->target = t.data();
-        nm->target_key = target_key(t);
-        nm->shape = scratch.shape;
-        nm->kernel = kernel;
-        {
-            std::lock_guard<std::mutex> l(m);
-            this->memo = nm;
-        }
-        tm.memo = nm;
+        remember(epoch, t, kernel, tm);
         ctx.error[0] = 0;
         ctx.error_code = 0;
         rc = kernel->call(scratch.args.data(), &ctx);
