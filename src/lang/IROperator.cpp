@@ -335,7 +335,10 @@ Expr fast_exp(Expr x_in) {
             return with_let((x - k * 0.693145751953125f) - k * 1.428606765330187045e-06f, [&](const Expr &f) {
                 Expr p = 1.0f / 5040;
                 for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * f + c;
-                Expr scale = reinterpret(Float(32), (cast<int>(k) + 127) * 8388608);
+                // 2^k from the bits: k + 1.5*2^23 holds k in its low mantissa bits (|k| < 2^22),
+                // which avoids a float->int conversion (saturating ones are slow as vectors).
+                Expr ki = reinterpret(Int(32), k + 12582912.0f) - 0x4B400000;
+                Expr scale = reinterpret(Float(32), (ki + 127) * 8388608);
                 return p * scale;
             });
         });
