@@ -65,12 +65,26 @@ struct Pool {
         return nullptr;
     }
 
+    std::atomic<uint64_t> generation{0};  // bumped when a job is posted
+    std::atomic<int> sleepers{0};
+
     void worker() {
         tl_in_task = true;
         std::unique_lock<std::mutex> lk(mu);
         while (true) {
             Job *j = nullptr;
-            cv_work.wait(lk, [&] { return (j = find_work()) != nullptr; });
+            if (!(j = find_work())) {
+                // Spin briefly before sleeping: pipelines called in a loop post their next
+                // parallel loop within microseconds, and waking a sleeping thread costs more.
+                uint64_t g = generation.load(std::memory_order_acquire);
+                lk.unlock();
+                for (int spin = 0; spin < 20000 && generation.load(std::memory_order_acquire) == g; spin++)
+                    __builtin_ia32_pause();
+                lk.lock();
+                sleepers++;
+                cv_work.wait(lk, [&] { return (j = find_work()) != nullptr; });
+                sleepers--;
+            }
             j->workers_inside++;
             lk.unlock();
             run_job(j);
@@ -147,13 +161,18 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
     job.ctx = ctx;
     job.min = min;
     job.extent = extent;
+    int sleeping;
     {
         std::lock_guard<std::mutex> lk(p->mu);
         p->jobs.push_back(&job);
+        p->generation.fetch_add(1, std::memory_order_release);
+        sleeping = p->sleepers.load();
     }
-    if (extent >= p->num_threads) p->cv_work.notify_all();
-    else
-        for (int32_t i = 1; i < extent; i++) p->cv_work.notify_one();
+    if (sleeping > 0) {  // spinning workers see the new generation without a wake-up
+        if (extent >= p->num_threads) p->cv_work.notify_all();
+        else
+            for (int32_t i = 1; i < extent; i++) p->cv_work.notify_one();
+    }
     tl_in_task = true;
     run_job(&job);
     tl_in_task = false;
