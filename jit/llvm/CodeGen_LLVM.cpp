@@ -373,19 +373,19 @@ private:
         case IRNodeType::Add: {
             auto *op = static_cast<const Add *>(n);
             llvm::Value *a = codegen(op->a), *c = codegen(op->b);
-            return t.is_float() ? b.CreateFAdd(a, c) : b.CreateAdd(a, c);
+            return t.is_float() ? b.CreateFAdd(a, c) : b.CreateAdd(a, c, "", false, index_nsw(t));
         }
         case IRNodeType::Sub: {
             auto *op = static_cast<const Sub *>(n);
             llvm::Value *a = codegen(op->a), *c = codegen(op->b);
-            return t.is_float() ? b.CreateFSub(a, c) : b.CreateSub(a, c);
+            return t.is_float() ? b.CreateFSub(a, c) : b.CreateSub(a, c, "", false, index_nsw(t));
         }
         case IRNodeType::Mul: {
             auto *op = static_cast<const Mul *>(n);
             llvm::Value *a = codegen(op->a), *c = codegen(op->b);
             if (t.is_float()) return b.CreateFMul(a, c);
             if (t.is_bool()) return b.CreateAnd(a, c);
-            return b.CreateMul(a, c);
+            return b.CreateMul(a, c, "", false, index_nsw(t));
         }
         case IRNodeType::Div: {
             auto *op = static_cast<const Div *>(n);
@@ -676,6 +676,18 @@ private:
         return r && r->base.type().lanes() == 1 && is_const_int(r->stride, &s) && s == 1;
     }
 
+    // Index arithmetic of loads and stores is built by lowering from in-bounds coordinates and
+    // strides (buffers hold fewer than 2^31 elements): it is marked nsw, so that LLVM can fold
+    // it into 64-bit addressing. Everything else keeps the IR's wrapping semantics.
+    int index_depth = 0;
+    bool index_nsw(Type t) const { return index_depth > 0 && t.is_int(); }
+    llvm::Value *codegen_index(const Expr &e) {
+        index_depth++;
+        llvm::Value *v = codegen(e);
+        index_depth--;
+        return v;
+    }
+
     llvm::Value *codegen_load(const Load *op) {
         Type t = op->type;
         Sym s = lookup(op->name);
@@ -683,14 +695,14 @@ private:
         llvm::Type *elem = mem_type(t.element_of());
         llvm::Value *result;
         if (t.lanes() == 1) {
-            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen(op->index)));
+            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
             result = b.CreateAlignedLoad(elem, p, access_align(s, t.element_of(), op->alignment));
         } else if (dense_ramp(op->index)) {
             const Ramp *r = op->index.as<Ramp>();
-            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen(r->base)));
+            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(r->base)));
             result = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment));
         } else {
-            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen(op->index)));
+            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
             result = b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
         }
@@ -705,14 +717,14 @@ private:
         if (t.is_bool()) v = b.CreateZExt(v, mem_type(t));
         llvm::Type *elem = mem_type(t.element_of());
         if (t.lanes() == 1) {
-            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen(op->index)));
+            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
             b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment));
         } else if (dense_ramp(op->index)) {
             const Ramp *r = op->index.as<Ramp>();
-            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen(r->base)));
+            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(r->base)));
             b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment));
         } else {
-            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, s.value, index64(codegen(op->index)));
+            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
             b.CreateMaskedScatter(v, ptrs, access_align(s, t.element_of(), 0), mask);
         }
@@ -799,7 +811,7 @@ private:
         case VectorReduce::Mul:
             if (t.is_float()) return b.CreateFMul(a, c);
             if (t.is_bool()) return b.CreateAnd(a, c);
-            return b.CreateMul(a, c);
+            return b.CreateMul(a, c, "", false, index_nsw(t));
         case VectorReduce::Min: return minmax(t, a, c, true);
         case VectorReduce::Max: return minmax(t, a, c, false);
         }
