@@ -682,10 +682,25 @@ private:
     int index_depth = 0;
     bool index_nsw(Type t) const { return index_depth > 0 && t.is_int(); }
     llvm::Value *codegen_index(const Expr &e) {
+        if (e.type() == Int(32)) return codegen_index64(e);  // scalar: computed in 64 bits
         index_depth++;
         llvm::Value *v = codegen(e);
         index_depth--;
         return v;
+    }
+    /** A scalar Int(32) index computed in 64-bit arithmetic: + - * of its leaves, each leaf
+        sign-extended once, so no 32-bit wrap-around has to be preserved before addressing. */
+    llvm::Value *codegen_index64(const Expr &e) {
+        if (auto imm = e.as<IntImm>()) return b.getInt64(imm->value);
+        IRNodeType nt = e.get()->node_type;
+        if (nt == IRNodeType::Add || nt == IRNodeType::Sub || nt == IRNodeType::Mul) {
+            auto *op = static_cast<const BinaryExprNode *>(e.get());
+            llvm::Value *x = codegen_index64(op->a), *y = codegen_index64(op->b);
+            if (nt == IRNodeType::Add) return b.CreateAdd(x, y, "", false, true);
+            if (nt == IRNodeType::Sub) return b.CreateSub(x, y, "", false, true);
+            return b.CreateMul(x, y, "", false, true);
+        }
+        return b.CreateSExt(codegen(e), i64);
     }
 
     llvm::Value *codegen_load(const Load *op) {
@@ -962,7 +977,7 @@ private:
         push(op->name, {phi, 0});
         codegen(op->body);
         pop(op->name);
-        llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1));
+        llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);  // a loop counter never wraps
         phi->addIncoming(next, b.GetInsertBlock());
         b.CreateCondBr(b.CreateICmpNE(next, end), loop_bb, after_bb);
         b.SetInsertPoint(after_bb);
