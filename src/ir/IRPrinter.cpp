@@ -157,7 +157,9 @@ protected:
         pad();
         os << op->name << "[";
         include(op->index);
-        os << "] = ";
+        os << "]";
+        if (op->alignment) os << "@" << op->alignment;
+        os << " = ";
         include(op->value);
         os << "\n";
     }

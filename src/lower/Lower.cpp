@@ -5,6 +5,7 @@
 #include "lower/BoxesTouched.h"
 #include "lower/InjectGPU.h"
 #include "lower/ScheduleFunctions.h"
+#include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
 #include "lower/StorageFlattening.h"
 #include "lower/UnrollLoops.h"
@@ -112,6 +113,9 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
 
     s = partition_loops(s);
     log_pass(log, "partition_loops", s);
+
+    s = align_loads(s);
+    log_pass(log, "align_loads", s);
 
     if (cuda) {
         s = inject_gpu(s, env);
