@@ -15,6 +15,7 @@
 // WEFT_PROPERTY_VERBOSE=1 prints each trial before running it; WEFT_CPU_FEATURES_TRIALS=<n>
 // changes the number of trials per pipeline (defaults: 80 matmul, half int and half float;
 // 60 stencil).
+#include "property/random_util.h"
 #include <gtest/gtest.h>
 #include <weft/weft.h>
 
@@ -41,14 +42,7 @@ int trials(int def) {
 }
 bool verbose() { return std::getenv("WEFT_PROPERTY_VERBOSE") != nullptr; }
 
-struct Rng {
-    std::mt19937 g;
-    explicit Rng(uint32_t seed) : g(seed) {}
-    int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); }
-    bool chance(double p) { return std::uniform_real_distribution<double>(0.0, 1.0)(g) < p; }
-    template <typename T>
-    const T &pick(const std::vector<T> &v) { return v[(size_t)uniform(0, (int)v.size() - 1)]; }
-};
+using weft_test::Rng;
 
 /** A loop of a stage as the generator tracks it (lists are innermost first). */
 struct Loop {

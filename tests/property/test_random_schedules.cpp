@@ -1,3 +1,4 @@
+#include "property/random_util.h"
 #include <map>
 // Property tests: random legal schedules never change results.
 //
@@ -54,14 +55,7 @@ const char *tail_name(TailStrategy t) {
     return "?";
 }
 
-struct Rng {
-    std::mt19937 g;
-    explicit Rng(uint32_t seed) : g(seed) {}
-    int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); }
-    bool chance(double p) { return std::uniform_real_distribution<double>(0.0, 1.0)(g) < p; }
-    template <typename T>
-    const T &pick(const std::vector<T> &v) { return v[(size_t)uniform(0, (int)v.size() - 1)]; }
-};
+using weft_test::Rng;
 
 /** One loop of a stage as the generator tracks it (innermost first). */
 struct Loop {
