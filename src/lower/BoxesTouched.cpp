@@ -8,15 +8,6 @@ namespace weft {
 namespace internal {
 namespace {
 
-/** WEFT_DEBUG_BOUNDS=1 traces bounds inference on stderr. */
-bool debug_bounds() {
-    static const bool on = [] {
-        const char *e = getenv("WEFT_DEBUG_BOUNDS");
-        return e && *e && *e != '0';
-    }();
-    return on;
-}
-
 class Touched : public IRVisitor {
 public:
     Touched(const std::string &n, bool calls, const Scope &outer) : name(n), calls(calls), scope(outer) {}
@@ -199,6 +190,15 @@ protected:
     }
 };
 }  // namespace
+
+/** WEFT_DEBUG_BOUNDS=1 traces bounds inference on stderr. */
+bool debug_bounds() {
+    static const bool on = [] {
+        const char *e = getenv("WEFT_DEBUG_BOUNDS");
+        return e && *e && *e != '0';
+    }();
+    return on;
+}
 
 Box box_union(const Box &a, const Box &b) {
     if (a.empty()) return b;

@@ -15,6 +15,8 @@ Box box_required(const Stmt &s, const std::string &name, const Scope &outer = Sc
 Box box_provided(const Stmt &s, const std::string &name, const Scope &outer = Scope());
 /** Does s call or provide `name`? */
 bool touches(const Stmt &s, const std::string &name);
+/** WEFT_DEBUG_BOUNDS=1: bounds inference traces what it finds on stderr. */
+bool debug_bounds();
 /** Union, dimension by dimension. */
 Box box_union(const Box &a, const Box &b);
 

@@ -456,12 +456,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
             os << ") = " << canon.mutate(s.value);
             for (auto &rv : s.rvars) os << " rv " << canon.get(rv.var) << " " << canon.mutate(rv.min) << " " << canon.mutate(rv.extent);
             if (s.predicate.defined()) os << " where " << canon.mutate(s.predicate);
-            os << "\n  sched";
-            for (auto &sp : s.sched.splits)
-                os << " " << (sp.kind == Split::SplitVar ? "split " : "fuse ") << canon.get(sp.old_var) << " "
-                   << canon.get(sp.outer) << " " << canon.get(sp.inner) << " "
-                   << (sp.factor.defined() ? to_string(canon.mutate(sp.factor)) : std::string("-")) << " "
-                   << tail_name(sp.tail);
+            // One schedule's structure (the stage's own and each specialization's).
             auto sched_str = [&](const StageSchedule &sc) {
                 for (auto &sp : sc.splits)
                     os << " " << (sp.kind == Split::SplitVar ? "split " : "fuse ") << canon.get(sp.old_var) << " "
@@ -470,12 +465,13 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                        << tail_name(sp.tail);
                 os << " dims";
                 for (auto &d : sc.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
+                for (auto &pf : sc.prefetches)
+                    os << " prefetch "
+                       << canon.get(s.prefetch_names.count(pf.src) ? s.prefetch_names.at(pf.src) : pf.src_name) << " "
+                       << canon.get(pf.var) << " " << canon.mutate(pf.offset);
             };
-            os << " dims";
-            for (auto &d : s.sched.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
-            for (auto &pf : s.sched.prefetches)
-                os << " prefetch " << canon.get(s.prefetch_names.count(pf.src) ? s.prefetch_names.at(pf.src) : pf.src_name)
-                   << " " << canon.get(pf.var) << " " << canon.mutate(pf.offset);
+            os << "\n  sched";
+            sched_str(s.sched);
             for (auto &sp : s.specs) {
                 os << "\n  specialize " << canon.mutate(sp.first);
                 sched_str(sp.second);

@@ -14,14 +14,6 @@ namespace internal {
 int profile_id(const std::string &name);
 namespace {
 
-/** WEFT_DEBUG_BOUNDS=1 traces bounds inference on stderr. */
-bool debug_bounds() {
-    static const bool on = [] {
-        const char *e = getenv("WEFT_DEBUG_BOUNDS");
-        return e && *e && *e != '0';
-    }();
-    return on;
-}
 
 std::string describe(const Interval &i) { return "[" + to_string(i.min) + ", " + to_string(i.max) + "]"; }
 

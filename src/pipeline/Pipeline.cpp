@@ -111,10 +111,6 @@ void bind(const Env &env, const CallBinding *cb, const BufferContents *const *ou
     if (nouts != env.outputs.size())
         throw Error("weft: the pipeline has " + std::to_string(env.outputs.size()) + " outputs but " +
                     std::to_string(nouts) + " output buffers were given");
-    if (cb) {
-        size_t want = cb->decl->size() + nouts;
-        (void)want;
-    }
     for (size_t i = 0; i < nin; i++) {
         const LInput &in = env.inputs[i];
         if (in.buffer) {
@@ -381,20 +377,23 @@ std::vector<Func> Pipeline::outputs() const {
 static void check_pipeline(const std::shared_ptr<PipelineContents> &c) {
     if (!c) throw Error("weft: use of an empty Pipeline");
 }
+/** A new output buffer of sizes (mins 0) for Func f, after checking the sizes fit it. */
+static Buffer<void> new_output(const FunctionContents &f, const std::vector<int> &sizes) {
+    if (!f.defined) throw Error("weft: realize() of Func \"" + f.name + "\", which has no definition");
+    if (sizes.size() != f.args.size())
+        throw Error("weft: realize(): Func \"" + f.name + "\" has " + std::to_string(f.args.size()) +
+                    " dimensions but " + std::to_string(sizes.size()) + " sizes were given");
+    for (size_t i = 0; i < sizes.size(); i++)
+        if (sizes[i] < 0)
+            throw Error("weft: realize(): negative size " + std::to_string(sizes[i]) + " for dimension " +
+                        std::to_string(i) + " of Func \"" + f.name + "\"");
+    return Buffer<void>(f.type, sizes, f.name);
+}
+
 Realization Pipeline::realize(const std::vector<int> &sizes, const Target &t) {
     check_pipeline(c_);
     std::vector<Buffer<void>> outs;
-    for (auto &f : c_->outputs) {
-        if (!f->defined) throw Error("weft: output Func \"" + f->name + "\" has no definition");
-        if (sizes.size() != f->args.size())
-            throw Error("weft: realize(): Func \"" + f->name + "\" has " + std::to_string(f->args.size()) +
-                        " dimensions but " + std::to_string(sizes.size()) + " sizes were given");
-        for (size_t i = 0; i < sizes.size(); i++)
-            if (sizes[i] < 0)
-                throw Error("weft: realize(): negative size " + std::to_string(sizes[i]) + " for dimension " +
-                            std::to_string(i) + " of Func \"" + f->name + "\"");
-        outs.emplace_back(f->type, sizes, f->name);
-    }
+    for (auto &f : c_->outputs) outs.push_back(new_output(*f, sizes));
     realize(RealizationArg(outs), t);
     return Realization(outs);
 }
@@ -494,15 +493,7 @@ static std::shared_ptr<PipelineContents> self_pipeline(const std::shared_ptr<Fun
 }
 Realization Func::realize(const std::vector<int> &sizes, const Target &t) {
     auto p = self_pipeline(c_);
-    if (!c_->defined) throw Error("weft: realize() of Func \"" + c_->name + "\", which has no definition");
-    if (sizes.size() != c_->args.size())
-        throw Error("weft: realize(): Func \"" + c_->name + "\" has " + std::to_string(c_->args.size()) +
-                    " dimensions but " + std::to_string(sizes.size()) + " sizes were given");
-    for (size_t i = 0; i < sizes.size(); i++)
-        if (sizes[i] < 0)
-            throw Error("weft: realize(): negative size " + std::to_string(sizes[i]) + " for dimension " +
-                        std::to_string(i) + " of Func \"" + c_->name + "\"");
-    Buffer<void> out(c_->type, sizes, c_->name);
+    Buffer<void> out = new_output(*c_, sizes);
     const BufferContents *o = out.contents().get();
     p->call(t, nullptr, &o, 1);
     return Realization({out});
