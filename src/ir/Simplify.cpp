@@ -73,6 +73,33 @@ bool cflt(const Expr &e, double *v = nullptr) {
 }
 bool is_c(const Expr &e) { return cint(e) || cflt(e); }
 
+/** A scalar integer expression of one variable and constants through + - * / % with at most
+    `budget` nodes, e.g. the region minimum y % 56 or co * 32 of a compute_at tile. Lets bound
+    to such values are substituted: the terms then cancel against their uses (a consumer's
+    index co * 32 - tile.min becomes 0, so a register tile's accesses have constant offsets). */
+bool cheap_affine(const Expr &e, int &budget, std::string &var) {
+    if (--budget < 0 || e.type().lanes() != 1 || !e.type().is_int()) return false;
+    if (cint(e)) return true;
+    if (auto *v = e.as<Variable>()) {
+        if (!var.empty() && var != v->name) return false;
+        var = v->name;
+        return true;
+    }
+    IRNodeType nt = e.get()->node_type;
+    if (nt == IRNodeType::Add || nt == IRNodeType::Sub || nt == IRNodeType::Mul || nt == IRNodeType::Div ||
+        nt == IRNodeType::Mod) {
+        auto *op = static_cast<const BinaryExprNode *>(e.get());
+        if (nt != IRNodeType::Add && nt != IRNodeType::Sub && !cint(op->b)) return false;
+        return cheap_affine(op->a, budget, var) && cheap_affine(op->b, budget, var);
+    }
+    return false;
+}
+bool cheap_affine(const Expr &e) {
+    int budget = 7;
+    std::string var;
+    return cheap_affine(e, budget, var);
+}
+
 Expr mkc(Type t, i128 v) {
     Type s = t.element_of();
     Expr r;
@@ -1142,7 +1169,7 @@ public:
     // ---- statements ----
     Stmt visit(const LetStmt *op, const Stmt &) override {
         Expr v = mutate(op->value);
-        if (is_c(v) || v.as<Variable>()) return mutate(substitute(op->name, v, op->body));
+        if (is_c(v) || v.as<Variable>() || cheap_affine(v)) return mutate(substitute(op->name, v, op->body));
         Saved s;
         bool pushed = sc.count(op->name) > 0;
         if (pushed) {

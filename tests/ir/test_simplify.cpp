@@ -301,6 +301,22 @@ TEST(Simplify, Statements) {
     Stmt sl2 = simplify(let);
     ASSERT_TRUE(sl2.as<Store>() != nullptr);
     EXPECT_TRUE(is_const(sl2.as<Store>()->index));
+    // lets bound to a cheap affine function of one variable (a tile's minimum) are substituted,
+    // so that a consumer's index relative to the tile cancels to a constant
+    Expr co = V("co"), yn = V("yn");
+    Stmt tile = LetStmt::make("t.min.0", mul(co, I(32)),
+                              LetStmt::make("t.min.1", md(yn, I(56)),
+                                            Store::make("buf", V("t.min.0"),
+                                                        add(sub(mul(co, I(32)), V("t.min.0")),
+                                                            mul(sub(md(yn, I(56)), V("t.min.1")), I(8))))));
+    Stmt st = simplify(tile);
+    ASSERT_TRUE(st.as<Store>() != nullptr) << st;
+    EXPECT_TRUE(is_const(st.as<Store>()->index)) << st;
+    // ... but not lets of two variables or of loads, which stay lets
+    Stmt two = LetStmt::make("u", add(co, yn), Store::make("buf", V("u"), add(V("u"), V("u"))));
+    EXPECT_TRUE(simplify(two).as<LetStmt>() != nullptr);
+    Stmt ld = LetStmt::make("w", mul(Load::make(Int(32), "sz", I(0)), I(2)), Store::make("buf", V("w"), add(V("w"), V("w"))));
+    EXPECT_TRUE(simplify(ld).as<LetStmt>() != nullptr);
 }
 
 // ---------------- bounds ----------------
