@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -29,40 +30,104 @@ void set_error(weft_context_t *ctx, int32_t code, const char *msg) {
 
 thread_local bool tl_in_task = false;
 
+// A parallel loop is split into one contiguous range per thread of the pool, thread k taking
+// the k-th range (the caller is thread 0, worker i is thread i): each thread streams through
+// its own part of the data, and the same part at every call, so data written by one call is
+// in that thread's caches at the next (on these machines that is the difference between 0.22
+// and 0.57 ms for a layer-norm of 16 MB on two threads). Iterations are claimed one at a time
+// from the front of a range; a thread whose range is empty steals the back half of the fullest
+// other range, which balances the load when a thread starts late or is slowed down.
+struct alignas(64) Slot {
+    std::atomic<uint64_t> range{0};  // next iteration in the low 32 bits, end in the high 32
+};
+inline uint64_t pack(uint32_t next, uint32_t end) { return (uint64_t)end << 32 | next; }
+inline uint32_t next_of(uint64_t r) { return (uint32_t)r; }
+inline uint32_t end_of(uint64_t r) { return (uint32_t)(r >> 32); }
+inline uint32_t left_of(uint64_t r) { return next_of(r) < end_of(r) ? end_of(r) - next_of(r) : 0; }
+
 struct Job {
     weft_task_fn fn;
     void *closure;
     weft_context_t *ctx;
     int32_t min, extent;
-    std::atomic<int32_t> next{0};
     std::atomic<int32_t> result{0};
-    int workers_inside = 0;  // guarded by Pool::mu
-};
+    std::atomic<int> workers_inside{0};  // incremented under Pool::mu
+    int num_slots = 1;
+    Slot *slots = nullptr;
 
-// Guided self-scheduling: a thread claims a contiguous chunk of about a 1/(2·threads) share of
-// what is left (at least one iteration). Early chunks are long, so each thread streams through
-// contiguous memory (hardware prefetchers follow it) and the shared counter is touched a few
-// dozen times rather than once per iteration; the last chunks are single iterations, which
-// balances the load when one thread is late.
-void run_job(Job *j, int num_threads) {
-    const int32_t divisor = 2 * std::max(1, num_threads);
-    int32_t i = j->next.load(std::memory_order_relaxed);
-    while (i < j->extent) {
-        int32_t chunk = std::max<int32_t>(1, (j->extent - i) / divisor);
-        if (!j->next.compare_exchange_weak(i, i + chunk, std::memory_order_relaxed)) continue;  // i reloaded
-        for (int32_t k = i; k < i + chunk; k++) {
-            if (j->result.load(std::memory_order_relaxed) != 0) break;  // failed: skip the rest
-            int32_t r = j->fn(j->ctx, (int32_t)((uint32_t)j->min + (uint32_t)k), j->closure);
-            if (r != 0) {
-                int32_t expected = 0;
-                j->result.compare_exchange_strong(expected, r);
+    bool has_work() const {
+        for (int k = 0; k < num_slots; k++)
+            if (left_of(slots[k].range.load(std::memory_order_relaxed))) return true;
+        return false;
+    }
+    void cancel() {
+        for (int k = 0; k < num_slots; k++) slots[k].range.store(0, std::memory_order_relaxed);
+    }
+    /** Claims the first iteration of slot k; false when it is empty. */
+    bool claim(int k, uint32_t *i) {
+        uint64_t r = slots[k].range.load(std::memory_order_relaxed);
+        while (left_of(r)) {
+            if (slots[k].range.compare_exchange_weak(r, r + 1, std::memory_order_relaxed)) {
+                *i = next_of(r);
+                return true;
             }
         }
-        if (j->result.load(std::memory_order_relaxed) != 0) {
-            j->next.store(j->extent, std::memory_order_relaxed);  // nothing left to claim
-            return;
+        return false;
+    }
+    /** Moves the back half of the fullest other slot into slot `own` (which is empty). */
+    bool steal(int own) {
+        while (true) {
+            int victim = -1;
+            uint32_t most = 0;
+            for (int k = 0; k < num_slots; k++) {
+                uint32_t left = k == own ? 0 : left_of(slots[k].range.load(std::memory_order_relaxed));
+                if (left > most) most = left, victim = k;
+            }
+            if (victim < 0) return false;
+            uint64_t r = slots[victim].range.load(std::memory_order_relaxed);
+            uint32_t left = left_of(r);
+            if (!left) continue;
+            uint32_t mid = end_of(r) - (left + 1) / 2;  // the victim keeps [next, mid)
+            if (slots[victim].range.compare_exchange_strong(r, pack(next_of(r), mid), std::memory_order_relaxed)) {
+                slots[own].range.store(pack(mid, end_of(r)), std::memory_order_relaxed);
+                return true;
+            }
         }
-        i = j->next.load(std::memory_order_relaxed);
+    }
+};
+
+void run_job(Job *j, int thread_index) {
+    const int own = thread_index % j->num_slots;
+    uint32_t i;
+    while (j->claim(own, &i) || (j->steal(own) && j->claim(own, &i))) {
+        if (j->result.load(std::memory_order_relaxed) != 0) break;  // failed: skip the rest
+        int32_t r = j->fn(j->ctx, (int32_t)((uint32_t)j->min + i), j->closure);
+        if (r != 0) {
+            int32_t expected = 0;
+            j->result.compare_exchange_strong(expected, r);
+            break;
+        }
+    }
+    if (j->result.load(std::memory_order_relaxed) != 0) j->cancel();  // nothing left to claim
+}
+
+// Spinning instead of sleeping: a thread woken from a futex takes tens of microseconds to run
+// again, while pipelines called in a loop post their next parallel loop within a fraction of
+// a millisecond (a layer-norm of 16 MB on two threads: 0.30 ms with sleeping workers, 0.21
+// spinning). Workers spin this long after their last job before sleeping; a caller spins
+// as long for the last workers to leave its job.
+constexpr int64_t kSpinWorkerNs = 2000000, kSpinCallerNs = 1000000;
+
+template <typename Done>
+bool spin_until(Done done, int64_t ns) {
+    auto start = std::chrono::steady_clock::now();
+    while (true) {
+        for (int k = 0; k < 64; k++) {
+            if (done()) return true;
+            __builtin_ia32_pause();
+        }
+        if (std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count() > ns)
+            return done();
     }
 }
 
@@ -75,14 +140,14 @@ struct Pool {
 
     Job *find_work() {
         for (Job *j : jobs)
-            if (j->next.load(std::memory_order_relaxed) < j->extent) return j;
+            if (j->has_work()) return j;
         return nullptr;
     }
 
     std::atomic<uint64_t> generation{0};  // bumped when a job is posted
     std::atomic<int> sleepers{0};
 
-    void worker() {
+    void worker(int index) {
         tl_in_task = true;
         std::unique_lock<std::mutex> lk(mu);
         while (true) {
@@ -92,18 +157,20 @@ struct Pool {
                 // parallel loop within microseconds, and waking a sleeping thread costs more.
                 uint64_t g = generation.load(std::memory_order_acquire);
                 lk.unlock();
-                for (int spin = 0; spin < 20000 && generation.load(std::memory_order_acquire) == g; spin++)
-                    __builtin_ia32_pause();
+                spin_until([&] { return generation.load(std::memory_order_acquire) != g; }, kSpinWorkerNs);
                 lk.lock();
                 sleepers++;
                 cv_work.wait(lk, [&] { return (j = find_work()) != nullptr; });
                 sleepers--;
             }
-            j->workers_inside++;
+            j->workers_inside.fetch_add(1, std::memory_order_relaxed);
             lk.unlock();
-            run_job(j, num_threads);
+            run_job(j, index);
+            // The last touch of the job (it lives on the caller's stack): the caller may return
+            // as soon as it sees the count drop, so notify through the pool, not the job.
+            bool last = j->workers_inside.fetch_sub(1, std::memory_order_acq_rel) == 1;
             lk.lock();
-            if (--j->workers_inside == 0) cv_done.notify_all();
+            if (last) cv_done.notify_all();
         }
     }
 };
@@ -123,7 +190,7 @@ Pool &pool() {
         Pool *q = new Pool;
         q->num_threads = env_num_threads();
         for (int i = 1; i < q->num_threads; i++) {
-            q->threads.emplace_back([q] { q->worker(); });
+            q->threads.emplace_back([q, i] { q->worker(i); });
         }
         return q;
     }();
@@ -175,6 +242,19 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
     job.ctx = ctx;
     job.min = min;
     job.extent = extent;
+    // One range per thread (see Slot); on the stack up to 64 threads.
+    Slot inline_slots[64];
+    std::unique_ptr<Slot[]> heap_slots;
+    job.num_slots = p->num_threads;
+    job.slots = inline_slots;
+    if (job.num_slots > 64) {
+        heap_slots.reset(new Slot[job.num_slots]);
+        job.slots = heap_slots.get();
+    }
+    for (int k = 0; k < job.num_slots; k++) {
+        uint32_t b = (uint32_t)((int64_t)extent * k / job.num_slots), e = (uint32_t)((int64_t)extent * (k + 1) / job.num_slots);
+        job.slots[k].range.store(pack(b, e), std::memory_order_relaxed);
+    }
     int sleeping;
     {
         std::lock_guard<std::mutex> lk(p->mu);
@@ -188,12 +268,16 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
             for (int32_t i = 1; i < extent; i++) p->cv_work.notify_one();
     }
     tl_in_task = true;
-    run_job(&job, p->num_threads);
+    run_job(&job, 0);
     tl_in_task = false;
     {
         std::unique_lock<std::mutex> lk(p->mu);
-        p->jobs.erase(std::find(p->jobs.begin(), p->jobs.end(), &job));
-        p->cv_done.wait(lk, [&] { return job.workers_inside == 0; });
+        p->jobs.erase(std::find(p->jobs.begin(), p->jobs.end(), &job));  // no worker enters now
+    }
+    auto all_left = [&] { return job.workers_inside.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(all_left, kSpinCallerNs)) {
+        std::unique_lock<std::mutex> lk(p->mu);
+        p->cv_done.wait(lk, all_left);
     }
     return job.result.load();
 }

@@ -1,6 +1,7 @@
 // Tests of the LLVM backend and the runtime on hand-built lowered IR.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -503,6 +504,49 @@ TEST(CodeGenLLVM, ParallelForFirstError) {
     };
     EXPECT_EQ(weft_rt_parallel_for(&ctx, ok, &count, -10, 1000), 0);
     EXPECT_EQ(count.load(), 1000);
+}
+
+// Each index runs exactly once, whatever the extent and however uneven the work (slow
+// iterations make threads steal from each other's ranges), also with several callers at once.
+TEST(CodeGenLLVM, ParallelForEachIndexOnceUnderStealing) {
+    struct Closure {
+        std::vector<std::atomic<int>> hits;
+        int min;
+        explicit Closure(int n, int m) : hits(n), min(m) {}
+    };
+    auto body = [](weft_context_t *, int32_t i, void *cl) -> int32_t {
+        auto *c = (Closure *)cl;
+        int k = i - c->min;
+        if (k % 7 == 0 || (k > 40 && k < 60)) {  // uneven: some iterations are slow
+            volatile double x = 0;
+            for (int s = 0; s < 20000; s++) x = x + s * 1e-9;
+        }
+        c->hits[k].fetch_add(1);
+        return 0;
+    };
+    for (int extent : {0, 1, 2, 3, 5, 17, 64, 100, 257, 1000}) {
+        weft_context_t ctx;
+        std::memset(&ctx, 0, sizeof(ctx));
+        Closure c(std::max(extent, 1), -3);
+        ASSERT_EQ(weft_rt_parallel_for(&ctx, body, &c, -3, extent), 0);
+        for (int k = 0; k < extent; k++) ASSERT_EQ(c.hits[k].load(), 1) << "extent " << extent << " index " << k;
+    }
+    std::vector<std::thread> callers;
+    std::atomic<int> bad{0};
+    for (int t = 0; t < 4; t++)
+        callers.emplace_back([&, t] {
+            for (int rep = 0; rep < 20; rep++) {
+                weft_context_t ctx;
+                std::memset(&ctx, 0, sizeof(ctx));
+                int extent = 50 + 37 * t + rep;
+                Closure c(extent, 0);
+                if (weft_rt_parallel_for(&ctx, body, &c, 0, extent) != 0) bad++;
+                for (int k = 0; k < extent; k++)
+                    if (c.hits[k].load() != 1) bad++;
+            }
+        });
+    for (auto &th : callers) th.join();
+    EXPECT_EQ(bad.load(), 0);
 }
 
 TEST(CodeGenLLVM, CompileTimeAndRelease) {
