@@ -348,6 +348,13 @@ public:
     Func &store_root();
     Func &store_at(const Func &consumer, const VarOrRVar &loop);
     Func &store_in(MemoryType t);
+    /** Writes of this Func's aligned vector stores bypass the caches (non-temporal, streaming
+        stores on x86): for an output written once and not read again soon, so that writing
+        does not first read each line into the cache, nor evict data that will be reused.
+        Slower than plain stores when the output is read again while still in the cache.
+        Stores whose alignment is not known at compile time check it at run time (a 64-byte
+        vector store streams when its address is a multiple of 64). No effect on GPU code. */
+    Func &store_nontemporal(bool on = true);
 
     /** A wrapper Func that all consumers read instead of this one (in(g): only g), to be
         scheduled like any Func, e.g. to pack a tile into a local buffer. */

@@ -25,6 +25,7 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -39,6 +40,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 namespace weft {
 namespace internal {
@@ -172,6 +174,7 @@ struct FnState {
     llvm::BasicBlock *alloca_bb = nullptr;
     llvm::Value *ctx = nullptr;
     std::vector<llvm::Value *> heap;  // live heap allocations, innermost last
+    bool nontemporal = false;         // emitted streaming stores: fence them before returning
 };
 
 class CodeGen {
@@ -258,6 +261,9 @@ private:
         fs = &st;
     }
     void end_function(FnState &st) {
+        // Streaming stores are weakly ordered: make them visible before the caller (or the
+        // thread that waits for this parallel task) reads the output.
+        if (st.nontemporal) b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, llvm::Intrinsic::x86_sse_sfence));
         b.CreateRet(b.getInt32(0));
         b.SetInsertPoint(st.alloca_bb);
         b.CreateBr(&*std::next(st.fn->begin()));
@@ -725,6 +731,36 @@ private:
         return result;
     }
 
+    /** A streaming store of a whole vector: x86 streams only aligned vectors of 16-64 bytes (an
+        unaligned one would be split into scalar streaming stores), so where the alignment is not
+        known here the address is checked at run time, the unaligned case storing plainly. */
+    void store_nontemporal(llvm::Value *v, llvm::Value *p, llvm::Align known, uint64_t bytes) {
+        static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
+        if (!x86 || bytes < 16 || bytes > 64 || (bytes & (bytes - 1))) {
+            b.CreateAlignedStore(v, p, known);
+            return;
+        }
+        fs->nontemporal = true;
+        auto stream = [&] {
+            llvm::StoreInst *st = b.CreateAlignedStore(v, p, llvm::Align(bytes));
+            st->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                            llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(b.getInt32(1))}));
+        };
+        if (known.value() >= bytes) return stream();
+        llvm::Value *aligned = b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(p, i64), b.getInt64(bytes - 1)), b.getInt64(0));
+        auto *nt_bb = llvm::BasicBlock::Create(ctx, "nt.store", fs->fn);
+        auto *plain_bb = llvm::BasicBlock::Create(ctx, "plain.store", fs->fn);
+        auto *done_bb = llvm::BasicBlock::Create(ctx, "store.done", fs->fn);
+        b.CreateCondBr(aligned, nt_bb, plain_bb, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
+        b.SetInsertPoint(nt_bb);
+        stream();
+        b.CreateBr(done_bb);
+        b.SetInsertPoint(plain_bb);
+        b.CreateAlignedStore(v, p, known);
+        b.CreateBr(done_bb);
+        b.SetInsertPoint(done_bb);
+    }
+
     void codegen_store(const Store *op) {
         Type t = op->value.type();
         Sym s = lookup(op->name);
@@ -737,7 +773,9 @@ private:
         } else if (dense_ramp(op->index)) {
             const Ramp *r = op->index.as<Ramp>();
             llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(r->base)));
-            b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment));
+            llvm::Align al = access_align(s, t.element_of(), op->alignment);
+            if (op->nontemporal && !t.is_bool()) store_nontemporal(v, p, al, (uint64_t)t.lanes() * t.element_of().bytes());
+            else b.CreateAlignedStore(v, p, al);
         } else {
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));

@@ -138,10 +138,11 @@ Stmt For::make(const std::string &name, Expr min, Expr extent, ForType ft, Stmt 
     WEFT_ASSERT(min.type() == Int(32) && extent.type() == Int(32), "For bounds must be int32");
     return Stmt(std::make_shared<For>(name, std::move(min), std::move(extent), ft, std::move(body)));
 }
-Stmt Store::make(const std::string &name, Expr value, Expr index, int alignment) {
+Stmt Store::make(const std::string &name, Expr value, Expr index, int alignment, bool nontemporal) {
     WEFT_ASSERT(value.type().lanes() == index.type().lanes(), "Store lanes mismatch");
     auto n = std::make_shared<Store>(name, std::move(value), std::move(index));
     n->alignment = alignment;
+    n->nontemporal = nontemporal;
     return Stmt(n);
 }
 Stmt Provide::make(const std::string &name, Expr value, std::vector<Expr> args) {

@@ -264,8 +264,9 @@ struct Store : StmtNode {
     std::string name;
     Expr value, index;
     int alignment = 0;
+    bool nontemporal = false;  // a streaming store (a hint: the value stored is the same)
     Store(std::string n, Expr v, Expr i) : StmtNode(_node_type), name(std::move(n)), value(std::move(v)), index(std::move(i)) {}
-    static Stmt make(const std::string &name, Expr value, Expr index, int alignment = 0);
+    static Stmt make(const std::string &name, Expr value, Expr index, int alignment = 0, bool nontemporal = false);
 };
 
 /** Multi-dimensional store into a Func's realization (before storage flattening). */

@@ -159,6 +159,7 @@ protected:
         include(op->index);
         os << "]";
         if (op->alignment) os << "@" << op->alignment;
+        if (op->nontemporal) os << " (nontemporal)";
         os << " = ";
         include(op->value);
         os << "\n";

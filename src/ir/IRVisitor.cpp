@@ -234,7 +234,7 @@ Stmt IRMutator::visit(const For *op, const Stmt &s) {
 Stmt IRMutator::visit(const Store *op, const Stmt &s) {
     Expr v = mutate(op->value), i = mutate(op->index);
     if (v.same_as(op->value) && i.same_as(op->index)) return s;
-    return Store::make(op->name, v, i, op->alignment);
+    return Store::make(op->name, v, i, op->alignment, op->nontemporal);
 }
 Stmt IRMutator::visit(const Provide *op, const Stmt &s) {
     Expr v = mutate(op->value);

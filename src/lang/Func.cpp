@@ -812,6 +812,12 @@ Func &Func::store_in(MemoryType t) {
     bump_epoch();
     return *this;
 }
+Func &Func::store_nontemporal(bool on) {
+    check_func(c_);
+    c_->schedule.nontemporal = on;
+    bump_epoch();
+    return *this;
+}
 
 // ---------------- rfactor ----------------
 Func Stage::rfactor(const RVar &r, const Var &v) { return rfactor(std::vector<std::pair<RVar, Var>>{{r, v}}); }

@@ -73,6 +73,7 @@ struct FuncSchedule {
     std::vector<BoundSpec> bounds;
     MemoryType memory = MemoryType::Auto;
     std::vector<std::string> storage_order;  // innermost first; empty = the argument order
+    bool nontemporal = false;                 // stores bypass the caches (see Func::store_nontemporal)
 };
 
 struct FunctionContents {

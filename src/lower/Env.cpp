@@ -447,6 +447,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         level(f.sched.compute, f.compute_func);
         level(f.sched.store, f.store_func);
         os << " mem" << (int)f.sched.memory;
+        if (f.sched.nontemporal) os << " nt";
         for (auto &d : f.sched.storage_order) os << " so " << canon.get(d);
         for (auto &b : f.sched.bounds) os << " bound " << canon.get(b.var) << " " << canon.mutate(b.min) << " " << canon.mutate(b.extent);
         os << "\n";

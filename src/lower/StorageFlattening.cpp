@@ -39,7 +39,9 @@ protected:
     Stmt visit(const Provide *op, const Stmt &s) override {
         std::vector<Expr> args;
         for (auto &a : op->args) args.push_back(mutate(a));
-        return Store::make(op->name, mutate(op->value), flat_index(op->name, args));
+        auto f = env.index.find(op->name);
+        bool nt = f != env.index.end() && env.funcs[f->second].sched.nontemporal;
+        return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt);
     }
     Stmt visit(const Realize *op, const Stmt &s) override {
         Stmt body = mutate(op->body);

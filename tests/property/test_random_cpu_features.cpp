@@ -1,5 +1,5 @@
 // Property tests for the CPU-speed schedules: random legal schedules that use in() wrappers,
-// reorder_storage, rfactor, specialize and prefetch never change results.
+// reorder_storage, rfactor, specialize, prefetch and store_nontemporal never change results.
 //
 // (a) matmul C(i, j) += A(k, j) * B(i, k), out = C * 2 + 1: the schedule may wrap A and/or B with
 //     in() (for every consumer or for the one that reads it), computed at root, at a loop of the
@@ -7,7 +7,7 @@
 //     and may rfactor k after a random split (the inner or the outer part becomes a new Var) and
 //     schedule the intermediate (root or at a loop of the output; vectorized / parallel).
 // (b) a 2-D stencil whose output (and producer) get random specialize() branches on a Param and
-//     on the input's shape, each scheduled differently, and random prefetches; every trial runs
+//     on the input's shape, each scheduled differently, random prefetches and streaming stores; every trial runs
 //     with several values of the Param.
 // Every output element is compared with the reference interpreter's result for the same algorithm
 // without a schedule (ints exactly; floats to 1e-4 relative, rfactor reassociates sums).
@@ -637,6 +637,15 @@ void stencil_trial(uint32_t seed, int trial, Refusals &refusals) {
             log += "out.prefetch(bx, " + l.name + ", 1);\n";
             out.prefetch(bx, vr(l), 1);
         }
+        // Streaming stores (only a hint: the values must not change).
+        if (r.chance(0.3)) {
+            log += "out.store_nontemporal();\n";
+            out.store_nontemporal();
+        }
+        if (place != 0 && r.chance(0.3)) {
+            log += "bx.store_nontemporal();\n";
+            bx.store_nontemporal();
+        }
     } catch (const Error &e) {
         ADD_FAILURE() << where << ": a legal schedule was rejected: " << e.what() << "\nschedule:\n" << log;
         return;
@@ -689,7 +698,7 @@ void stencil_trial(uint32_t seed, int trial, Refusals &refusals) {
     }
 }
 
-TEST(RandomCpuFeatures, StencilSpecializePrefetch) {
+TEST(RandomCpuFeatures, StencilSpecializePrefetchNontemporal) {
     const int n = trials(60);
     Refusals rs;
     for (int t = 0; t < n; t++) stencil_trial(21000u + (uint32_t)t, t, rs);
