@@ -329,16 +329,19 @@ Expr fast_exp(Expr x_in) {
     Expr x0 = to_float(x_in, "fast_exp");
     if (x0.type().element_of() != Float(32)) user_error("weft: fast_exp takes float32, got " + x0.type().str());
     // exp(x) = 2^k * e^f with k = round(x log2 e) and f = x - k ln 2 (Cody-Waite, in two parts so
-    // that f is exact), |f| <= ln(2)/2; e^f by its Taylor series to f^7.
+    // that f is exact), |f| <= ln(2)/2; e^f by a degree-5 polynomial fitted for the least maximum
+    // relative error (9.1e-8 in exact arithmetic; 1.6e-7 in float over [-87, 88], against 7.4e-8
+    // for the Taylor series to f^7, which costs two more operations).
     return with_let(clamp(x0, -87.3f, 88.7f), [](const Expr &x) {
         return with_let(round(x * 1.44269504088896341f), [&](const Expr &k) {
             return with_let((x - k * 0.693145751953125f) - k * 1.428606765330187045e-06f, [&](const Expr &f) {
-                Expr p = 1.0f / 5040;
-                for (float c : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = p * f + c;
-                // 2^k from the bits: k + 1.5*2^23 holds k in its low mantissa bits (|k| < 2^22),
-                // which avoids a float->int conversion (saturating ones are slow as vectors).
-                Expr ki = reinterpret(Int(32), k + 12582912.0f) - 0x4B400000;
-                Expr scale = reinterpret(Float(32), (ki + 127) * 8388608);
+                Expr p = 0.00829031225f;
+                for (float c : {0.0418979302f, 0.166676357f, 0.499991506f, 0.999999702f, 1.0f}) p = p * f + c;
+                // 2^k from the bits, without a float->int conversion (saturating ones are slow as
+                // vectors): k + (1.5*2^23 + 127) holds k + 127 in its low mantissa bits (|k| <
+                // 2^22), and shifting the bits left by 23 (a wrapping multiply) leaves exactly
+                // (k + 127) << 23, the float 2^k for k in [-126, 127].
+                Expr scale = reinterpret(Float(32), reinterpret(Int(32), k + 12583039.0f) * 8388608);
                 return p * scale;
             });
         });
