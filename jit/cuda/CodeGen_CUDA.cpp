@@ -12,6 +12,138 @@ namespace weft {
 namespace internal {
 namespace {
 
+/** What the CUDA C needs from CUDA, for a host C++ compiler: the CPU emulation of a device
+    (see codegen_cuda's emulate). Blocks run one after another; each thread of a block is a
+    fiber that runs until it reaches __syncthreads() or ends, thread 0 first: so a thread that
+    reads shared memory written by other threads without a barrier in between reads it before
+    they have written it, and a wrong or missing barrier shows in the results. */
+const char *kEmulationHeader = R"(// CPU emulation of the CUDA features weft's kernels use
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <ucontext.h>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __restrict__ __restrict
+#define __align__(n) __attribute__((aligned(n)))
+#define __shared__ static thread_local
+struct weft_emu_trap_error : std::runtime_error {
+    weft_emu_trap_error() : std::runtime_error("__trap() (a failed assertion) in an emulated kernel") {}
+};
+static inline void __trap() { throw weft_emu_trap_error(); }
+struct weft_emu_dim3 { unsigned x, y, z; };
+static thread_local weft_emu_dim3 threadIdx, blockIdx;
+struct weft_emu_fiber {
+    ucontext_t ctx;
+    weft_emu_dim3 idx;
+    bool done;
+};
+static thread_local ucontext_t weft_emu_sched;
+static thread_local weft_emu_fiber *weft_emu_cur;
+static thread_local void (*weft_emu_body)(void **);
+static thread_local void **weft_emu_params;
+static thread_local std::string weft_emu_failure;
+static inline void __syncthreads() { swapcontext(&weft_emu_cur->ctx, &weft_emu_sched); }
+static void weft_emu_entry() {
+    try {
+        weft_emu_body(weft_emu_params);
+    } catch (std::exception &e) {
+        if (weft_emu_failure.empty()) weft_emu_failure = e.what();
+    }
+    weft_emu_cur->done = true;  // returns to uc_link, the scheduler
+}
+static void weft_emu_run_grid(void (*body)(void **), void **p, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                              unsigned by, unsigned bz) {
+    const size_t kStack = 64 * 1024, n = (size_t)bx * by * bz;
+    std::vector<weft_emu_fiber> f(n);
+    std::unique_ptr<char[]> stacks(new char[n * kStack]);
+    weft_emu_body = body;
+    weft_emu_params = p;
+    weft_emu_failure.clear();
+    for (unsigned z = 0; z < gz && weft_emu_failure.empty(); z++)
+        for (unsigned y = 0; y < gy && weft_emu_failure.empty(); y++)
+            for (unsigned x = 0; x < gx && weft_emu_failure.empty(); x++) {
+                blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
+                for (size_t t = 0; t < n; t++) {
+                    f[t].idx.x = (unsigned)(t % bx);
+                    f[t].idx.y = (unsigned)(t / bx % by);
+                    f[t].idx.z = (unsigned)(t / ((size_t)bx * by));
+                    f[t].done = false;
+                    getcontext(&f[t].ctx);
+                    f[t].ctx.uc_stack.ss_sp = stacks.get() + t * kStack;
+                    f[t].ctx.uc_stack.ss_size = kStack;
+                    f[t].ctx.uc_link = &weft_emu_sched;
+                    makecontext(&f[t].ctx, weft_emu_entry, 0);
+                }
+                size_t alive = n;
+                while (alive && weft_emu_failure.empty()) {
+                    size_t waiting = 0, ended = 0;
+                    for (size_t t = 0; t < n && weft_emu_failure.empty(); t++) {
+                        if (f[t].done) continue;
+                        weft_emu_cur = &f[t];
+                        threadIdx = f[t].idx;
+                        swapcontext(&weft_emu_sched, &f[t].ctx);
+                        if (f[t].done) alive--, ended++;
+                        else waiting++;
+                    }
+                    if (waiting && ended && weft_emu_failure.empty())
+                        weft_emu_failure = "__syncthreads() that not every thread of the block reaches";
+                }
+            }
+    if (!weft_emu_failure.empty()) throw std::runtime_error(weft_emu_failure);
+}
+template <typename T> static inline T weft_emu_bits(const void *p) { T v; memcpy(&v, p, sizeof v); return v; }
+static inline float __int_as_float(unsigned u) { return weft_emu_bits<float>(&u); }
+static inline double __longlong_as_double(long long u) { return weft_emu_bits<double>(&u); }
+// Saturating conversions toward zero, NaN -> 0 (as the cvt.rzi.sat instructions).
+template <typename I, typename F> static inline I weft_emu_sat(F x, double lo, double hi) {
+    if (x != x) return 0;
+    if ((double)x <= lo) return (I)lo;
+    if ((double)x >= hi) return (I)hi;
+    return (I)x;
+}
+static inline int __float2int_rz(float x) { return weft_emu_sat<int>(x, -2147483648.0, 2147483647.0); }
+static inline unsigned __float2uint_rz(float x) { return weft_emu_sat<unsigned>(x, 0.0, 4294967295.0); }
+static inline long long __float2ll_rz(float x) {
+    if (x != x) return 0;
+    if (x >= 9.2233720368547758e18f) return INT64_MAX;
+    if (x <= -9.2233720368547758e18f) return INT64_MIN;
+    return (long long)x;
+}
+static inline unsigned long long __float2ull_rz(float x) {
+    if (x != x || x <= 0) return 0;
+    if (x >= 1.8446744073709552e19f) return UINT64_MAX;
+    return (unsigned long long)x;
+}
+static inline int __double2int_rz(double x) { return weft_emu_sat<int>(x, -2147483648.0, 2147483647.0); }
+static inline unsigned __double2uint_rz(double x) { return weft_emu_sat<unsigned>(x, 0.0, 4294967295.0); }
+static inline long long __double2ll_rz(double x) {
+    if (x != x) return 0;
+    if (x >= 9.2233720368547758e18) return INT64_MAX;
+    if (x <= -9.2233720368547758e18) return INT64_MIN;
+    return (long long)x;
+}
+static inline unsigned long long __double2ull_rz(double x) {
+    if (x != x || x <= 0) return 0;
+    if (x >= 1.8446744073709552e19) return UINT64_MAX;
+    return (unsigned long long)x;
+}
+#define WEFT_EMU_VEC(T, N2, N4)                                                             \
+    struct alignas(2 * sizeof(T)) N2 { T x, y; };                                           \
+    struct alignas(4 * sizeof(T)) N4 { T x, y, z, w; };                                     \
+    static inline N2 make_##N2(T a, T b) { return N2{a, b}; }                               \
+    static inline N4 make_##N4(T a, T b, T c, T d) { return N4{a, b, c, d}; }
+WEFT_EMU_VEC(float, float2, float4)
+WEFT_EMU_VEC(int, int2, int4)
+WEFT_EMU_VEC(unsigned, uint2, uint4)
+)";
+
 const char *kPrelude = R"(// generated by weft (CUDA backend)
 typedef signed char i8;
 typedef short i16;
@@ -353,6 +485,10 @@ public:
         switch (n->node_type) {
         case IRNodeType::LetStmt: {
             auto op = static_cast<const LetStmt *>(n);
+            if (op->value.type().is_vector()) {  // vector code is emitted lane by lane: substitute
+                stmt(substitute(op->name, op->value, op->body));
+                return;
+            }
             os << ind() << "const " << ctype(op->value.type()) << " " << id(op->name) << " = " << expr(op->value) << ";\n";
             let_scope.push_back({op->name, op->value});
             stmt(op->body);
@@ -639,6 +775,7 @@ class ExtractKernels : public IRMutator {
 public:
     CudaProgram *prog;
     std::string prefix;
+    bool emulate = false;
     std::ostringstream src;
 
 protected:
@@ -704,6 +841,24 @@ protected:
         }
         em.stmt(cur);
         src << em.os.str() << "}\n\n";
+        if (emulate) {
+            // The launcher the emulated driver calls: the kernel's parameters from the launch's
+            // argument slots (device pointers are host pointers here), the grid run by the
+            // header's scheduler, each thread a fiber.
+            src << "static void weft_emu_body_" << k.name << "(void **p) {\n    " << k.name << "(";
+            for (size_t i = 0; i < k.params.size(); i++) {
+                const CudaKernelParam &q = k.params[i];
+                if (i) src << ", ";
+                if (q.is_buffer)
+                    src << "(" << (q.written ? "" : "const ") << storage_type(q.type) << " *)(uintptr_t)*(const u64 *)p[" << i << "]";
+                else
+                    src << "*(const " << ctype(q.type) << " *)p[" << i << "]";
+            }
+            src << ");\n}\n";
+            src << "extern \"C\" void weft_emu_" << k.name << "(void **p, unsigned gx, unsigned gy, unsigned gz) {\n"
+                << "    weft_emu_run_grid(weft_emu_body_" << k.name << ", p, gx, gy, gz, " << k.block[0] << ", "
+                << k.block[1] << ", " << k.block[2] << ");\n}\n\n";
+        }
         int idx = (int)prog->kernels.size();
         prog->kernels.push_back(std::move(k));
         return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_launch", {Expr(idx)}));
@@ -712,13 +867,14 @@ protected:
 
 }  // namespace
 
-CudaProgram codegen_cuda(const LoweredFunc &f) {
+CudaProgram codegen_cuda(const LoweredFunc &f, bool emulate) {
     CudaProgram prog;
     ExtractKernels ex;
     ex.prog = &prog;
     ex.prefix = f.name;
+    ex.emulate = emulate;
     prog.host = ex.mutate(f.body);
-    prog.source = std::string(kPrelude) + ex.src.str();
+    prog.source = (emulate ? std::string(kEmulationHeader) : std::string()) + kPrelude + ex.src.str();
     return prog;
 }
 

@@ -33,8 +33,12 @@ struct CudaProgram {
 };
 
 /** Generates CUDA C for every kernel of f (which must have been lowered with cuda = true).
-    Throws weft::Error for IR the backend cannot express. */
-CudaProgram codegen_cuda(const LoweredFunc &f);
+    Throws weft::Error for IR the backend cannot express. With emulate, the source is host C++
+    for the CPU emulation of a device (WEFT_CUDA_EMULATOR, see CudaRuntime.h): the same kernels,
+    each thread nest run as loops over threadIdx, plus for each kernel an
+    extern "C" void weft_emu_<kernel>(void **args, unsigned gx, unsigned gy, unsigned gz)
+    that runs the grid. */
+CudaProgram codegen_cuda(const LoweredFunc &f, bool emulate = false);
 
 }  // namespace internal
 }  // namespace weft

@@ -1,5 +1,7 @@
 #include "cuda/CudaRuntime.h"
 #include <dlfcn.h>
+#include <unistd.h>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -197,12 +199,196 @@ void check_kernel_resources(const CudaProgram &p, const NvrtcOutput &o, int regs
 }
 
 // ---------------- Driver API ----------------
+bool cuda_emulated() {
+    static const bool on = [] {
+        const char *e = std::getenv("WEFT_CUDA_EMULATOR");
+        return e && *e && std::strcmp(e, "0") != 0;
+    }();
+    return on;
+}
+
 namespace {
 std::once_flag g_driver_once;
 CudaDriver g_driver;
 
+// ---------------- the CPU emulation of a device ----------------
+namespace emu {
+
+constexpr int kLaunchFailed = 719, kInvalidValue = 1, kOutOfMemory = 2;
+thread_local std::string last_failure;
+
+struct Kernel {
+    void (*fn)(void **, unsigned, unsigned, unsigned) = nullptr;
+    std::string name;
+};
+struct Module {
+    void *so = nullptr;
+    std::vector<std::unique_ptr<Kernel>> kernels;
+};
+struct Event {
+    std::chrono::steady_clock::time_point t;
+};
+
+CUresult_t ok_noarg() { return 0; }
+CUresult_t set_current(void *) { return 0; }
+CUresult_t mem_alloc(CUdeviceptr_t *p, size_t n) {
+    void *q = std::calloc(std::max<size_t>(n, 1), 1);
+    if (!q) return kOutOfMemory;
+    *p = (CUdeviceptr_t)(uintptr_t)q;
+    return 0;
+}
+CUresult_t mem_free(CUdeviceptr_t p) {
+    std::free((void *)(uintptr_t)p);
+    return 0;
+}
+CUresult_t htod(CUdeviceptr_t d, const void *h, size_t n) {
+    std::memcpy((void *)(uintptr_t)d, h, n);
+    return 0;
+}
+CUresult_t dtoh(void *h, CUdeviceptr_t d, size_t n) {
+    std::memcpy(h, (const void *)(uintptr_t)d, n);
+    return 0;
+}
+CUresult_t dtod(CUdeviceptr_t a, CUdeviceptr_t b, size_t n) {
+    std::memmove((void *)(uintptr_t)a, (const void *)(uintptr_t)b, n);
+    return 0;
+}
+CUresult_t memset32(CUdeviceptr_t d, unsigned v, size_t n) {
+    auto *p = (unsigned *)(uintptr_t)d;
+    for (size_t i = 0; i < n; i++) p[i] = v;
+    return 0;
+}
+CUresult_t module_unload(void *m) {
+    auto *mod = (Module *)m;
+    if (mod->so) dlclose(mod->so);
+    delete mod;
+    return 0;
+}
+CUresult_t launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned, unsigned, unsigned, unsigned, void *,
+                  void **params, void **) {
+    auto *k = (Kernel *)f;
+    try {
+        k->fn(params, gx, gy, gz);
+    } catch (std::exception &e) {
+        last_failure = k->name + ": " + e.what();
+        return kLaunchFailed;
+    }
+    return 0;
+}
+CUresult_t event_create(void **e, unsigned) {
+    *e = new Event;
+    return 0;
+}
+CUresult_t event_record(void *e, void *) {
+    ((Event *)e)->t = std::chrono::steady_clock::now();
+    return 0;
+}
+CUresult_t event_sync(void *) { return 0; }
+CUresult_t event_elapsed(float *ms, void *a, void *b) {
+    *ms = std::chrono::duration<float, std::milli>(((Event *)b)->t - ((Event *)a)->t).count();
+    return 0;
+}
+CUresult_t event_destroy(void *e) {
+    delete (Event *)e;
+    return 0;
+}
+CUresult_t error_name(CUresult_t r, const char **s) {
+    *s = r == kLaunchFailed ? "CUDA_ERROR_LAUNCH_FAILED (emulated)" : r == kOutOfMemory ? "CUDA_ERROR_OUT_OF_MEMORY (emulated)"
+                                                                                          : "CUDA_ERROR (emulated)";
+    return 0;
+}
+CUresult_t error_string(CUresult_t r, const char **s) {
+    *s = r == kLaunchFailed ? last_failure.c_str() : "emulated device error";
+    return 0;
+}
+
+void install(CudaDriver &d) {
+    d.cuCtxSetCurrent = set_current;
+    d.cuCtxSynchronize = ok_noarg;
+    d.cuModuleUnload = module_unload;
+    d.cuLaunchKernel = launch;
+    d.cuMemAlloc = mem_alloc;
+    d.cuMemFree = mem_free;
+    d.cuMemcpyHtoD = htod;
+    d.cuMemcpyDtoH = dtoh;
+    d.cuMemcpyDtoD = dtod;
+    d.cuMemsetD32 = memset32;
+    d.cuEventCreate = event_create;
+    d.cuEventRecord = event_record;
+    d.cuEventSynchronize = event_sync;
+    d.cuEventElapsedTime = event_elapsed;
+    d.cuEventDestroy = event_destroy;
+    d.cuGetErrorName = error_name;
+    d.cuGetErrorString = error_string;
+    d.cc_major = 9;
+    d.cc_minor = 0;
+    d.max_threads_per_block = 1024;
+    d.max_shared_per_block = 48 * 1024;
+    d.regs_per_block = 65536;
+    d.sm_count = 132;
+    d.name = "CPU emulation of an sm_90 device (WEFT_CUDA_EMULATOR)";
+    d.ok = true;
+}
+
+/** Compiles the emulation source with the host compiler and loads its launchers. */
+Module *load(const CudaProgram &emulation) {
+    char dir[] = "/tmp/weft-emu-XXXXXX";
+    if (!mkdtemp(dir)) throw Error("weft: CUDA emulator: cannot create a temporary directory");
+    std::string d = dir, src = d + "/kernels.cpp", so = d + "/kernels.so", log = d + "/log.txt";
+    auto cleanup = [&] {
+        std::remove(src.c_str());
+        std::remove(so.c_str());
+        std::remove(log.c_str());
+        rmdir(dir);
+    };
+    {
+        FILE *f = std::fopen(src.c_str(), "w");
+        if (!f) {
+            cleanup();
+            throw Error("weft: CUDA emulator: cannot write " + src);
+        }
+        std::fwrite(emulation.source.data(), 1, emulation.source.size(), f);
+        std::fclose(f);
+    }
+    const char *cxx = std::getenv("WEFT_EMULATOR_CXX");
+    std::string cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O1 -fPIC -shared -fno-strict-aliasing -w " +
+                      src + " -o " + so + " > " + log + " 2>&1";
+    int rc = std::system(cmd.c_str());
+    if (rc != 0) {
+        std::string text;
+        if (FILE *f = std::fopen(log.c_str(), "r")) {
+            char buf[4096];
+            size_t n;
+            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0 && text.size() < 20000) text.append(buf, n);
+            std::fclose(f);
+        }
+        cleanup();
+        throw Error("weft: CUDA emulator: the host compiler failed on the emulated kernels (" + cmd + "):\n" + text);
+    }
+    void *h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string why = h ? "" : dlerror();
+    cleanup();  // the loaded library stays mapped
+    if (!h) throw Error("weft: CUDA emulator: cannot load the emulated kernels: " + why);
+    auto *m = new Module;
+    m->so = h;
+    for (auto &k : emulation.kernels) {
+        auto kern = std::make_unique<Kernel>();
+        kern->name = k.name;
+        kern->fn = (decltype(kern->fn))dlsym(h, ("weft_emu_" + k.name).c_str());
+        if (!kern->fn) {
+            module_unload(m);
+            throw Error("weft internal error: CUDA emulator: no launcher for " + k.name);
+        }
+        m->kernels.push_back(std::move(kern));
+    }
+    return m;
+}
+
+}  // namespace emu
+
 void load_driver() {
     CudaDriver &d = g_driver;
+    if (cuda_emulated()) return emu::install(d);
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         d.why = "no CUDA driver (libcuda.so.1 could not be loaded)";
@@ -312,7 +498,7 @@ std::string cuda_device_key() {
         v = nvrtc_version();
     } catch (Error &) {
     }
-    return arch + "/nvrtc" + v;
+    return arch + "/nvrtc" + v + (cuda_emulated() ? "/emulated" : "");
 }
 
 // ---------------- compiled pipelines ----------------
@@ -327,6 +513,18 @@ std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *sour
     if (m->program.kernels.empty()) return m;
     CudaDriver &d = cuda_driver();
     std::string arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
+    if (cuda_emulated()) {
+        // NVRTC (where it exists) checks that the device code compiles and fits; the emulated
+        // kernels are the same kernels as host C++.
+        if (nvrtc_available()) {
+            m->compiled = nvrtc_compile(m->program.source, arch);
+            check_kernel_resources(m->program, m->compiled, d.regs_per_block, d.max_shared_per_block);
+        }
+        auto *mod = emu::load(codegen_cuda(f, true));
+        m->module = mod;
+        for (auto &k : mod->kernels) m->functions.push_back(k.get());
+        return m;
+    }
     try {
         m->compiled = nvrtc_compile(m->program.source, arch);
     } catch (Error &e) {

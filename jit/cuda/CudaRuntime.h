@@ -82,6 +82,15 @@ struct CudaDriver {
     int64_t max_shared_per_block = 48 * 1024;
     std::string name;
 };
+/** WEFT_CUDA_EMULATOR=1 in the environment: a CPU emulation of one CUDA device stands in for
+    the driver (for tests and development on machines without a GPU). Kernels are generated as
+    for the device (and compiled by NVRTC, where it exists, for the resource checks), then as
+    host C++ (codegen_cuda's emulate), compiled by the host compiler ($WEFT_EMULATOR_CXX, else
+    c++) and run block by block; "device" memory is host memory; limits are an sm_90 device's.
+    It checks results and barrier placement (a thread nest reading shared memory that another
+    nest writes sees nothing before the barrier's nest has run), not speed. */
+bool cuda_emulated();
+
 /** The driver, loaded and initialised on device 0 with its primary context current on
     the calling thread. Throws Error (naming the missing library or the failing call) where
     there is no driver or device. */

@@ -43,6 +43,7 @@ Target Target::host() {
 }
 
 bool cuda_available() {
+    if (internal::cuda_emulated()) return true;
     static const bool ok = [] {
         void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (!h) return false;

@@ -1,0 +1,157 @@
+// The CPU emulation of a CUDA device (WEFT_CUDA_EMULATOR=1; CTest runs the GPURun suites and
+// these under it with the label gpu-emulated). Suites start with "GPUEmulator"; every test
+// skips unless the emulator is on.
+#include <gtest/gtest.h>
+#include <cmath>
+#include <cstring>
+#include "cuda/CudaRuntime.h"
+#include "gpu/gpu_pipelines.h"
+#include "interp/Interpreter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Env.h"
+#include "lower/Lower.h"
+
+using namespace weft;
+using namespace weft::internal;
+using namespace weft_gpu_test;
+
+#define REQUIRE_EMULATOR() \
+    if (!cuda_emulated()) GTEST_SKIP() << "runs under WEFT_CUDA_EMULATOR=1 only (CTest label gpu-emulated)"
+
+namespace {
+
+void fill_dims(weft_buffer_t &w, const BufferContents &b) {
+    std::memset(&w, 0, sizeof w);
+    w.host = b.host;
+    w.dims = b.dims;
+    for (int d = 0; d < b.dims; d++) w.dim[d] = {b.dim[d].min, b.dim[d].extent, b.dim[d].stride, 0};
+}
+
+/** Lowers c for CUDA (shapes as constants), optionally drops every barrier, and runs it on the
+    emulated device; returns the largest relative difference from the interpreter. */
+double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr) {
+    Env env = build_env({c.out.contents()}, false);
+    Buffer<float> out(c.sizes, "out");
+    std::map<std::string, Expr> consts;
+    std::map<std::string, std::shared_ptr<BufferContents>> by_name;
+    auto add = [&](const std::string &name, const std::shared_ptr<BufferContents> &b) {
+        by_name[name] = b;
+        for (int d = 0; d < b->dims; d++) {
+            std::string ds = "." + std::to_string(d);
+            consts[name + ".min" + ds] = Expr(b->dim[d].min);
+            consts[name + ".extent" + ds] = Expr(b->dim[d].extent);
+            consts[name + ".stride" + ds] = Expr(b->dim[d].stride);
+        }
+    };
+    for (auto &in : env.inputs)
+        if (in.buffer) add(in.name, in.buffer);
+    add(env.outputs[0], out.contents());
+    LoweredFunc lf = lower(env, consts, "weft_emu_" + c.name, nullptr, true);
+    if (drop_barriers) {
+        class Drop : public IRMutator {
+        protected:
+            Stmt visit(const Evaluate *op, const Stmt &s) override {
+                if (auto call = op->value.as<Call>())
+                    if (call->is_intrinsic("gpu_thread_barrier")) return Evaluate::make(Expr(0));
+                return s;
+            }
+        } drop;
+        lf.body = drop.mutate(lf.body);
+    }
+    auto m = compile_cuda(lf);
+    std::vector<weft_buffer_t> wb(lf.args.size());
+    std::vector<void *> args;
+    std::vector<const BufferContents *> bufs;
+    for (size_t i = 0; i < lf.args.size(); i++) {
+        auto b = by_name.at(lf.args[i].name);
+        fill_dims(wb[i], *b);
+        args.push_back(&wb[i]);
+        bufs.push_back(b.get());
+    }
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof ctx);
+    try {
+        if (cuda_call(*m, lf, args.data(), &ctx, bufs.data()) != 0) {
+            if (error) *error = ctx.error;
+            return 1e30;
+        }
+    } catch (Error &e) {
+        if (error) *error = e.what();
+        return 1e30;
+    }
+    out.copy_to_host();
+    Buffer<float> ref(c.sizes);
+    interpret_pipeline(Pipeline(c.out), {ref});
+    double worst = 0;
+    int64_t n = 1;
+    for (int s : c.sizes) n *= s;
+    for (int64_t i = 0; i < n; i++) {
+        double d = std::fabs((double)out.data()[i] - (double)ref.data()[i]) / std::max(1.0, std::fabs((double)ref.data()[i]));
+        if (!(d <= worst)) worst = std::isnan(d) ? 1e30 : d;
+    }
+    return worst;
+}
+
+}  // namespace
+
+TEST(GPUEmulator, DeviceIsTheEmulator) {
+    REQUIRE_EMULATOR();
+    EXPECT_TRUE(cuda_available());
+    CudaDriver &d = cuda_driver();
+    EXPECT_NE(d.name.find("emulation"), std::string::npos);
+    EXPECT_NE(cuda_device_key().find("emulated"), std::string::npos);
+}
+
+TEST(GPUEmulator, AllCasesMatchTheInterpreter) {
+    REQUIRE_EMULATOR();
+    for (auto &make : all_cases()) {
+        GpuCase c = make();
+        std::string err;
+        EXPECT_LE(run_lowered(c, false, &err), 1e-5) << c.name << " " << err;
+    }
+}
+
+// The emulator runs each thread until it reaches a barrier, thread 0 first: without the barrier
+// between the shared-memory stage and its readers, threads read rows others have not written.
+TEST(GPUEmulator, MissingBarrierChangesTheResult) {
+    REQUIRE_EMULATOR();
+    GpuCase with = blur_shared(64, 32), without = blur_shared(64, 32);
+    EXPECT_LE(run_lowered(with, false), 1e-6);
+    EXPECT_GT(run_lowered(without, true), 1e-3);
+}
+
+// A failed assertion inside a kernel becomes a weft::Error (the launch fails), not an abort.
+TEST(GPUEmulator, TrapIsAnError) {
+    REQUIRE_EMULATOR();
+    GpuCase c = pointwise(64, 16);
+    Env env = build_env({c.out.contents()}, false);
+    std::map<std::string, Expr> consts;
+    LoweredFunc lf = lower(env, consts, "weft_emu_trap", nullptr, true);
+    class AddTrap : public IRMutator {
+    protected:
+        Stmt visit(const Store *op, const Stmt &s) override {
+            return Block::make(AssertStmt::make(Expr(false), "emulated trap", {}), s);
+        }
+    } add;
+    lf.body = add.mutate(lf.body);
+    std::string e;
+    try {
+        auto m = compile_cuda(lf);
+        Buffer<float> out(64, 16);
+        std::vector<weft_buffer_t> wb(lf.args.size());
+        std::vector<void *> args;
+        std::vector<const BufferContents *> bufs;
+        for (size_t i = 0; i < lf.args.size(); i++) {
+            const BufferContents *b = lf.args[i].name == env.outputs[0] ? out.contents().get() : c.inputs[0].contents().get();
+            fill_dims(wb[i], *b);
+            args.push_back(&wb[i]);
+            bufs.push_back(b);
+        }
+        weft_context_t ctx;
+        std::memset(&ctx, 0, sizeof ctx);
+        cuda_call(*m, lf, args.data(), &ctx, bufs.data());
+    } catch (Error &err) {
+        e = err.what();
+    }
+    EXPECT_NE(e.find("__trap"), std::string::npos) << e;
+}
