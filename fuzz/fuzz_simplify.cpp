@@ -4,7 +4,8 @@
 //
 // Overflow model: Int(32)/Int(64) add/sub/mul (and INT_MIN / -1) are assumed not to overflow
 // (as the simplifier assumes). An assignment under which the original or the simplified Expr
-// overflows such an operation is skipped. Narrow and unsigned types wrap and are always checked.
+// overflows such an operation is skipped; a vector operation overflows if any of its lanes
+// does. Narrow and unsigned types wrap and are always checked.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -343,6 +344,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int lane = (int)(rnd() % (uint64_t)e.type().lanes());
         if (iter < e.type().lanes()) lane = iter;
         int64_t a = eval_expr(e, env, &o1, lane);
+        // A vector operation is one operation: if it overflows in any lane, the assumption
+        // that it does not lets the simplifier change every lane (ramp(INT_MAX, -k) + 1 folds
+        // its base with the others' stride).
+        for (int l = 0; l < e.type().lanes() && !o1; l++) {
+            bool ol = false;
+            eval_expr(e, env, &ol, l);
+            o1 = ol;
+        }
         if (o1) {
             stats.skip_orig++;
             continue;
