@@ -121,9 +121,35 @@ inline GpuCase elementwise_chain(int w = 1024, int h = 64) {
     return c;
 }
 
+/** Row sums reduced across the threads of a block: rfactor splits the reduction into 128
+    partial sums, one per thread, staged in shared memory; one thread adds them after the
+    barrier. One block per row. */
+inline GpuCase row_sum_rfactor(int w = 1000, int h = 37) {
+    GpuCase c;
+    c.name = "row_sum_rfactor";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var y("y"), u("u");
+    RDom r(0, w, "r");
+    RVar ro("ro"), ri("ri");
+    Func out("row_sum");
+    out(y) = 0.0f;
+    out(y) += in(r, y);
+    out.gpu_blocks(y);
+    Func partial = out.update().split(r, ro, ri, 128).rfactor(ri, u);
+    out.update().gpu_blocks(y);
+    partial.compute_at(out, y).gpu_threads(u);
+    partial.update().gpu_threads(u);
+    c.out = out;
+    c.sizes = {h};
+    c.expect_shared = 128 * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
-    return {[] { return pointwise(); }, [] { return blur_shared(); }, [] { return matmul_regs(); },
-            [] { return update_stage(); }, [] { return elementwise_chain(); }};
+    return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
+            [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -134,6 +134,14 @@ TEST(GPUNvrtc, ElementwiseVectorized) {
     EXPECT_NE(b.prog.source.find("float4"), std::string::npos) << b.prog.source;
 }
 
+TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
+    REQUIRE_NVRTC();
+    GpuCase c = row_sum_rfactor();
+    check_case(c, 2);  // the initial value, then the update with its partial sums
+    Built b = build(c);
+    EXPECT_EQ(b.prog.kernels[1].block[0], 128);
+}
+
 TEST(GPUNvrtc, CompileErrorCarriesLogAndLine) {
     REQUIRE_NVRTC();
     std::string e = error_of([] { nvrtc_compile("extern \"C\" __global__ void k() {\n  int x = undefined_name;\n}\n", "sm_90"); });
