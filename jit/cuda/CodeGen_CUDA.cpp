@@ -108,32 +108,26 @@ template <typename I, typename F> static inline I weft_emu_sat(F x, double lo, d
     if ((double)x >= hi) return (I)hi;
     return (I)x;
 }
+// 64-bit bounds are not exact in float or double: compare with 2^63 and 2^64 themselves.
+template <typename F> static inline long long weft_emu_ll(F x) {
+    if (x != x) return 0;
+    if (x >= (F)9.2233720368547758e18) return INT64_MAX;
+    if (x <= (F)-9.2233720368547758e18) return INT64_MIN;
+    return (long long)x;
+}
+template <typename F> static inline unsigned long long weft_emu_ull(F x) {
+    if (x != x || x <= 0) return 0;
+    if (x >= (F)1.8446744073709552e19) return UINT64_MAX;
+    return (unsigned long long)x;
+}
 static inline int __float2int_rz(float x) { return weft_emu_sat<int>(x, -2147483648.0, 2147483647.0); }
 static inline unsigned __float2uint_rz(float x) { return weft_emu_sat<unsigned>(x, 0.0, 4294967295.0); }
-static inline long long __float2ll_rz(float x) {
-    if (x != x) return 0;
-    if (x >= 9.2233720368547758e18f) return INT64_MAX;
-    if (x <= -9.2233720368547758e18f) return INT64_MIN;
-    return (long long)x;
-}
-static inline unsigned long long __float2ull_rz(float x) {
-    if (x != x || x <= 0) return 0;
-    if (x >= 1.8446744073709552e19f) return UINT64_MAX;
-    return (unsigned long long)x;
-}
+static inline long long __float2ll_rz(float x) { return weft_emu_ll(x); }
+static inline unsigned long long __float2ull_rz(float x) { return weft_emu_ull(x); }
 static inline int __double2int_rz(double x) { return weft_emu_sat<int>(x, -2147483648.0, 2147483647.0); }
 static inline unsigned __double2uint_rz(double x) { return weft_emu_sat<unsigned>(x, 0.0, 4294967295.0); }
-static inline long long __double2ll_rz(double x) {
-    if (x != x) return 0;
-    if (x >= 9.2233720368547758e18) return INT64_MAX;
-    if (x <= -9.2233720368547758e18) return INT64_MIN;
-    return (long long)x;
-}
-static inline unsigned long long __double2ull_rz(double x) {
-    if (x != x || x <= 0) return 0;
-    if (x >= 1.8446744073709552e19) return UINT64_MAX;
-    return (unsigned long long)x;
-}
+static inline long long __double2ll_rz(double x) { return weft_emu_ll(x); }
+static inline unsigned long long __double2ull_rz(double x) { return weft_emu_ull(x); }
 #define WEFT_EMU_VEC(T, N2, N4)                                                             \
     struct alignas(2 * sizeof(T)) N2 { T x, y; };                                           \
     struct alignas(4 * sizeof(T)) N4 { T x, y, z, w; };                                     \
