@@ -116,7 +116,13 @@ void run_job(Job *j, int thread_index) {
 // a millisecond (a layer-norm of 16 MB on two threads: 0.30 ms with sleeping workers, 0.21
 // spinning). Workers spin this long after their last job before sleeping; a caller spins
 // as long for the last workers to leave its job.
+// With more threads than hardware threads, a spinning thread takes the core that another
+// needs to finish its part: then nobody spins.
 constexpr int64_t kSpinWorkerNs = 2000000, kSpinCallerNs = 1000000;
+inline bool may_spin(int num_threads) {
+    static const int hw = std::max(1, (int)std::thread::hardware_concurrency());
+    return num_threads <= hw;
+}
 
 template <typename Done>
 bool spin_until(Done done, int64_t ns) {
@@ -157,7 +163,8 @@ struct Pool {
                 // parallel loop within microseconds, and waking a sleeping thread costs more.
                 uint64_t g = generation.load(std::memory_order_acquire);
                 lk.unlock();
-                spin_until([&] { return generation.load(std::memory_order_acquire) != g; }, kSpinWorkerNs);
+                spin_until([&] { return generation.load(std::memory_order_acquire) != g; },
+                           may_spin(num_threads) ? kSpinWorkerNs : 0);
                 lk.lock();
                 sleepers++;
                 cv_work.wait(lk, [&] { return (j = find_work()) != nullptr; });
@@ -275,7 +282,7 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
         p->jobs.erase(std::find(p->jobs.begin(), p->jobs.end(), &job));  // no worker enters now
     }
     auto all_left = [&] { return job.workers_inside.load(std::memory_order_acquire) == 0; };
-    if (!spin_until(all_left, kSpinCallerNs)) {
+    if (!spin_until(all_left, may_spin(p->num_threads) ? kSpinCallerNs : 0)) {
         std::unique_lock<std::mutex> lk(p->mu);
         p->cv_done.wait(lk, all_left);
     }
