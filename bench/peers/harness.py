@@ -174,9 +174,11 @@ class Harness:
         except ValueError:
             return {"ok": False, "error": "bench_compare failed: " + p.stderr.strip()}
 
-    def time_impls(self, impls, rounds, target_ms, max_reps):
+    def time_impls(self, impls, rounds, target_ms, max_reps, settle_s=0.0):
         """impls: list of (label, server, call_ms). Alternates them over rounds; returns
-        {label: (samples, minflt_per_call or None, error or None)}."""
+        {label: (samples, minflt_per_call or None, error or None)}. settle_s: a pause before each
+        batch, so that the threads the previous implementation leaves spinning (OpenBLAS spins
+        for about 0.1 s after its last call) have gone to sleep before the next is timed."""
         samples = {lab: [] for lab, _, _ in impls}
         faults = {lab: [] for lab, _, _ in impls}
         errors = {}
@@ -186,6 +188,8 @@ class Harness:
                 if lab in errors:
                     continue
                 reps = max(1, min(max_reps, int(round(target_ms / max(call_ms, 1e-3)))))
+                if settle_s > 0:
+                    time.sleep(settle_s)
                 res = srv.request("time %d" % reps, timeout=max(120, 5 * reps * call_ms / 1000.0))
                 if not res.get("ok"):
                     errors[lab] = res.get("error", "?")
@@ -245,7 +249,10 @@ class Harness:
         for lab, fam, var in impls[1:]:
             if lab in files:
                 timed.append((lab, self.server(fam, threads), setups[lab]["call_ms"]))
-        res = self.time_impls(timed, a.rounds, a.target_ms, a.max_reps) if timed else {}
+        # With several threads an implementation shares the 2 cores with whatever the previous
+        # one left spinning: let that settle first.
+        settle = a.settle_ms / 1000.0 if threads > 1 else 0.0
+        res = self.time_impls(timed, a.rounds, a.target_ms, a.max_reps, settle) if timed else {}
         for lab, fam, var in impls:
             if lab in files:
                 self.server(fam, threads).request("release", timeout=60)
@@ -375,7 +382,10 @@ def main():
     ap.add_argument("--sizes", default=None, help="SGEMM sizes, comma-separated")
     ap.add_argument("--only", default=None, help="regex over <kernel>_<size>_t<threads>")
     ap.add_argument("--target-ms", type=float, default=None, help="time per implementation per round")
-    ap.add_argument("--max-reps", type=int, default=50)
+    ap.add_argument("--max-reps", type=int, default=1000,
+                    help="most calls per batch (a batch lasts about --target-ms: short kernels need many)")
+    ap.add_argument("--settle-ms", type=float, default=200,
+                    help="pause before each multi-threaded batch (other processes' spinning threads go to sleep)")
     ap.add_argument("--no-triad", action="store_true")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
