@@ -86,6 +86,34 @@ inline GpuCase matmul_regs(int n = 128, int r = 4) {
     return c;
 }
 
+/** C = A * B as Halide's expert CUDA matmul schedules it: 64x16 outputs per block, a 4x8
+    register tile per thread (32 threads), and at each step of k the thread's operands loaded
+    into registers first (8 steps of k at a time): B's 4 consecutive values as one 16-byte load,
+    A's 8 values of k for each of the 8 rows as two. */
+inline GpuCase matmul_vectorized(int n = 128) {
+    GpuCase c;
+    c.name = "matmul_vectorized";
+    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
+    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
+    Buffer<float> A = c.inputs[0], B = c.inputs[1];
+    Var x("x"), y("y"), xi("xi"), yi("yi"), xii("xii"), yii("yii");
+    RDom k(0, n, "k");
+    Func acc("acc"), out("matmul");
+    acc(x, y) = 0.0f;
+    acc(x, y) += A(k, y) * B(x, k);
+    out(x, y) = acc(x, y);
+    out.tile(x, y, xi, yi, 64, 16).tile(xi, yi, xii, yii, 4, 8).gpu_blocks(x, y).gpu_threads(xi, yi).unroll(xii).unroll(yii);
+    acc.compute_at(out, xi).store_in(MemoryType::Register).vectorize(x).unroll(y);
+    acc.update().reorder(x, y, k).vectorize(x).unroll(y).unroll(k, 8);
+    Func Bk = B.in(), Ak = A.in();
+    Bk.compute_at(acc, k).vectorize(Bk.args()[0]).unroll(Bk.args()[1]);
+    Ak.compute_at(acc, k).vectorize(Ak.args()[0], 4).unroll(Ak.args()[0]).unroll(Ak.args()[1]);
+    c.out = out;
+    c.sizes = {n, n};
+    c.expect_shared = 0;
+    return c;
+}
+
 /** An output with an update stage: each stage is its own kernel. */
 inline GpuCase update_stage(int n = 1000) {
     GpuCase c;
@@ -149,7 +177,8 @@ inline GpuCase row_sum_rfactor(int w = 1000, int h = 37) {
 
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
-            [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); }};
+            [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
+            [] { return matmul_vectorized(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -134,6 +134,18 @@ TEST(GPUNvrtc, ElementwiseVectorized) {
     EXPECT_NE(b.prog.source.find("float4"), std::string::npos) << b.prog.source;
 }
 
+TEST(GPUNvrtc, MatmulOperandsStagedInRegistersWithVectorLoads) {
+    REQUIRE_NVRTC();
+    GpuCase c = matmul_vectorized();
+    check_case(c, 1);  // no spills: accumulators and staged operands fit in registers
+    Built b = build(c);
+    EXPECT_EQ(b.prog.kernels[0].block[0] * b.prog.kernels[0].block[1], 32);
+    size_t vec_loads = 0;
+    const std::string load = "reinterpret_cast<const float4 *>";
+    for (size_t p = b.prog.source.find(load); p != std::string::npos; p = b.prog.source.find(load, p + 1)) vec_loads++;
+    EXPECT_EQ(vec_loads, 8u * 2 + 8) << "per 8 steps of k: 2 x 8 loads of A, 8 of B";
+}
+
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
