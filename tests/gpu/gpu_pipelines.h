@@ -61,6 +61,27 @@ inline GpuCase blur_shared(int w = 256, int h = 128) {
     return c;
 }
 
+/** The same blur with 4 consecutive outputs per thread (16-byte stores; blur_x's 4 values of a
+    thread also computed as one vector): 128x8 outputs per block of 32x10 threads. */
+inline GpuCase blur_vectorized(int w = 256, int h = 128) {
+    GpuCase c;
+    c.name = "blur_vectorized";
+    c.inputs.push_back(ramp_buffer(w + 2, h + 2));
+    Buffer<float> in = c.inputs[0];
+    in.set_min({-1, -1});
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xv("xv");
+    Func bx("blur_x"), by("blur_y");
+    bx(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) * (1.0f / 3.0f);
+    by(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 3.0f);
+    by.tile(x, y, xo, yo, xi, yi, 128, 8).split(xi, xt, xv, 4).vectorize(xv).gpu_blocks(xo, yo).gpu_threads(xt, yi);
+    bx.compute_at(by, xo).store_in(MemoryType::GPUShared).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt, y);
+    c.out = by;
+    c.sizes = {w, h};
+    c.expect_shared = 128 * 10 * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
 /** C = A * B with an r x r register-blocked accumulator per thread (16x16 threads). */
 inline GpuCase matmul_regs(int n = 128, int r = 4) {
     GpuCase c;
@@ -178,7 +199,7 @@ inline GpuCase row_sum_rfactor(int w = 1000, int h = 37) {
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
-            [] { return matmul_vectorized(); }};
+            [] { return matmul_vectorized(); }, [] { return blur_vectorized(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -112,6 +112,16 @@ TEST(GPUNvrtc, BlurStagedInSharedMemoryHasBarrier) {
     EXPECT_EQ(b.prog.kernels[0].block[1], 10);
 }
 
+TEST(GPUNvrtc, BlurVectorizedStoresFloat4) {
+    REQUIRE_NVRTC();
+    GpuCase c = blur_vectorized();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_EQ(b.prog.kernels[0].block[0], 32);
+    EXPECT_EQ(b.prog.kernels[0].block[1], 10);
+    EXPECT_NE(b.prog.source.find("*reinterpret_cast<float4 *>(&w_blur_y["), std::string::npos) << b.prog.source;
+}
+
 TEST(GPUNvrtc, MatmulRegisterBlocked) {
     REQUIRE_NVRTC();
     GpuCase c = matmul_regs();
