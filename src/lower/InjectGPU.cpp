@@ -322,10 +322,12 @@ private:
             FindLoops fl = find_loops(op->body);
             if (!fl.thread) return fl.store ? single_thread(s) : s;
             // A block-level loop around thread loops: every thread runs it. What one iteration
-            // leaves pending conflicts with the next iteration's accesses.
+            // leaves pending conflicts with the next iteration's accesses, also those of the
+            // shared buffers allocated inside it: their storage is the kernel's, the same at
+            // every iteration (reloading a staged tile must wait until every thread has read
+            // the previous one).
             Accesses a;
             a.include(op->body);
-            a.finish();
             pending_r.insert(a.reads.begin(), a.reads.end());
             pending_w.insert(a.writes.begin(), a.writes.end());
             Stmt b = block_level(op->body);

@@ -135,6 +135,51 @@ inline GpuCase matmul_vectorized(int n = 128) {
     return c;
 }
 
+/** C = A * B with tiles of A and B staged in shared memory at each step of 16 of k, loaded
+    cooperatively by the block's 16x16 threads (B's as 16-byte vectors), each thread then
+    accumulating its 4x4 outputs: barriers before each reload and before the reads. The
+    accumulator is computed at the block level. */
+inline GpuCase matmul_shared_staged(int n = 128) {
+    GpuCase c;
+    c.name = "matmul_shared_staged";
+    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
+    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
+    Buffer<float> A = c.inputs[0], B = c.inputs[1];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
+    RDom k(0, n, "k");
+    RVar ko("ko"), ki("ki");
+    Func acc("acc"), out("matmul");
+    acc(x, y) = 0.0f;
+    acc(x, y) += A(k, y) * B(x, k);
+    out(x, y) = acc(x, y);
+    out.tile(x, y, xo, yo, xi, yi, 64, 64)
+        .split(xi, tx, xr, 4)
+        .split(yi, ty, yr, 4)
+        .reorder(xr, yr, tx, ty, xo, yo)
+        .gpu_blocks(xo, yo)
+        .gpu_threads(tx, ty)
+        .unroll(xr)
+        .unroll(yr);
+    acc.compute_at(out, xo).split(x, tx, xr, 4).split(y, ty, yr, 4).reorder(xr, yr, tx, ty).gpu_threads(tx, ty).unroll(xr).unroll(yr);
+    acc.update()
+        .split(k, ko, ki, 16)
+        .split(x, tx, xr, 4)
+        .split(y, ty, yr, 4)
+        .reorder(xr, yr, ki, tx, ty, ko)
+        .gpu_threads(tx, ty)
+        .unroll(xr)
+        .unroll(yr);
+    Func Bs = B.in(), As = A.in();
+    Var bt("bt"), bv("bv"), at("at"), av("av");
+    Bs.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(Bs.args()[0], bt, bv, 4).vectorize(bv).gpu_threads(bt, Bs.args()[1]);
+    As.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(As.args()[1], at, av, 4).unroll(av).gpu_threads(As.args()[0], at);
+    c.out = out;
+    c.sizes = {n, n};
+    c.expect_shared = (64 * 64 + 16 * 64 + 64 * 16) * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
 /** An output with an update stage: each stage is its own kernel. */
 inline GpuCase update_stage(int n = 1000) {
     GpuCase c;
@@ -199,7 +244,8 @@ inline GpuCase row_sum_rfactor(int w = 1000, int h = 37) {
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
-            [] { return matmul_vectorized(); }, [] { return blur_vectorized(); }};
+            [] { return matmul_vectorized(); }, [] { return blur_vectorized(); },
+            [] { return matmul_shared_staged(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -156,6 +156,20 @@ TEST(GPUNvrtc, MatmulOperandsStagedInRegistersWithVectorLoads) {
     EXPECT_EQ(vec_loads, 8u * 2 + 8) << "per 8 steps of k: 2 x 8 loads of A, 8 of B";
 }
 
+// Tiles staged in shared memory inside a block-level loop: a barrier before each reload (the
+// previous step's tiles are read until then) and one before the reads.
+TEST(GPUNvrtc, MatmulStagedInSharedMemoryHasLoopBarriers) {
+    REQUIRE_NVRTC();
+    GpuCase c = matmul_shared_staged();
+    check_case(c, 1);
+    Built b = build(c);
+    const std::string &src = b.prog.source;
+    size_t loop = src.find("for (i32 w_acc_s1_ko");
+    ASSERT_NE(loop, std::string::npos) << src;
+    size_t first = src.find("__syncthreads()", loop), load = src.find("w_A_in[", loop);
+    EXPECT_LT(first, load) << "no barrier before the tiles are reloaded:\n" << src;
+}
+
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
