@@ -1,9 +1,12 @@
 #include "lower/InjectGPU.h"
 #include <algorithm>
+#include <functional>
 #include <set>
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
+#include "interp/Interpreter.h"
+#include <map>
 
 namespace weft {
 namespace internal {
@@ -139,6 +142,140 @@ bool constant_upper_bound(Expr e, const Scope &scope, int64_t *out) {
 
 Stmt barrier() { return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_thread_barrier", {})); }
 
+/** Every Load and Store of one buffer inside a statement, with what encloses it there: the
+    loops (outermost first) and the lets (substituted into the index, innermost first). */
+class BufferAccesses : public IRVisitor {
+public:
+    explicit BufferAccesses(std::string n) : name(std::move(n)) {}
+    struct Loop {
+        std::string name;
+        Expr min, extent;
+        bool thread;
+    };
+    struct Access {
+        Expr index;
+        std::vector<Loop> loops;
+    };
+    std::string name;
+    std::vector<Access> accesses;
+    bool unsupported = false;  // an access in a let's value we cannot place, a vector index that is not a ramp
+
+protected:
+    std::vector<Loop> loops;
+    std::vector<std::pair<std::string, Expr>> lets;
+    Expr with_lets(Expr e) const {
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+        return e;
+    }
+    void record(const Expr &index) {
+        if (index.type().lanes() > 1 && !index.as<Ramp>()) unsupported = true;
+        Access a{with_lets(index), {}};
+        for (auto &l : loops) a.loops.push_back({l.name, with_lets(l.min), with_lets(l.extent), l.thread});
+        accesses.push_back(a);
+    }
+    void visit(const Load *op) override {
+        if (op->name == name) record(op->index);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        if (op->name == name) record(op->index);
+        IRVisitor::visit(op);
+    }
+    void visit(const LetStmt *op) override {
+        include(op->value);
+        lets.push_back({op->name, op->value});
+        include(op->body);
+        lets.pop_back();
+    }
+    void visit(const Let *op) override {
+        include(op->value);
+        lets.push_back({op->name, op->value});
+        include(op->body);
+        lets.pop_back();
+    }
+    void visit(const For *op) override {
+        include(op->min);
+        include(op->extent);
+        loops.push_back({op->name, op->min, unwrap_extent(op->extent), op->for_type == ForType::GPUThread});
+        include(op->body);
+        loops.pop_back();
+    }
+};
+
+/** Subtracts each thread's base offset from the indices of one buffer: index - (b0 + sum of
+    c[d] * (thread loop d's variable - its min)), the thread loops counted from the innermost
+    (dimension x). */
+class RebaseIndices : public IRMutator {
+public:
+    std::string name;
+    int64_t b0 = 0, c[3] = {0, 0, 0};
+
+protected:
+    std::vector<std::pair<std::string, Expr>> threads;  // (loop variable, min), outermost first
+    Expr offset() const {
+        Expr o = Expr((int)b0);
+        int n = (int)threads.size();
+        for (int i = 0; i < n; i++) {
+            int d = n - 1 - i;
+            o = o + Expr((int)c[d]) * (Variable::make(Int(32), threads[i].first) - threads[i].second);
+        }
+        return o;
+    }
+    std::vector<std::pair<std::string, Expr>> lets;  // in scope, innermost last
+    /** The index relative to the thread's first element, with the lets in scope substituted so
+        that the thread's own terms cancel: unrolled accesses get constant indices (which the
+        CUDA compiler keeps in registers). */
+    Expr rebase(const Expr &index) {
+        Expr e = index;
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+        Expr o = offset();
+        if (auto r = e.as<Ramp>()) return Ramp::make(simplify(r->base - o), r->stride, r->lanes);
+        return simplify(e - o);
+    }
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        Expr v = mutate(op->value);
+        lets.push_back({op->name, v});
+        Stmt b = mutate(op->body);
+        lets.pop_back();
+        return LetStmt::make(op->name, v, b);
+    }
+    Expr visit(const Let *op, const Expr &e) override {
+        Expr v = mutate(op->value);
+        lets.push_back({op->name, v});
+        Expr b = mutate(op->body);
+        lets.pop_back();
+        return Let::make(op->name, v, b);
+    }
+    Stmt visit(const For *op, const Stmt &s) override {
+        bool t = op->for_type == ForType::GPUThread;
+        if (t) threads.push_back({op->name, op->min});
+        Stmt r = IRMutator::visit(op, s);
+        if (t) threads.pop_back();
+        return r;
+    }
+    Expr visit(const Load *op, const Expr &e) override {
+        Expr i = mutate(op->index);
+        if (op->name != name) return i.same_as(op->index) ? e : Load::make(op->type, op->name, i, op->alignment);
+        return Load::make(op->type, op->name, rebase(i), 0);
+    }
+    Stmt visit(const Store *op, const Stmt &s) override {
+        Expr v = mutate(op->value), i = mutate(op->index);
+        if (op->name != name) return Store::make(op->name, v, i, op->alignment, op->nontemporal);
+        return Store::make(op->name, v, rebase(i), 0, op->nontemporal);
+    }
+};
+
+/** The free variables of an Expr. */
+class FreeVars : public IRVisitor {
+public:
+    std::set<std::string> names;
+
+protected:
+    void visit(const Variable *op) override { names.insert(op->name); }
+};
+
 class KernelBuilder {
 public:
     KernelBuilder(const Env &e, const GPULimits &l) : env(e), lim(l) {}
@@ -255,10 +392,146 @@ private:
         return simplify(e);
     }
 
+    std::set<std::string> private_bufs;  // block-level allocations promoted to per-thread storage
+    void drop_private(Accesses &a) const {
+        for (auto &n : private_bufs) {
+            a.reads.erase(n);
+            a.writes.erase(n);
+        }
+    }
+
+    /** A Func stored in registers (store_in(MemoryType::Register)) but computed at the block
+        level: every thread reads and writes only its own elements (checked by evaluating every
+        access for every thread), so each thread keeps its part in a per-thread array indexed
+        relative to its first element, no shared memory and no barriers for it. Null where that
+        cannot be shown (the storage then stays in shared memory). */
+    Stmt promote_to_registers(const Allocate *op) {
+        BufferAccesses ba(op->name);
+        ba.include(op->body);
+        if (ba.unsupported || ba.accesses.empty()) return Stmt();
+        size_t nthreads = 0;
+        for (auto &a : ba.accesses) {
+            size_t n = 0;
+            for (auto &l : a.loops) n += l.thread;
+            if (n == 0 || n > 3 || (nthreads && n != nthreads)) return Stmt();
+            nthreads = n;
+        }
+        // Evaluate every access of every thread.
+        std::map<int64_t, int64_t> owner;            // element -> thread (x + 1024 (y + 1024 z))
+        std::map<int64_t, std::pair<int64_t, int64_t>> range;  // thread -> [first, last] element
+        int64_t budget = 1 << 20;
+        bool ok = true;
+        for (auto &a : ba.accesses) {
+            Expr index = resolve(a.index);
+            std::vector<Expr> mins, exts;
+            for (auto &l : a.loops) {
+                mins.push_back(resolve(l.min));
+                exts.push_back(resolve(l.extent));
+            }
+            std::set<std::string> loop_names;
+            for (auto &l : a.loops) loop_names.insert(l.name);
+            auto bound_only = [&](const Expr &e) {
+                FreeVars fv;
+                fv.include(e);
+                for (auto &n : fv.names)
+                    if (!loop_names.count(n)) return false;
+                return true;
+            };
+            if (!bound_only(index)) return Stmt();
+            for (size_t i = 0; i < a.loops.size(); i++)
+                if (!bound_only(mins[i]) || !bound_only(exts[i])) return Stmt();
+            // Loops whose variable neither the index nor an inner loop's bounds use need one
+            // iteration only (e.g. the reduction loops around an accumulator's update).
+            std::vector<bool> needed(a.loops.size(), false);
+            for (size_t i = 0; i < a.loops.size(); i++) {
+                const std::string &v = a.loops[i].name;
+                bool used = a.loops[i].thread || expr_uses_var(index, v);
+                for (size_t j = i + 1; j < a.loops.size() && !used; j++)
+                    used = expr_uses_var(mins[j], v) || expr_uses_var(exts[j], v);
+                needed[i] = used;
+            }
+            std::map<std::string, int64_t> vars;
+            std::function<void(size_t)> walk = [&](size_t i) {
+                if (!ok) return;
+                if (i == a.loops.size()) {
+                    if (--budget < 0) {
+                        ok = false;
+                        return;
+                    }
+                    int64_t t[3] = {0, 0, 0};
+                    int k = 0;
+                    for (size_t j = a.loops.size(); j-- > 0;)
+                        if (a.loops[j].thread) t[k++] = vars[a.loops[j].name] - interpret_scalar_int(mins[j], vars);
+                    int64_t tid = t[0] + 1024 * (t[1] + 1024 * t[2]);
+                    int lanes = index.type().lanes();
+                    int64_t base = 0, stride = 0;
+                    if (auto r = index.as<Ramp>()) {
+                        base = interpret_scalar_int(r->base, vars);
+                        stride = interpret_scalar_int(r->stride, vars);
+                    } else {
+                        base = interpret_scalar_int(index, vars);
+                    }
+                    for (int l = 0; l < lanes; l++) {
+                        int64_t e = base + stride * l;
+                        auto it = owner.find(e);
+                        if (it != owner.end() && it->second != tid) {
+                            ok = false;  // two threads share an element
+                            return;
+                        }
+                        owner[e] = tid;
+                        auto rt = range.find(tid);
+                        if (rt == range.end()) range[tid] = {e, e};
+                        else rt->second = {std::min(rt->second.first, e), std::max(rt->second.second, e)};
+                    }
+                    return;
+                }
+                int64_t mn = interpret_scalar_int(mins[i], vars), ex = interpret_scalar_int(exts[i], vars);
+                if (ex > 1 << 20) {
+                    ok = false;
+                    return;
+                }
+                if (!needed[i] && ex > 0) ex = 1;
+                for (int64_t v = mn; v < mn + ex && ok; v++) {
+                    vars[a.loops[i].name] = v;
+                    walk(i + 1);
+                }
+                vars.erase(a.loops[i].name);
+            };
+            walk(0);
+            if (!ok) return Stmt();
+        }
+        // Each thread's first element must be b0 + c.x * x + c.y * y + c.z * z.
+        auto first = [&](int64_t x, int64_t y, int64_t z, int64_t *f) {
+            auto it = range.find(x + 1024 * (y + 1024 * z));
+            if (it == range.end()) return false;
+            *f = it->second.first;
+            return true;
+        };
+        RebaseIndices rb;
+        rb.name = op->name;
+        if (!first(0, 0, 0, &rb.b0)) return Stmt();
+        for (int d = 0; d < 3; d++) {
+            int64_t unit[3] = {0, 0, 0}, f = 0;
+            unit[d] = 1;
+            rb.c[d] = first(unit[0], unit[1], unit[2], &f) ? f - rb.b0 : 0;
+        }
+        int64_t span = 0;
+        for (auto &kv : range) {
+            int64_t x = kv.first % 1024, y = kv.first / 1024 % 1024, z = kv.first / (1024 * 1024);
+            if (kv.second.first != rb.b0 + rb.c[0] * x + rb.c[1] * y + rb.c[2] * z) return Stmt();
+            span = std::max(span, kv.second.second - kv.second.first + 1);
+        }
+        if (span <= 0 || span > 4096) return Stmt();
+        private_bufs.insert(op->name);
+        Stmt body = block_level(rb.mutate(op->body));
+        return Allocate::make(op->name, op->type, Expr((int)span), MemoryType::Register, body);
+    }
+
     Stmt leaf(const Stmt &transformed, const Stmt &original) {
         Accesses a;
         a.include(original);
         a.finish();
+        drop_private(a);
         bool conflict = intersects(a.writes, pending_r) || intersects(a.writes, pending_w) || intersects(a.reads, pending_w);
         Stmt r = transformed;
         if (conflict) {
@@ -300,6 +573,8 @@ private:
             return IfThenElse::make(op->condition, t, e);
         }
         if (auto op = s.as<Allocate>()) {
+            if (op->memory_type == MemoryType::Register)
+                if (Stmt p = promote_to_registers(op); p.defined()) return p;
             Expr ext = resolve(op->extent);
             int64_t n;
             if (!constant_upper_bound(ext, thread_scope, &n))
@@ -328,6 +603,7 @@ private:
             // the previous one).
             Accesses a;
             a.include(op->body);
+            drop_private(a);
             pending_r.insert(a.reads.begin(), a.reads.end());
             pending_w.insert(a.writes.begin(), a.writes.end());
             Stmt b = block_level(op->body);

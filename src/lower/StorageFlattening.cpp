@@ -58,8 +58,9 @@ protected:
         bool constant = is_const_int(simplify(known), &n);
         if (constant) size = Expr((int)n);
         MemoryType m = op->memory_type;
-        if (m == MemoryType::Auto || m == MemoryType::Register || m == MemoryType::Stack)
-            m = (constant && n * op->type.bytes() <= 64 * 1024) ? MemoryType::Stack : MemoryType::Heap;
+        bool small = constant && n * op->type.bytes() <= 64 * 1024;
+        if (m == MemoryType::Register) m = small ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
+        else if (m == MemoryType::Auto || m == MemoryType::Stack) m = small ? MemoryType::Stack : MemoryType::Heap;
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
         Stmt a = Allocate::make(op->name, op->type, Cast::make(Int(64), size), m, body);
         // Bind extents, mins and dense strides (innermost first).

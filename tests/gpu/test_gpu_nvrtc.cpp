@@ -170,6 +170,34 @@ TEST(GPUNvrtc, MatmulStagedInSharedMemoryHasLoopBarriers) {
     EXPECT_LT(first, load) << "no barrier before the tiles are reloaded:\n" << src;
 }
 
+// store_in(Register) at the block level: the accumulator is kept per thread (each thread only
+// touches its own elements), with constant indices; where threads read each other's elements
+// (blur_x read at y - 1 and y + 1) it stays in shared memory, behind a barrier.
+TEST(GPUNvrtc, BlockLevelRegisterStorageIsPerThreadWhenPrivate) {
+    REQUIRE_NVRTC();
+    Built b = build(matmul_shared_staged());
+    const std::string &src = b.prog.source;
+    EXPECT_EQ(src.find("__shared__ __align__(16) float w_acc"), std::string::npos) << src;
+    EXPECT_NE(src.find("float w_acc["), std::string::npos) << src;
+    EXPECT_NE(src.find("w_acc[65] = "), std::string::npos) << src;  // constant indices (x + 64 y)
+    auto it = b.out.usage.find(b.prog.kernels[0].name);
+    ASSERT_NE(it, b.out.usage.end());
+    EXPECT_EQ(it->second.stack_bytes, 0) << "the accumulator went to local memory";
+
+    GpuCase shared = blur_shared();
+    shared.name = "blur_register";
+    // The same schedule, asking for registers: blur_x is read by other threads, so shared memory.
+    Buffer<float> in = shared.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func bx2("blur_x"), by2("blur_y");
+    bx2(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) * (1.0f / 3.0f);
+    by2(x, y) = (bx2(x, y - 1) + bx2(x, y) + bx2(x, y + 1)) * (1.0f / 3.0f);
+    by2.gpu_tile(x, y, xo, yo, xi, yi, 32, 8);
+    bx2.compute_at(by2, xo).store_in(MemoryType::Register).gpu_threads(x, y);
+    shared.out = by2;
+    check_case(shared, 1);  // shared bytes and the barrier as for blur_shared
+}
+
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
