@@ -140,9 +140,9 @@ inline GpuCase matmul_vectorized(int n = 128) {
     accumulating its 4x4 outputs: barriers before each reload and before the reads. The
     accumulator is computed at the block level but stored in registers: each thread only
     touches its own 4x4 elements, so each keeps them in its own registers across the steps. */
-inline GpuCase matmul_shared_staged(int n = 128) {
+inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int kstep = 16) {
     GpuCase c;
-    c.name = "matmul_shared_staged";
+    c.name = "matmul_shared_staged" + (tile == 64 ? std::string() : "_" + std::to_string(tile));
     c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
     c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
     Buffer<float> A = c.inputs[0], B = c.inputs[1];
@@ -153,9 +153,9 @@ inline GpuCase matmul_shared_staged(int n = 128) {
     acc(x, y) = 0.0f;
     acc(x, y) += A(k, y) * B(x, k);
     out(x, y) = acc(x, y);
-    out.tile(x, y, xo, yo, xi, yi, 64, 64)
-        .split(xi, tx, xr, 4)
-        .split(yi, ty, yr, 4)
+    out.tile(x, y, xo, yo, xi, yi, tile, tile)
+        .split(xi, tx, xr, reg)
+        .split(yi, ty, yr, reg)
         .reorder(xr, yr, tx, ty, xo, yo)
         .gpu_blocks(xo, yo)
         .gpu_threads(tx, ty)
@@ -163,27 +163,33 @@ inline GpuCase matmul_shared_staged(int n = 128) {
         .unroll(yr);
     acc.compute_at(out, xo)
         .store_in(MemoryType::Register)
-        .split(x, tx, xr, 4)
-        .split(y, ty, yr, 4)
+        .split(x, tx, xr, reg)
+        .split(y, ty, yr, reg)
         .reorder(xr, yr, tx, ty)
         .gpu_threads(tx, ty)
         .unroll(xr)
         .unroll(yr);
     acc.update()
-        .split(k, ko, ki, 16)
-        .split(x, tx, xr, 4)
-        .split(y, ty, yr, 4)
+        .split(k, ko, ki, kstep)
+        .split(x, tx, xr, reg)
+        .split(y, ty, yr, reg)
         .reorder(xr, yr, ki, tx, ty, ko)
         .gpu_threads(tx, ty)
         .unroll(xr)
         .unroll(yr);
+    // The tiles are loaded by threads laid out as the block's (tile / reg on a side), each
+    // loading tile * kstep / that many elements; B's as 16-byte vectors.
+    const int side = tile / reg, per = tile / side;
     Func Bs = B.in(), As = A.in();
-    Var bt("bt"), bv("bv"), at("at"), av("av");
-    Bs.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(Bs.args()[0], bt, bv, 4).vectorize(bv).gpu_threads(bt, Bs.args()[1]);
-    As.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(As.args()[1], at, av, 4).unroll(av).gpu_threads(As.args()[0], at);
+    Var bt("bt"), bv("bv"), bvo("bvo"), bvi("bvi"), at("at"), av("av");
+    Bs.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(Bs.args()[0], bt, bv, per);
+    if (per > 4) Bs.split(bv, bvo, bvi, 4).vectorize(bvi).unroll(bvo);
+    else Bs.vectorize(bv);
+    Bs.gpu_threads(bt, Bs.args()[1]);
+    As.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(As.args()[1], at, av, per).unroll(av).gpu_threads(As.args()[0], at);
     c.out = out;
     c.sizes = {n, n};
-    c.expect_shared = (16 * 64 + 64 * 16) * 4;  // the accumulator is in registers
+    c.expect_shared = 2 * tile * kstep * 4;  // the accumulator is in registers
     c.expect_barrier = true;
     return c;
 }
@@ -253,7 +259,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
             [] { return matmul_vectorized(); }, [] { return blur_vectorized(); },
-            [] { return matmul_shared_staged(); }};
+            [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); }};
 }
 
 }  // namespace weft_gpu_test
