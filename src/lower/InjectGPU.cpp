@@ -155,6 +155,7 @@ public:
     struct Access {
         Expr index;
         std::vector<Loop> loops;
+        int nest_depth;  // the deepest thread nesting of the thread nest it is in
     };
     std::string name;
     std::vector<Access> accesses;
@@ -170,7 +171,7 @@ protected:
     }
     void record(const Expr &index) {
         if (index.type().lanes() > 1 && !index.as<Ramp>()) unsupported = true;
-        Access a{with_lets(index), {}};
+        Access a{with_lets(index), {}, nest_depth};
         for (auto &l : loops) a.loops.push_back({l.name, with_lets(l.min), with_lets(l.extent), l.thread});
         accesses.push_back(a);
     }
@@ -194,12 +195,22 @@ protected:
         include(op->body);
         lets.pop_back();
     }
+    int nest_depth = 0;
     void visit(const For *op) override {
         include(op->min);
         include(op->extent);
-        loops.push_back({op->name, op->min, unwrap_extent(op->extent), op->for_type == ForType::GPUThread});
+        bool thread = op->for_type == ForType::GPUThread;
+        bool outermost = thread && std::none_of(loops.begin(), loops.end(), [](const Loop &l) { return l.thread; });
+        int saved = nest_depth;
+        if (outermost) {
+            ThreadDepth td;
+            td.include(Stmt(std::shared_ptr<const StmtNode>(op, [](const StmtNode *) {})));
+            nest_depth = td.max_depth;
+        }
+        loops.push_back({op->name, op->min, unwrap_extent(op->extent), thread});
         include(op->body);
         loops.pop_back();
+        nest_depth = saved;
     }
 };
 
@@ -413,7 +424,9 @@ private:
         for (auto &a : ba.accesses) {
             size_t n = 0;
             for (auto &l : a.loops) n += l.thread;
-            if (n == 0 || n > 3 || (nthreads && n != nthreads)) return Stmt();
+            // Thread loops map to threadIdx from the innermost (x) when the access is as deep as
+            // its nest (as in_thread maps them); anything else is left alone.
+            if (n == 0 || n > 3 || (nthreads && n != nthreads) || (int)n != a.nest_depth) return Stmt();
             nthreads = n;
         }
         // Evaluate every access of every thread.
