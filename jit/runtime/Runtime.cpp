@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -250,13 +252,16 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
     job.min = min;
     job.extent = extent;
     // One range per thread (see Slot); on the stack up to 64 threads.
-    Slot inline_slots[64];
+    // (Raw storage: only the pool's num_threads slots are constructed, not all 64.)
+    alignas(Slot) unsigned char inline_slots[64 * sizeof(Slot)];
     std::unique_ptr<Slot[]> heap_slots;
     job.num_slots = p->num_threads;
-    job.slots = inline_slots;
     if (job.num_slots > 64) {
         heap_slots.reset(new Slot[job.num_slots]);
         job.slots = heap_slots.get();
+    } else {
+        job.slots = reinterpret_cast<Slot *>(inline_slots);
+        for (int k = 0; k < job.num_slots; k++) new (&job.slots[k]) Slot;  // trivially destructible
     }
     for (int k = 0; k < job.num_slots; k++) {
         uint32_t b = (uint32_t)((int64_t)extent * k / job.num_slots), e = (uint32_t)((int64_t)extent * (k + 1) / job.num_slots);
