@@ -142,6 +142,15 @@ bool constant_upper_bound(Expr e, const Scope &scope, int64_t *out) {
 
 Stmt barrier() { return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_thread_barrier", {})); }
 
+using LetStack = std::vector<std::pair<std::string, Expr>>;  // in scope, innermost last
+
+/** e with the lets in scope substituted (innermost first, so values may use outer lets). */
+Expr substitute_lets(Expr e, const LetStack &lets) {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+        if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+    return e;
+}
+
 /** Every Load and Store of one buffer inside a statement, with what encloses it there: the
     loops (outermost first) and the lets (substituted into the index, innermost first). */
 class BufferAccesses : public IRVisitor {
@@ -163,12 +172,8 @@ public:
 
 protected:
     std::vector<Loop> loops;
-    std::vector<std::pair<std::string, Expr>> lets;
-    Expr with_lets(Expr e) const {
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
-        return e;
-    }
+    LetStack lets;
+    Expr with_lets(const Expr &e) const { return substitute_lets(e, lets); }
     void record(const Expr &index) {
         if (index.type().lanes() > 1 && !index.as<Ramp>()) unsupported = true;
         Access a{with_lets(index), {}, nest_depth};
@@ -183,18 +188,15 @@ protected:
         if (op->name == name) record(op->index);
         IRVisitor::visit(op);
     }
-    void visit(const LetStmt *op) override {
+    template <typename L>
+    void in_let_scope(const L *op) {
         include(op->value);
         lets.push_back({op->name, op->value});
         include(op->body);
         lets.pop_back();
     }
-    void visit(const Let *op) override {
-        include(op->value);
-        lets.push_back({op->name, op->value});
-        include(op->body);
-        lets.pop_back();
-    }
+    void visit(const LetStmt *op) override { in_let_scope(op); }
+    void visit(const Let *op) override { in_let_scope(op); }
     int nest_depth = 0;
     void visit(const For *op) override {
         include(op->min);
@@ -233,32 +235,26 @@ protected:
         }
         return o;
     }
-    std::vector<std::pair<std::string, Expr>> lets;  // in scope, innermost last
+    LetStack lets;
     /** The index relative to the thread's first element, with the lets in scope substituted so
         that the thread's own terms cancel: unrolled accesses get constant indices (which the
         CUDA compiler keeps in registers). */
     Expr rebase(const Expr &index) {
-        Expr e = index;
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+        Expr e = substitute_lets(index, lets);
         Expr o = offset();
         if (auto r = e.as<Ramp>()) return Ramp::make(simplify(r->base - o), r->stride, r->lanes);
         return simplify(e - o);
     }
-    Stmt visit(const LetStmt *op, const Stmt &s) override {
+    template <typename L>
+    auto in_let_scope(const L *op) {
         Expr v = mutate(op->value);
         lets.push_back({op->name, v});
-        Stmt b = mutate(op->body);
+        auto b = mutate(op->body);
         lets.pop_back();
-        return LetStmt::make(op->name, v, b);
+        return L::make(op->name, v, b);
     }
-    Expr visit(const Let *op, const Expr &e) override {
-        Expr v = mutate(op->value);
-        lets.push_back({op->name, v});
-        Expr b = mutate(op->body);
-        lets.pop_back();
-        return Let::make(op->name, v, b);
-    }
+    Stmt visit(const LetStmt *op, const Stmt &) override { return in_let_scope(op); }
+    Expr visit(const Let *op, const Expr &) override { return in_let_scope(op); }
     Stmt visit(const For *op, const Stmt &s) override {
         bool t = op->for_type == ForType::GPUThread;
         if (t) threads.push_back({op->name, op->min});
@@ -377,7 +373,7 @@ public:
 private:
     const Env &env;
     const GPULimits &lim;
-    std::vector<std::pair<std::string, Expr>> lets;  // in scope inside the kernel, outermost first
+    LetStack lets;  // in scope inside the kernel, outermost first
     int max_c[3] = {1, 1, 1};
     int64_t shared_bytes = 0;
     std::string shared_list;
@@ -397,11 +393,7 @@ private:
     }
 
     /** e with the kernel's lets substituted, simplified. */
-    Expr resolve(Expr e) const {
-        for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-            if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
-        return simplify(e);
-    }
+    Expr resolve(const Expr &e) const { return simplify(substitute_lets(e, lets)); }
 
     std::set<std::string> private_bufs;  // block-level allocations promoted to per-thread storage
     void drop_private(Accesses &a) const {
