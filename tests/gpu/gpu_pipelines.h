@@ -2,6 +2,7 @@
 // tests and bench/gpu/gpu_check.cpp. Each builds fresh Funcs over its own input buffers.
 #pragma once
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 #include "weft/weft.h"
@@ -41,21 +42,51 @@ inline GpuCase pointwise(int w = 256, int h = 128) {
     return c;
 }
 
-/** A separable 3x3 blur; the horizontal pass is staged in shared memory per block. */
-inline GpuCase blur_shared(int w = 256, int h = 128) {
-    GpuCase c;
-    c.name = "blur_shared";
+/** The separable 3x3 blur over x and y of a w x h output: its input (one-pixel border) becomes
+    c's input, by its output; returns {blur_x, blur_y}, to be scheduled. */
+inline std::pair<Func, Func> blur_algorithm(GpuCase &c, int w, int h) {
     c.inputs.push_back(ramp_buffer(w + 2, h + 2));
     Buffer<float> in = c.inputs[0];
     in.set_min({-1, -1});
-    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Var x("x"), y("y");
     Func bx("blur_x"), by("blur_y");
     bx(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) * (1.0f / 3.0f);
     by(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 3.0f);
-    by.gpu_tile(x, y, xo, yo, xi, yi, 32, 8);
-    bx.compute_at(by, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
     c.out = by;
     c.sizes = {w, h};
+    return {bx, by};
+}
+
+/** C = A * B over x and y of an n x n output (A and B become c's inputs); returns the Funcs
+    acc and out, to be scheduled, and the RDom k of the reduction. */
+struct Matmul {
+    Func acc, out;
+    RDom k;
+};
+inline Matmul matmul_algorithm(GpuCase &c, int n) {
+    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
+    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
+    Buffer<float> A = c.inputs[0], B = c.inputs[1];
+    Var x("x"), y("y");
+    RDom k(0, n, "k");
+    Func acc("acc"), out("matmul");
+    acc(x, y) = 0.0f;
+    acc(x, y) += A(k, y) * B(x, k);
+    out(x, y) = acc(x, y);
+    c.out = out;
+    c.sizes = {n, n};
+    return {acc, out, k};
+}
+
+/** The blur with its horizontal pass staged in shared memory per block (asked for in memory
+    `m`: with Register, each thread reads other threads' values, so it stays shared). */
+inline GpuCase blur_shared(int w = 256, int h = 128, MemoryType m = MemoryType::GPUShared) {
+    GpuCase c;
+    c.name = "blur_shared";
+    auto [bx, by] = blur_algorithm(c, w, h);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    by.gpu_tile(x, y, xo, yo, xi, yi, 32, 8);
+    bx.compute_at(by, xo).store_in(m).gpu_threads(x, y);
     c.expect_shared = 32 * 10 * 4;
     c.expect_barrier = true;
     return c;
@@ -66,17 +97,10 @@ inline GpuCase blur_shared(int w = 256, int h = 128) {
 inline GpuCase blur_vectorized(int w = 256, int h = 128) {
     GpuCase c;
     c.name = "blur_vectorized";
-    c.inputs.push_back(ramp_buffer(w + 2, h + 2));
-    Buffer<float> in = c.inputs[0];
-    in.set_min({-1, -1});
+    auto [bx, by] = blur_algorithm(c, w, h);
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xv("xv");
-    Func bx("blur_x"), by("blur_y");
-    bx(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) * (1.0f / 3.0f);
-    by(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 3.0f);
     by.tile(x, y, xo, yo, xi, yi, 128, 8).split(xi, xt, xv, 4).vectorize(xv).gpu_blocks(xo, yo).gpu_threads(xt, yi);
     bx.compute_at(by, xo).store_in(MemoryType::GPUShared).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt, y);
-    c.out = by;
-    c.sizes = {w, h};
     c.expect_shared = 128 * 10 * 4;
     c.expect_barrier = true;
     return c;
@@ -86,23 +110,14 @@ inline GpuCase blur_vectorized(int w = 256, int h = 128) {
 inline GpuCase matmul_regs(int n = 128, int r = 4) {
     GpuCase c;
     c.name = "matmul_regs";
-    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
-    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
-    Buffer<float> A = c.inputs[0], B = c.inputs[1];
+    auto [acc, out, k] = matmul_algorithm(c, n);
     Var x("x"), y("y"), xo("xo"), yo("yo"), xr("xr"), yr("yr"), bx("bx"), by("by"), tx("tx"), ty("ty");
-    RDom k(0, n, "k");
-    Func acc("acc"), out("matmul");
-    acc(x, y) = 0.0f;
-    acc(x, y) += A(k, y) * B(x, k);
-    out(x, y) = acc(x, y);
     out.split(x, xo, xr, r).split(y, yo, yr, r).reorder(xr, yr, xo, yo);
     out.gpu_tile(xo, yo, bx, by, tx, ty, 16, 16);
     out.unroll(xr).unroll(yr);
     acc.compute_at(out, tx).store_in(MemoryType::Register);
     acc.unroll(x).unroll(y);
     acc.update().reorder(x, y, k).unroll(x).unroll(y);
-    c.out = out;
-    c.sizes = {n, n};
     c.expect_shared = 0;
     return c;
 }
@@ -114,23 +129,15 @@ inline GpuCase matmul_regs(int n = 128, int r = 4) {
 inline GpuCase matmul_vectorized(int n = 128) {
     GpuCase c;
     c.name = "matmul_vectorized";
-    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
-    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
+    auto [acc, out, k] = matmul_algorithm(c, n);
     Buffer<float> A = c.inputs[0], B = c.inputs[1];
     Var x("x"), y("y"), xi("xi"), yi("yi"), xii("xii"), yii("yii");
-    RDom k(0, n, "k");
-    Func acc("acc"), out("matmul");
-    acc(x, y) = 0.0f;
-    acc(x, y) += A(k, y) * B(x, k);
-    out(x, y) = acc(x, y);
     out.tile(x, y, xi, yi, 64, 16).tile(xi, yi, xii, yii, 4, 8).gpu_blocks(x, y).gpu_threads(xi, yi).unroll(xii).unroll(yii);
     acc.compute_at(out, xi).store_in(MemoryType::Register).vectorize(x).unroll(y);
     acc.update().reorder(x, y, k).vectorize(x).unroll(y).unroll(k, 8);
     Func Bk = B.in(), Ak = A.in();
     Bk.compute_at(acc, k).vectorize(Bk.args()[0]).unroll(Bk.args()[1]);
     Ak.compute_at(acc, k).vectorize(Ak.args()[0], 4).unroll(Ak.args()[0]).unroll(Ak.args()[1]);
-    c.out = out;
-    c.sizes = {n, n};
     c.expect_shared = 0;
     return c;
 }
@@ -143,16 +150,10 @@ inline GpuCase matmul_vectorized(int n = 128) {
 inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int kstep = 16) {
     GpuCase c;
     c.name = "matmul_shared_staged" + (tile == 64 ? std::string() : "_" + std::to_string(tile));
-    c.inputs.push_back(ramp_buffer(n, n, 1.0f, "A"));
-    c.inputs.push_back(ramp_buffer(n, n, 0.5f, "B"));
+    auto [acc, out, k] = matmul_algorithm(c, n);
     Buffer<float> A = c.inputs[0], B = c.inputs[1];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), tx("tx"), ty("ty"), xr("xr"), yr("yr");
-    RDom k(0, n, "k");
     RVar ko("ko"), ki("ki");
-    Func acc("acc"), out("matmul");
-    acc(x, y) = 0.0f;
-    acc(x, y) += A(k, y) * B(x, k);
-    out(x, y) = acc(x, y);
     out.tile(x, y, xo, yo, xi, yi, tile, tile)
         .split(xi, tx, xr, reg)
         .split(yi, ty, yr, reg)
@@ -187,8 +188,6 @@ inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int
     else Bs.vectorize(bv);
     Bs.gpu_threads(bt, Bs.args()[1]);
     As.compute_at(acc, ko).store_in(MemoryType::GPUShared).split(As.args()[1], at, av, per).unroll(av).gpu_threads(As.args()[0], at);
-    c.out = out;
-    c.sizes = {n, n};
     c.expect_shared = 2 * tile * kstep * 4;  // the accumulator is in registers
     c.expect_barrier = true;
     return c;
