@@ -58,7 +58,13 @@ double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr)
         } drop;
         lf.body = drop.mutate(lf.body);
     }
-    auto m = compile_cuda(lf);
+    std::shared_ptr<CudaModule> m;
+    try {
+        m = compile_cuda(lf);
+    } catch (Error &e) {
+        if (error) *error = e.what();
+        return 1e30;
+    }
     std::vector<weft_buffer_t> wb(lf.args.size());
     std::vector<void *> args;
     std::vector<const BufferContents *> bufs;
@@ -154,4 +160,20 @@ TEST(GPUEmulator, TrapIsAnError) {
         e = err.what();
     }
     EXPECT_NE(e.find("__trap"), std::string::npos) << e;
+}
+
+// A host compiler that cannot be run gives a weft::Error naming the command, not a crash; the
+// next compile with a working one succeeds.
+TEST(GPUEmulator, MissingHostCompilerIsAnError) {
+    REQUIRE_EMULATOR();
+    GpuCase c = pointwise(64, 16);
+    setenv("WEFT_EMULATOR_CXX", "/nonexistent/c++", 1);
+    std::string err;
+    double r = run_lowered(c, false, &err);
+    unsetenv("WEFT_EMULATOR_CXX");
+    EXPECT_GT(r, 1.0);
+    EXPECT_NE(err.find("host compiler failed"), std::string::npos) << err;
+    EXPECT_NE(err.find("/nonexistent/c++"), std::string::npos) << err;
+    GpuCase again = pointwise(64, 16);
+    EXPECT_LE(run_lowered(again, false), 1e-6);
 }
