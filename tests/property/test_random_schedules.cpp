@@ -418,6 +418,20 @@ struct Trial {
     std::function<void(Buffer<void>)> realize_ref;  // fills a buffer with the interpreter's result
 };
 
+/** A trial of the pipeline `build` makes: the schedule is drawn on one build, the reference is
+    interpreted from a fresh, unscheduled one (build may refer to the caller's buffers: the
+    trial must not outlive them). */
+Trial trial_of(std::function<void(std::vector<Node> &)> build) {
+    Trial t;
+    build(t.nodes);
+    t.realize_ref = [build](Buffer<void> b) {
+        std::vector<Node> plain;
+        build(plain);
+        internal::interpret_pipeline(Pipeline(plain[0].f), {b});
+    };
+    return t;
+}
+
 template <typename T>
 void run_trial(const char *pipeline, uint32_t seed, const std::string &sizes, Trial &t, Buffer<T> out,
                Buffer<T> ref) {
@@ -507,13 +521,7 @@ TEST(RandomSchedules, StencilChain) {
             out(x, y) = by(x, y) * 0.25f + sqrt(abs(by(x, y))) - 1.0f;
             nodes = {Node{out, true}, Node{by, false, true, 0}, Node{bx, false, true, 1}};
         };
-        Trial t;
-        build(t.nodes);
-        t.realize_ref = [&](Buffer<void> b) {
-            std::vector<Node> plain;
-            build(plain);
-            internal::interpret_pipeline(Pipeline(plain[0].f), {b});
-        };
+        Trial t = trial_of(build);
         Buffer<float> out(W, H), ref(W, H);
         out.set_min(ox, oy);
         ref.set_min(ox, oy);
@@ -551,13 +559,7 @@ void matmul_trials(uint32_t seed_base) {
             nodes = {Node{out, true}, Node{C, false, true, 0, 0}, Node{Aw, false, true, 1, 1},
                      Node{Bw, false, true, 1, 1}};
         };
-        Trial t;
-        build(t.nodes);
-        t.realize_ref = [&](Buffer<void> b) {
-            std::vector<Node> plain;
-            build(plain);
-            internal::interpret_pipeline(Pipeline(plain[0].f), {b});
-        };
+        Trial t = trial_of(build);
         Buffer<T> out(M, Nn), ref(M, Nn);
         run_trial<T>(std::is_floating_point_v<T> ? "matmul float" : "matmul int", seed_base + (uint32_t)trial,
                      std::to_string(M) + "x" + std::to_string(Nn) + " K " + std::to_string(K), t, out, ref);
@@ -589,13 +591,7 @@ TEST(RandomSchedules, Histogram) {
             out(x) = hist(x) * 3 + x;
             nodes = {Node{out, true}, Node{hist, false, true, 0, 0}, Node{bright, false, false, 1, 1}};
         };
-        Trial t;
-        build(t.nodes);
-        t.realize_ref = [&](Buffer<void> b) {
-            std::vector<Node> plain;
-            build(plain);
-            internal::interpret_pipeline(Pipeline(plain[0].f), {b});
-        };
+        Trial t = trial_of(build);
         Buffer<int> out(n), ref(n);
         out.set_min(lo);
         ref.set_min(lo);
@@ -626,13 +622,7 @@ TEST(RandomSchedules, Scan) {
             out(x, y) = s(x, y) * 2 - x;
             nodes = {Node{out, true}, Node{s, false, true, 0, 0}};
         };
-        Trial t;
-        build(t.nodes);
-        t.realize_ref = [&](Buffer<void> b) {
-            std::vector<Node> plain;
-            build(plain);
-            internal::interpret_pipeline(Pipeline(plain[0].f), {b});
-        };
+        Trial t = trial_of(build);
         Buffer<int> out(W, H), ref(W, H);
         run_trial<int>("scan", 5000u + (uint32_t)trial, std::to_string(W) + "x" + std::to_string(H), t, out, ref);
     }
@@ -660,13 +650,7 @@ TEST(RandomSchedules, RepeatEdgeImageParam) {
             s2(x, y) = s1(x, y - 1) - s1(x + 1, y) * 2 + s1(x, y + 1);
             nodes = {Node{s2, true}, Node{s1, false, true, 0}, Node{bc, false, true, 1}};
         };
-        Trial t;
-        build(t.nodes);
-        t.realize_ref = [&](Buffer<void> b) {
-            std::vector<Node> plain;
-            build(plain);
-            internal::interpret_pipeline(Pipeline(plain[0].f), {b});
-        };
+        Trial t = trial_of(build);
         Buffer<int> out(W, H), ref(W, H);
         out.set_min(ox, oy);
         ref.set_min(ox, oy);
