@@ -48,12 +48,25 @@ FindLoops find_loops(const Stmt &s) {
 /** Buffers read and written by a statement, minus those it allocates itself. */
 struct Accesses : public IRVisitor {
     std::set<std::string> reads, writes, allocs;
+    // Buffers written only inside the loops of their pure definition (stage s0): such a
+    // definition's loops write each point once, so writes of it from different threads never
+    // overlap (write after write needs no barrier between them).
+    std::set<std::string> pure_writes, other_writes;
+    std::vector<std::string> loops;
+    void visit(const For *op) override {
+        loops.push_back(op->name);
+        IRVisitor::visit(op);
+        loops.pop_back();
+    }
     void visit(const Load *op) override {
         reads.insert(op->name);
         IRVisitor::visit(op);
     }
     void visit(const Store *op) override {
         writes.insert(op->name);
+        bool pure = false;
+        for (auto &l : loops) pure = pure || l.rfind(op->name + ".s0.", 0) == 0;
+        (pure ? pure_writes : other_writes).insert(op->name);
         IRVisitor::visit(op);
     }
     void visit(const Allocate *op) override {
@@ -65,6 +78,8 @@ struct Accesses : public IRVisitor {
             reads.erase(a);
             writes.erase(a);
         }
+        for (auto &w : other_writes) pure_writes.erase(w);
+        for (auto it = pure_writes.begin(); it != pure_writes.end();) it = writes.count(*it) ? std::next(it) : pure_writes.erase(it);
     }
 };
 
@@ -216,6 +231,64 @@ protected:
     }
 };
 
+using Digits = std::vector<std::pair<int64_t, int64_t>>;  // (place, count), lowest place first
+
+/** rel (an offset made of the digits) -> its dense number: sum of d_j * (product of lower counts). */
+int64_t compact_offset(const Digits &digits, int64_t rel) {
+    int64_t out = 0, radix = 1;
+    std::vector<int64_t> radices;
+    for (auto &d : digits) radices.push_back(radix), radix *= d.second;
+    for (size_t j = digits.size(); j-- > 0;) {
+        int64_t d = rel / digits[j].first;
+        out += d * radices[j];
+        rel -= d * digits[j].first;
+    }
+    return out;
+}
+
+/** Where every thread's elements are the same offsets from its first one, and those offsets
+    are exactly { sum of d_j * place_j : 0 <= d_j < count_j } with each place above every
+    offset made of the lower ones: the digits (place, count). Empty otherwise (or when the
+    elements are already dense). */
+Digits element_digits(const std::map<int64_t, std::set<int64_t>> &elements,
+                      const std::map<int64_t, std::pair<int64_t, int64_t>> &range) {
+    if (elements.empty()) return {};
+    std::set<int64_t> S;
+    int64_t first0 = range.at(elements.begin()->first).first;
+    for (int64_t e : elements.begin()->second) S.insert(e - first0);
+    for (auto &[tid, es] : elements) {
+        int64_t f = range.at(tid).first;
+        if (es.size() != S.size()) return {};
+        for (int64_t e : es)
+            if (!S.count(e - f)) return {};
+    }
+    if ((int64_t)S.size() == *S.rbegin() + 1) return {};  // dense already
+    Digits digits;
+    std::set<int64_t> gen = {0};
+    while (gen.size() < S.size()) {
+        int64_t a = -1;
+        for (int64_t e : S)
+            if (!gen.count(e)) {
+                a = e;
+                break;
+            }
+        if (a <= *gen.rbegin()) return {};
+        int64_t n = 1;
+        for (bool all = true; all; ) {
+            for (int64_t g : gen)
+                if (!S.count(g + n * a)) all = false;
+            if (all) n++;
+        }
+        std::set<int64_t> next;
+        for (int64_t m = 0; m < n; m++)
+            for (int64_t g : gen) next.insert(g + m * a);
+        gen.swap(next);
+        digits.push_back({a, n});
+    }
+    if (gen != S) return {};
+    return digits;
+}
+
 /** Subtracts each thread's base offset from the indices of one buffer: index - (b0 + sum of
     c[d] * (thread loop d's variable - its min)), the thread loops counted from the innermost
     (dimension x). */
@@ -242,9 +315,32 @@ protected:
     Expr rebase(const Expr &index) {
         Expr e = substitute_lets(index, lets);
         Expr o = offset();
-        if (auto r = e.as<Ramp>()) return Ramp::make(simplify(r->base - o), r->stride, r->lanes);
-        return simplify(e - o);
+        if (auto r = e.as<Ramp>()) return Ramp::make(compact(simplify(r->base - o)), r->stride, r->lanes);
+        return compact(simplify(e - o));
     }
+    /** Maps an offset from the thread's first element to its position among the thread's
+        elements (see digits): the digits taken off from the highest place down. */
+    Expr compact(const Expr &rel) const {
+        if (digits.empty()) return rel;
+        Expr rem = rel, out = Expr(0);
+        int64_t radix = 1;
+        std::vector<int64_t> radices;
+        for (auto &d : digits) radices.push_back(radix), radix *= d.second;
+        for (size_t j = digits.size(); j-- > 0;) {
+            Expr a = Expr((int)digits[j].first);
+            Expr dj = rem / a;
+            out = out + dj * Expr((int)radices[j]);
+            if (j) rem = rem - dj * a;
+        }
+        return simplify(out);
+    }
+
+public:
+    /** The digits of each thread's elements (element_digits): indices become the elements'
+        dense numbers. Empty: indexed by the offset itself. */
+    Digits digits;
+
+protected:
     template <typename L>
     auto in_let_scope(const L *op) {
         Expr v = mutate(op->value);
@@ -378,6 +474,8 @@ private:
     int64_t shared_bytes = 0;
     std::string shared_list;
     std::set<std::string> pending_r, pending_w;
+    std::set<std::string> pending_pure;  // of pending_w: written so far (since the last barrier or
+                                         // the start of this loop iteration) by a pure definition only
     std::string kernel_name;
     Scope thread_scope;
 
@@ -424,6 +522,13 @@ private:
         // Evaluate every access of every thread.
         std::map<int64_t, int64_t> owner;            // element -> thread (x + 1024 (y + 1024 z))
         std::map<int64_t, std::pair<int64_t, int64_t>> range;  // thread -> [first, last] element
+        std::map<int64_t, std::set<int64_t>> elements;         // thread -> its elements
+        struct VectorAccess {
+            int64_t thread, first_lane;
+            int lanes;
+        };
+        std::vector<VectorAccess> ramp_firsts;
+        bool dense_ramps = true;                                // all vector accesses have stride 1
         int64_t budget = 1 << 20;
         bool ok = true;
         for (auto &a : ba.accesses) {
@@ -473,6 +578,8 @@ private:
                     if (auto r = index.as<Ramp>()) {
                         base = interpret_scalar_int(r->base, vars);
                         stride = interpret_scalar_int(r->stride, vars);
+                        dense_ramps = dense_ramps && stride == 1;
+                        ramp_firsts.push_back({tid, base, r->lanes});
                     } else {
                         base = interpret_scalar_int(index, vars);
                     }
@@ -484,6 +591,7 @@ private:
                             return;
                         }
                         owner[e] = tid;
+                        elements[tid].insert(e);
                         auto rt = range.find(tid);
                         if (rt == range.end()) range[tid] = {e, e};
                         else rt->second = {std::min(rt->second.first, e), std::max(rt->second.second, e)};
@@ -526,6 +634,19 @@ private:
             if (kv.second.first != rb.b0 + rb.c[0] * x + rb.c[1] * y + rb.c[2] * z) return Stmt();
             span = std::max(span, kv.second.second - kv.second.first + 1);
         }
+        // Number each thread's elements densely where they have a digit structure (e.g. 2x2
+        // groups of 4x4, 64 apart): the array then has as many elements as the thread uses.
+        if (dense_ramps) rb.digits = element_digits(elements, range);
+        for (auto &r : ramp_firsts) {
+            // A vector access stays a dense vector only if its lanes are consecutive elements.
+            int64_t rel = r.first_lane - range[r.thread].first;
+            for (int l = 0; l < r.lanes && !rb.digits.empty(); l++)
+                if (compact_offset(rb.digits, rel + l) != compact_offset(rb.digits, rel) + l) rb.digits.clear();
+        }
+        if (!rb.digits.empty()) {
+            span = 1;
+            for (auto &d : rb.digits) span *= d.second;
+        }
         if (span <= 0 || span > 4096) return Stmt();
         private_bufs.insert(op->name);
         Stmt body = block_level(rb.mutate(op->body));
@@ -537,12 +658,21 @@ private:
         a.include(original);
         a.finish();
         drop_private(a);
-        bool conflict = intersects(a.writes, pending_r) || intersects(a.writes, pending_w) || intersects(a.reads, pending_w);
+        bool waw = false;
+        for (auto &w : a.writes)
+            waw = waw || (pending_w.count(w) && !(pending_pure.count(w) && a.pure_writes.count(w)));
+        bool conflict = waw || intersects(a.writes, pending_r) || intersects(a.reads, pending_w);
         Stmt r = transformed;
         if (conflict) {
             r = Block::make(barrier(), r);
             pending_r.clear();
             pending_w.clear();
+            pending_pure.clear();
+        }
+        for (auto &w : a.writes) {
+            bool pure = a.pure_writes.count(w) && (!pending_w.count(w) || pending_pure.count(w));
+            if (pure) pending_pure.insert(w);
+            else pending_pure.erase(w);
         }
         pending_r.insert(a.reads.begin(), a.reads.end());
         pending_w.insert(a.writes.begin(), a.writes.end());
@@ -567,12 +697,20 @@ private:
             return Block::make(a, b);
         }
         if (auto op = s.as<IfThenElse>()) {
-            auto r0 = pending_r, w0 = pending_w;
+            auto r0 = pending_r, w0 = pending_w, p0 = pending_pure;
             Stmt t = block_level(op->then_case);
-            auto r1 = pending_r, w1 = pending_w;
+            auto r1 = pending_r, w1 = pending_w, p1 = pending_pure;
             pending_r = r0;
             pending_w = w0;
+            pending_pure = p0;
             Stmt e = block_level(op->else_case);
+            // Pending after either branch; pure where pure in each branch that left it pending.
+            std::set<std::string> pure;
+            for (auto &w : w1)
+                if (p1.count(w) && (!pending_w.count(w) || pending_pure.count(w))) pure.insert(w);
+            for (auto &w : pending_w)
+                if (pending_pure.count(w) && !w1.count(w)) pure.insert(w);
+            pending_pure = pure;
             pending_r.insert(r1.begin(), r1.end());
             pending_w.insert(w1.begin(), w1.end());
             return IfThenElse::make(op->condition, t, e);
@@ -611,6 +749,7 @@ private:
             drop_private(a);
             pending_r.insert(a.reads.begin(), a.reads.end());
             pending_w.insert(a.writes.begin(), a.writes.end());
+            for (auto &w : a.writes) pending_pure.erase(w);  // the previous iteration's writes
             Stmt b = block_level(op->body);
             ForType ft = op->for_type == ForType::Unrolled ? ForType::Unrolled : ForType::Serial;
             return For::make(op->name, op->min, op->extent, ft, b);

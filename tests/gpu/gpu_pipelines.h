@@ -193,6 +193,77 @@ inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int
     return c;
 }
 
+/** C = A * B in 128x128 tiles per block of 16x16 threads, 8x8 outputs per thread, with the
+    operand tiles staged in shared memory at each step of `kstep` of k laid out so that every
+    read of them is a 16-byte vector without bank conflicts (as hand-written SGEMMs do):
+    - each thread owns 2x2 groups of 4x4 outputs, 64 apart (x = xo*128 + xh*64 + tx*4 + xl):
+      a quarter-warp's 16-byte reads of a row of B's tile are 128 consecutive bytes;
+    - A's tile is stored transposed (reorder_storage: y innermost), so a thread's 4 rows of
+      A at one k are 16 consecutive bytes too;
+    - both tiles are loaded by all 256 threads with 16-byte global loads (B's stored as
+      vectors, A's transposed on the way);
+    - the k steps inside a tile are unrolled, and the outputs are written as 16-byte vectors. */
+inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8) {
+    GpuCase c;
+    c.name = "matmul_shared_vec" + (kstep == 8 ? std::string() : "_k" + std::to_string(kstep));
+    auto [acc, out, k] = matmul_algorithm(c, n);
+    Buffer<float> A = c.inputs[0], B = c.inputs[1];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), yh("yh"), xr("xr"), yr("yr");
+    Var tx("tx"), ty("ty"), xl("xl"), yl("yl");
+    RVar ko("ko"), ki("ki");
+    // x = xh*64 + tx*4 + xl within a tile, y likewise.
+    auto thread_split = [&](auto &s, const auto &vx, const auto &vy) -> decltype(s) & {
+        return s.split(vx, xh, xr, 64).split(xr, tx, xl, 4).split(vy, yh, yr, 64).split(yr, ty, yl, 4);
+    };
+    out.tile(x, y, xo, yo, xi, yi, 128, 128);
+    thread_split(out, xi, yi)
+        .reorder(xl, yl, xh, yh, tx, ty, xo, yo)
+        .gpu_blocks(xo, yo)
+        .gpu_threads(tx, ty)
+        .vectorize(xl)
+        .unroll(yl)
+        .unroll(xh)
+        .unroll(yh);
+    acc.compute_at(out, xo).store_in(MemoryType::Register);
+    thread_split(acc, x, y).reorder(xl, yl, xh, yh, tx, ty).gpu_threads(tx, ty).unroll(xl).unroll(yl).unroll(xh).unroll(yh);
+    Stage upd = acc.update();
+    upd.split(k, ko, ki, kstep);
+    thread_split(upd, x, y)
+        .reorder(xl, yl, xh, yh, ki, tx, ty, ko)
+        .gpu_threads(tx, ty)
+        .unroll(xl)
+        .unroll(yl)
+        .unroll(xh)
+        .unroll(yh)
+        .unroll(ki);
+    // The tiles' loads: 4 consecutive values (16 bytes) per item, items spread over the 256
+    // threads (the fastest-varying one along x for B, along k for A: coalesced reads).
+    Func Bs = B.in(), As = A.in();
+    Var v("v"), q("q"), t("t"), tq("tq"), tr("tr"), lx("lx"), ly("ly");
+    Bs.compute_at(acc, ko)
+        .store_in(MemoryType::GPUShared)
+        .split(Bs.args()[0], q, v, 4)
+        .vectorize(v)
+        .fuse(q, Bs.args()[1], t)
+        .split(t, tq, tr, 256)
+        .split(tr, ly, lx, 16)
+        .unroll(tq)
+        .gpu_threads(lx, ly);
+    As.compute_at(acc, ko)
+        .store_in(MemoryType::GPUShared)
+        .reorder_storage(As.args()[1], As.args()[0])
+        .split(As.args()[0], q, v, 4)
+        .vectorize(v)
+        .fuse(q, As.args()[1], t)
+        .split(t, tq, tr, 256)
+        .split(tr, ly, lx, 16)
+        .unroll(tq)
+        .gpu_threads(lx, ly);
+    c.expect_shared = 2 * 128 * kstep * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
 /** An output with an update stage: each stage is its own kernel. */
 inline GpuCase update_stage(int n = 1000) {
     GpuCase c;
@@ -258,7 +329,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
             [] { return matmul_vectorized(); }, [] { return blur_vectorized(); },
-            [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); }};
+            [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); },
+            [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); }};
 }
 
 }  // namespace weft_gpu_test

@@ -171,6 +171,40 @@ TEST(GPUNvrtc, MatmulStagedInSharedMemoryHasLoopBarriers) {
     EXPECT_LT(first, load) << "no barrier before the tiles are reloaded:\n" << src;
 }
 
+size_t count_of(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) n++;
+    return n;
+}
+
+// Staged tiles laid out for 16-byte reads: each thread's 2x2 groups of 4x4 outputs 64 apart,
+// A's tile transposed. Per step of k (unrolled 8 in a tile) a thread reads its 8 values of B
+// and of A as 4 vectors from shared memory, none as scalars; the accumulator is 64 registers
+// (its elements numbered densely), outputs are stored as vectors, the tiles loaded as vectors.
+TEST(GPUNvrtc, MatmulStagedTilesReadAsVectors) {
+    REQUIRE_NVRTC();
+    for (int kstep : {8, 16}) {
+        GpuCase c = matmul_shared_vec(256, kstep);
+        SCOPED_TRACE(c.name);
+        check_case(c, 1);
+        Built b = build(c);
+        const std::string &src = b.prog.source;
+        EXPECT_EQ(b.prog.kernels[0].block[0] * b.prog.kernels[0].block[1], 256);
+        EXPECT_NE(src.find("float w_acc[64];"), std::string::npos) << src;
+        auto it = b.out.usage.find(b.prog.kernels[0].name);
+        ASSERT_NE(it, b.out.usage.end());
+        EXPECT_EQ(it->second.stack_bytes, 0) << "the accumulator went to local memory";
+        EXPECT_EQ(count_of(src, "__syncthreads()"), 2u) << "one barrier before the reload, one before the reads:\n" << src;
+        NvrtcOutput ptx = nvrtc_compile(src, "sm_90", true);
+        ASSERT_TRUE(ptx.is_ptx);
+        EXPECT_EQ(count_of(ptx.binary, "ld.shared.v4.f32"), 4u * kstep) << ptx.binary;
+        EXPECT_EQ(count_of(ptx.binary, "ld.shared.f32"), 0u) << ptx.binary;
+        EXPECT_EQ(count_of(ptx.binary, "fma.rn.f32"), 64u * kstep);
+        EXPECT_EQ(count_of(ptx.binary, "st.global.v4.f32"), 16u);
+        EXPECT_EQ(count_of(ptx.binary, "ld.global.nc.v4.f32"), 2u * kstep / 8);
+    }
+}
+
 // store_in(Register) at the block level: the accumulator is kept per thread (each thread only
 // touches its own elements), with constant indices; where threads read each other's elements
 // (blur_x read at y - 1 and y + 1) it stays in shared memory, behind a barrier.
@@ -179,8 +213,10 @@ TEST(GPUNvrtc, BlockLevelRegisterStorageIsPerThreadWhenPrivate) {
     Built b = build(matmul_shared_staged());
     const std::string &src = b.prog.source;
     EXPECT_EQ(src.find("__shared__ __align__(16) float w_acc"), std::string::npos) << src;
-    EXPECT_NE(src.find("float w_acc["), std::string::npos) << src;
-    EXPECT_NE(src.find("w_acc[65] = "), std::string::npos) << src;  // constant indices (x + 64 y)
+    // Each thread's 4x4 elements (x + 64 y of the block's tile) numbered densely: 16 registers
+    // with constant indices (x + 4 y).
+    EXPECT_NE(src.find("float w_acc[16];"), std::string::npos) << src;
+    EXPECT_NE(src.find("w_acc[5] = "), std::string::npos) << src;
     auto it = b.out.usage.find(b.prog.kernels[0].name);
     ASSERT_NE(it, b.out.usage.end());
     EXPECT_EQ(it->second.stack_bytes, 0) << "the accumulator went to local memory";
