@@ -355,6 +355,14 @@ public:
         Stores whose alignment is not known at compile time check it at run time (a 64-byte
         vector store streams when its address is a multiple of 64). No effect on GPU code. */
     Func &store_nontemporal(bool on = true);
+    /** Software pipelining of a Func computed at a serial loop (compute_at(g, v)) that only
+        reads inputs and Funcs not written inside that loop (typically a per-thread copy of the
+        next tile of an input, store_in(MemoryType::Register)): its values for iteration v + 1
+        are computed during iteration v, right after their last read, and those for the first
+        iteration before the loop. On a GPU the next tile's loads are then in flight while the
+        current one is used. The results are the same; the Func's storage lives across the
+        loop. Lowering says why where it cannot be done (weft::Error). */
+    Func &load_ahead(bool on = true);
 
     /** A wrapper Func that all consumers read instead of this one (in(g): only g), to be
         scheduled like any Func, e.g. to pack a tile into a local buffer. */

@@ -552,8 +552,29 @@ public:
         return Expr();
     }
 
+    /** a * (x % c) + a * c * (x / c) -> a * x (floor division: exact for every x, c > 0). */
+    static void fold_div_mod(Lin &L, Type t) {
+        for (size_t i = 0; i < L.terms.size(); i++) {
+            auto *m = L.terms[i].first.as<Mod>();
+            i128 c;
+            if (!m || !cint(m->b, &c) || c <= 0) continue;
+            i128 a = L.terms[i].second, ac = a * c;
+            norm(t, ac, L.exact);
+            for (size_t j = 0; j < L.terms.size(); j++) {
+                auto *d = L.terms[j].first.as<Div>();
+                if (!d || L.terms[j].second != ac || !eq(d->a, m->a) || !eq(d->b, m->b)) continue;
+                Expr x = m->a;
+                L.terms.erase(L.terms.begin() + std::max(i, j));
+                L.terms.erase(L.terms.begin() + std::min(i, j));
+                L = lin_combine(L, lin(x), a, t);
+                i = (size_t)-1;  // look again from the start
+                break;
+            }
+        }
+    }
     Expr finish(Lin &L, Type t, const Expr &fallback) {
         if (strict(t) && !L.exact) return fallback;
+        if (t.is_scalar() && L.terms.size() >= 2) fold_div_mod(L, t);
         Expr d = distribute(L, t);
         if (d.defined()) return d;
         return emit(L, t);

@@ -819,6 +819,13 @@ Func &Func::store_nontemporal(bool on) {
     return *this;
 }
 
+Func &Func::load_ahead(bool on) {
+    check_func(c_);
+    c_->schedule.load_ahead = on;
+    bump_epoch();
+    return *this;
+}
+
 // ---------------- rfactor ----------------
 Func Stage::rfactor(const RVar &r, const Var &v) { return rfactor(std::vector<std::pair<RVar, Var>>{{r, v}}); }
 

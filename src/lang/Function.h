@@ -74,6 +74,7 @@ struct FuncSchedule {
     MemoryType memory = MemoryType::Auto;
     std::vector<std::string> storage_order;  // innermost first; empty = the argument order
     bool nontemporal = false;                 // stores bypass the caches (see Func::store_nontemporal)
+    bool load_ahead = false;                  // computed one iteration ahead (see Func::load_ahead)
 };
 
 struct FunctionContents {

@@ -19,12 +19,20 @@ struct Names {
 };
 
 /** Finds every Func, input and Param reachable from some Exprs. */
-/** The wrapper (from in()) that `consumer` reads instead of the callee, or null. */
+/** The wrapper (from in()) that `consumer` reads instead of the callee, or null. A wrapper
+    that is wrapped in turn (f.in().in()) is read through its own wrapper: the consumer reads
+    the outermost one, each wrapper the one inside it. */
 std::shared_ptr<FunctionContents> redirect(const Call *c, const FunctionContents *consumer) {
-    if (c->call_type == Call::Func && c->func) return wrapper_for(c->func->wrappers, consumer);
-    if (c->call_type == Call::Image && c->image) return wrapper_for(c->image->wrappers, consumer);
-    if (c->call_type == Call::Image && c->buffer) return wrapper_for(c->buffer->wrappers, consumer);
-    return nullptr;
+    std::shared_ptr<FunctionContents> w;
+    if (c->call_type == Call::Func && c->func) w = wrapper_for(c->func->wrappers, consumer);
+    else if (c->call_type == Call::Image && c->image) w = wrapper_for(c->image->wrappers, consumer);
+    else if (c->call_type == Call::Image && c->buffer) w = wrapper_for(c->buffer->wrappers, consumer);
+    for (int depth = 0; w && depth < 64; depth++) {
+        auto outer = wrapper_for(w->wrappers, consumer);
+        if (!outer || outer.get() == consumer) break;
+        w = outer;
+    }
+    return w;
 }
 
 class Gather : public IRVisitor {
@@ -448,6 +456,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         level(f.sched.store, f.store_func);
         os << " mem" << (int)f.sched.memory;
         if (f.sched.nontemporal) os << " nt";
+        if (f.sched.load_ahead) os << " ahead";
         for (auto &d : f.sched.storage_order) os << " so " << canon.get(d);
         for (auto &b : f.sched.bounds) os << " bound " << canon.get(b.var) << " " << canon.mutate(b.min) << " " << canon.mutate(b.extent);
         os << "\n";

@@ -191,7 +191,7 @@ protected:
     Expr with_lets(const Expr &e) const { return substitute_lets(e, lets); }
     void record(const Expr &index) {
         if (index.type().lanes() > 1 && !index.as<Ramp>()) unsupported = true;
-        Access a{with_lets(index), {}, nest_depth};
+        Access a{simplify(with_lets(index)), {}, nest_depth};  // (terms of outer loops cancel)
         for (auto &l : loops) a.loops.push_back({l.name, with_lets(l.min), with_lets(l.extent), l.thread});
         accesses.push_back(a);
     }

@@ -1,9 +1,11 @@
 #include "lower/Lower.h"
+#include <algorithm>
 #include <sstream>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
 #include "lower/InjectGPU.h"
+#include "lower/LoadAhead.h"
 #include "lower/ScheduleFunctions.h"
 #include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
@@ -116,6 +118,11 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
 
     s = align_loads(s);
     log_pass(log, "align_loads", s);
+
+    if (std::any_of(env.funcs.begin(), env.funcs.end(), [](const LFunc &f) { return f.sched.load_ahead; })) {
+        s = load_ahead(s, env);
+        log_pass(log, "load_ahead", s);
+    }
 
     if (cuda) {
         s = inject_gpu(s, env);

@@ -203,9 +203,9 @@ inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int
     - both tiles are loaded by all 256 threads with 16-byte global loads (B's stored as
       vectors, A's transposed on the way);
     - the k steps inside a tile are unrolled, and the outputs are written as 16-byte vectors. */
-inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8) {
+inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = false) {
     GpuCase c;
-    c.name = "matmul_shared_vec" + (kstep == 8 ? std::string() : "_k" + std::to_string(kstep));
+    c.name = "matmul_shared_vec" + (kstep == 8 ? std::string() : "_k" + std::to_string(kstep)) + (prefetch ? "_prefetch" : "");
     auto [acc, out, k] = matmul_algorithm(c, n);
     Buffer<float> A = c.inputs[0], B = c.inputs[1];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), yh("yh"), xr("xr"), yr("yr");
@@ -238,27 +238,32 @@ inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8) {
         .unroll(ki);
     // The tiles' loads: 4 consecutive values (16 bytes) per item, items spread over the 256
     // threads (the fastest-varying one along x for B, along k for A: coalesced reads).
-    Func Bs = B.in(), As = A.in();
     Var v("v"), q("q"), t("t"), tq("tq"), tr("tr"), lx("lx"), ly("ly");
-    Bs.compute_at(acc, ko)
-        .store_in(MemoryType::GPUShared)
-        .split(Bs.args()[0], q, v, 4)
-        .vectorize(v)
-        .fuse(q, Bs.args()[1], t)
-        .split(t, tq, tr, 256)
-        .split(tr, ly, lx, 16)
-        .unroll(tq)
-        .gpu_threads(lx, ly);
-    As.compute_at(acc, ko)
-        .store_in(MemoryType::GPUShared)
-        .reorder_storage(As.args()[1], As.args()[0])
-        .split(As.args()[0], q, v, 4)
-        .vectorize(v)
-        .fuse(q, As.args()[1], t)
-        .split(t, tq, tr, 256)
-        .split(tr, ly, lx, 16)
-        .unroll(tq)
-        .gpu_threads(lx, ly);
+    auto load_split = [&](Func &f) -> Func & {
+        return f.split(f.args()[0], q, v, 4)
+            .vectorize(v)
+            .fuse(q, f.args()[1], t)
+            .split(t, tq, tr, 256)
+            .split(tr, ly, lx, 16)
+            .unroll(tq)
+            .gpu_threads(lx, ly);
+    };
+    Func Bs, As;
+    if (prefetch) {
+        // Each thread loads its part of the next step's tiles into registers (Ar, Br) while
+        // the current step's tiles are read: the global loads' latency is hidden by the
+        // multiply-adds.
+        Func Ar = A.in(), Br = B.in();
+        As = Ar.in();
+        Bs = Br.in();
+        load_split(Ar.compute_at(acc, ko).store_in(MemoryType::Register)).load_ahead();
+        load_split(Br.compute_at(acc, ko).store_in(MemoryType::Register)).load_ahead();
+    } else {
+        As = A.in();
+        Bs = B.in();
+    }
+    load_split(Bs.compute_at(acc, ko).store_in(MemoryType::GPUShared));
+    load_split(As.compute_at(acc, ko).store_in(MemoryType::GPUShared).reorder_storage(As.args()[1], As.args()[0]));
     c.expect_shared = 2 * 128 * kstep * 4;
     c.expect_barrier = true;
     return c;
@@ -330,7 +335,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
             [] { return matmul_vectorized(); }, [] { return blur_vectorized(); },
             [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); },
-            [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); }};
+            [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
+            [] { return matmul_shared_vec(256, 8, true); }};
 }
 
 }  // namespace weft_gpu_test

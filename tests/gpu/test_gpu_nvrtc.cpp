@@ -178,13 +178,15 @@ size_t count_of(const std::string &text, const std::string &what) {
 }
 
 // Staged tiles laid out for 16-byte reads: each thread's 2x2 groups of 4x4 outputs 64 apart,
-// A's tile transposed. Per step of k (unrolled 8 in a tile) a thread reads its 8 values of B
-// and of A as 4 vectors from shared memory, none as scalars; the accumulator is 64 registers
-// (its elements numbered densely), outputs are stored as vectors, the tiles loaded as vectors.
+// A's tile transposed. Per step of k (unrolled 8 or 16 in a tile) a thread reads its 8 values
+// of B and of A as 4 vectors from shared memory, none as scalars; the accumulator is 64
+// registers (its elements numbered densely), outputs are stored as vectors, the tiles loaded
+// as vectors. With load_ahead, the next tiles' loads (into registers) are issued inside the
+// loop between its two barriers, before the multiply-adds, and the first ones before the loop.
 TEST(GPUNvrtc, MatmulStagedTilesReadAsVectors) {
     REQUIRE_NVRTC();
-    for (int kstep : {8, 16}) {
-        GpuCase c = matmul_shared_vec(256, kstep);
+    for (auto [kstep, ahead] : {std::pair{8, false}, {16, false}, {8, true}, {16, true}}) {
+        GpuCase c = matmul_shared_vec(256, kstep, ahead);
         SCOPED_TRACE(c.name);
         check_case(c, 1);
         Built b = build(c);
@@ -201,7 +203,17 @@ TEST(GPUNvrtc, MatmulStagedTilesReadAsVectors) {
         EXPECT_EQ(count_of(ptx.binary, "ld.shared.f32"), 0u) << ptx.binary;
         EXPECT_EQ(count_of(ptx.binary, "fma.rn.f32"), 64u * kstep);
         EXPECT_EQ(count_of(ptx.binary, "st.global.v4.f32"), 16u);
-        EXPECT_EQ(count_of(ptx.binary, "ld.global.nc.v4.f32"), 2u * kstep / 8);
+        EXPECT_EQ(count_of(ptx.binary, "ld.global.nc.v4.f32"), (ahead ? 2u : 1u) * 2 * kstep / 8);
+        if (!ahead) continue;
+        const std::string load_a = "*reinterpret_cast<const float4 *>(&w_A[";
+        size_t loop = src.find("for (i32 w_acc_s1_ko");
+        ASSERT_NE(loop, std::string::npos) << src;
+        size_t first = src.find(load_a), next = src.find(load_a, loop);
+        size_t b1 = src.find("__syncthreads()", loop), b2 = src.find("__syncthreads()", b1 + 1);
+        EXPECT_LT(first, loop) << src;
+        EXPECT_LT(b1, next) << src;
+        EXPECT_LT(next, b2) << src;
+        EXPECT_EQ(src.find("__shared__ __align__(16) float w_A_in["), std::string::npos) << "A_in is per thread:\n" << src;
     }
 }
 

@@ -322,6 +322,114 @@ TEST(Schedules, ComputeAtLoopOfUpdateStage) {
     }
 }
 
+// Func::load_ahead(): the tiles of a product staged per step of k (ko), each computed one step
+// ahead (the first before the loop, the next right after the tile's last read), give the same
+// results for every size, also where the steps do not divide k or there is one step only; the
+// lowered IR shows the move.
+TEST(Schedules, LoadAheadComputesNextIteration) {
+    for (int K : {1, 4, 10, 16}) {
+        SCOPED_TRACE("K = " + std::to_string(K));
+        const int M = 9, N = 6;
+        Buffer<int> A({K, N}, "A"), B({M, K}, "B");
+        weft_test::fill_pattern(A, 7, -9, 9);
+        weft_test::fill_pattern(B, 8, -9, 9);
+        Var i("i"), j("j");
+        RDom k(0, K, "k");
+        RVar ko("ko"), ki("ki");
+        Func C("C"), out("out");
+        C(i, j) = 0;
+        C(i, j) += A(k, j) * B(i, k);
+        out(i, j) = C(i, j);
+        C.compute_root();
+        C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
+        Func Aw = A.in(), Bw = B.in();
+        Aw.compute_at(C, ko).store_in(MemoryType::Register).load_ahead();
+        Bw.compute_at(C, ko).load_ahead();
+        Buffer<int> o = out.realize({M, N});
+        for (int y = 0; y < N; y++)
+            for (int x = 0; x < M; x++) {
+                int e = 0;
+                for (int kk = 0; kk < K; kk++) e += A(kk, y) * B(x, kk);
+                ASSERT_EQ(o(x, y), e) << x << "," << y;
+            }
+        if (K <= 4) continue;  // one step: no loop (nothing to compute ahead)
+        std::string ir = Pipeline(out).lowered_ir({M, N});
+        size_t pass = ir.find("after load_ahead");
+        ASSERT_NE(pass, std::string::npos);
+        size_t loop = ir.find("for (C.s1.ko", pass), first = ir.find("A_in[", pass);
+        ASSERT_NE(loop, std::string::npos) << ir.substr(pass);
+        EXPECT_LT(first, loop) << "the first step's tile is not computed before the loop:\n" << ir.substr(pass);
+        size_t guard = ir.find("if ((C.s1.ko < ", loop);  // the next step's tile, but at the last step
+        ASSERT_NE(guard, std::string::npos) << ir.substr(pass);
+        EXPECT_NE(ir.find("A_in[", guard), std::string::npos) << ir.substr(pass);
+        EXPECT_NE(ir.find("B_in[", guard), std::string::npos) << ir.substr(pass);
+    }
+}
+
+TEST(Schedules, LoadAheadErrors) {
+    auto error_of = [](const std::function<void()> &f) -> std::string {
+        try {
+            f();
+        } catch (Error &e) {
+            return e.what();
+        }
+        return "";
+    };
+    // Fresh inputs for each case (A.in() is A's wrapper for every later pipeline).
+    auto inputs = [] {
+        std::pair<Buffer<int>, Buffer<int>> ab{Buffer<int>({8, 4}, "A"), Buffer<int>({4, 8}, "B")};
+        weft_test::fill_pattern(ab.first, 1, -9, 9);
+        weft_test::fill_pattern(ab.second, 2, -9, 9);
+        return ab;
+    };
+    Var i("i"), j("j");
+    RDom k(0, 8, "k");
+    RVar ko("ko"), ki("ki");
+    // Not computed at a loop.
+    {
+        auto [A, B] = inputs();
+        Func C("C"), out("out");
+        C(i, j) = 0;
+        C(i, j) += A(k, j) * B(i, k);
+        out(i, j) = C(i, j);
+        Func Aw = A.in();
+        Aw.compute_root().load_ahead();
+        std::string e = error_of([&] { out.realize({4, 4}); });
+        EXPECT_NE(e.find("load_ahead"), std::string::npos) << e;
+        EXPECT_NE(e.find("not computed at a loop"), std::string::npos) << e;
+    }
+    // Its loop unrolled.
+    {
+        auto [A, B] = inputs();
+        Func C("C"), out("out");
+        C(i, j) = 0;
+        C(i, j) += A(k, j) * B(i, k);
+        out(i, j) = C(i, j);
+        C.compute_root();
+        C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko).unroll(ko);
+        A.in().compute_at(C, ko).load_ahead();
+        std::string e = error_of([&] { out.realize({4, 4}); });
+        EXPECT_NE(e.find("serial loop"), std::string::npos) << e;
+    }
+    // Its production reads a Func written in the same loop.
+    {
+        auto [A, B] = inputs();
+        Func C("C"), out("out"), h("h"), g("g");
+        h(i, j) = A(i, j) * 2;
+        g(i, j) = h(i, j) + 1;
+        C(i, j) = 0;
+        C(i, j) += g(k, j) * B(i, k);
+        out(i, j) = C(i, j);
+        C.compute_root();
+        C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
+        h.compute_at(C, ko);
+        g.compute_at(C, ko).load_ahead();
+        std::string e = error_of([&] { out.realize({4, 4}); });
+        EXPECT_NE(e.find("\"g\".load_ahead()"), std::string::npos) << e;
+        EXPECT_NE(e.find("reads \"h\""), std::string::npos) << e;
+    }
+}
+
 TEST(Schedules, ScatterWithSplitRVars) {
     const int W = 19, H = 5;
     Buffer<uint8_t> in(W, H);
