@@ -336,7 +336,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_vectorized(); }, [] { return blur_vectorized(); },
             [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); },
             [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
-            [] { return matmul_shared_vec(256, 8, true); }};
+            [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); }};
 }
 
 }  // namespace weft_gpu_test

@@ -164,6 +164,16 @@ TEST(Simplify, DivModOfLinearForms) {
     // Power-of-two mod is exact under wrapping, so it applies to uint8 too.
     Expr w = V("w", UInt(8));
     EXPECT_SIMP(md(add(mul(w, U(4, UInt(8))), U(5, UInt(8))), U(4, UInt(8))), U(1, UInt(8)));
+    // a * (x % c) + a * c * (x / c) is a * x for every x (floor division and modulo): an index
+    // split into digits and put back together (a thread's elements, rebased) folds away.
+    EXPECT_SIMP(add(md(x, I(4)), mul(dv(x, I(4)), I(4))), x);
+    EXPECT_CONST(sub(add(mul(md(x, I(4)), I(4)), mul(dv(x, I(4)), I(16))), mul(x, I(4))), 0);
+    EXPECT_CONST(sub(add(add(mul(dv(x, I(3)), I(6)), y), mul(md(x, I(3)), I(2))), add(mul(x, I(2)), y)), 0);
+    // Not when the coefficients do not match, nor for a divisor that is not a positive constant.
+    Expr kept = simplify(add(md(x, I(4)), mul(dv(x, I(4)), I(8))));
+    EXPECT_NE(str(kept).find("%"), std::string::npos) << str(kept);
+    kept = simplify(add(md(x, y), mul(dv(x, y), y)));
+    EXPECT_NE(str(kept).find("%"), std::string::npos) << str(kept);
 }
 
 // ---------------- min / max ----------------

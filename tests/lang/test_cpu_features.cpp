@@ -154,6 +154,41 @@ TEST(CpuFeaturesIn, FuncWrapperArgsAndNames) {
     EXPECT_EQ(b.in().contents(), wb.contents());
 }
 
+// A wrapper wrapped in turn (b.in().in(), f.in().in()): consumers read the outer wrapper, which
+// reads the inner one, which reads the original; each realized where it is scheduled.
+TEST(CpuFeaturesIn, WrapperOfWrapperChains) {
+    for (int W : {16, 13, 1}) {
+        SCOPED_TRACE("W " + std::to_string(W));
+        Buffer<int> b({W + 1}, "b");
+        for (int i = 0; i <= W; i++) b(i) = i * 3 - 5;
+        Var x("x"), xo("xo"), xi("xi");
+        Func f("f"), h("h");
+        f(x) = b(x) * 2 + b(x + 1);
+        h(x) = f(x) - f(x) * f(x);
+        Func bi = b.in(), bo = bi.in(), fi = f.in(), fo = fi.in();
+        EXPECT_NE(bo.contents(), bi.contents());
+        h.split(x, xo, xi, 4, TailStrategy::GuardWithIf);
+        fo.compute_at(h, xo);
+        fi.compute_at(h, xo);
+        f.compute_at(h, xo);
+        bo.compute_at(h, xo);
+        bi.compute_root();
+        Buffer<int> o = h.realize({W});
+        auto F = [&](int i) { return b(i) * 2 + b(i + 1); };
+        check_1d(o, [&](int i) { return F(i) - F(i) * F(i); }, "in().in()");
+        std::string ir = Pipeline(h).lowered_ir({W});
+        ir = ir.substr(ir.find("after storage_flattening"));
+        for (const std::string &name : {bi.name(), bo.name(), fi.name(), fo.name()})
+            EXPECT_NE(ir.find("allocate " + name + "["), std::string::npos) << name << "\n" << ir;
+        // h reads only the outer wrapper of f.
+        size_t h_store = ir.find("h[");
+        ASSERT_NE(h_store, std::string::npos) << ir;
+        std::string h_line = ir.substr(h_store, ir.find('\n', h_store) - h_store);
+        EXPECT_NE(h_line.find(fo.name() + "["), std::string::npos) << h_line;
+        EXPECT_EQ(h_line.find(fi.name() + "["), std::string::npos) << h_line;
+    }
+}
+
 // f.in(g) is read by g alone: h still reads f (results; the wrapper is realized in the lowered
 // IR; asking again gives the same wrapper). WrapperForOneConsumerBound shows h does not read it.
 TEST(CpuFeaturesIn, WrapperForOneConsumer) {
