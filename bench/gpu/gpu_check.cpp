@@ -228,8 +228,8 @@ int main(int argc, char **argv) {
         int W = quick ? 4096 : 16384, H = quick ? 4096 : 16384;
         bench_memory("blur 3x3 " + std::to_string(W) + "x" + std::to_string(H), {blur_shared(W, H), blur_vectorized(W, H)},
                      2.0 * W * H * 4, copy);
-        bench_memory("elementwise " + std::to_string(W) + "x" + std::to_string(H), {elementwise_chain(W, H)}, 2.0 * W * H * 4,
-                     copy);
+        bench_memory("elementwise " + std::to_string(W) + "x" + std::to_string(H),
+                     {elementwise_chain(W, H), elementwise_chain(W, H, 4)}, 2.0 * W * H * 4, copy);
         bench_sgemm(quick ? 1024 : 4096);
     } catch (Error &e) {
         std::printf("[gpu-check] benchmark failed: %s\n", e.what());

@@ -287,17 +287,30 @@ inline GpuCase update_stage(int n = 1000) {
     return c;
 }
 
-/** A chain of elementwise operations (vectorized by 4 inside each thread). */
-inline GpuCase elementwise_chain(int w = 1024, int h = 64) {
+/** A chain of elementwise operations (vectorized by 4 inside each thread; with rows > 1 each
+    thread does that many rows, its loads all in flight at once). */
+inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1) {
     GpuCase c;
-    c.name = "elementwise_chain";
+    c.name = "elementwise_chain" + (rows == 1 ? std::string() : "_rows" + std::to_string(rows));
     c.inputs.push_back(ramp_buffer(w, h));
     Buffer<float> in = c.inputs[0];
     Var x("x"), y("y"), xa("xa"), xo("xo"), xi("xi"), xv("xv");
     Func f("elementwise");
     Expr v = in(x, y);
     f(x, y) = sqrt(v * v + 1.0f) * 0.5f - min(v, 0.25f) + max(v * 3.0f, -1.0f);
-    f.split(x, xa, xv, 4).vectorize(xv).gpu_tile(xa, xo, xi, 128).gpu_blocks(y);
+    if (rows == 1) {
+        f.split(x, xa, xv, 4).vectorize(xv).gpu_tile(xa, xo, xi, 128).gpu_blocks(y);
+    } else {
+        Var yo("yo"), yi("yi");
+        f.split(x, xa, xv, 4)
+            .vectorize(xv)
+            .split(xa, xo, xi, 128)
+            .split(y, yo, yi, rows)
+            .reorder(xv, yi, xi, xo, yo)
+            .unroll(yi)
+            .gpu_threads(xi)
+            .gpu_blocks(xo, yo);
+    }
     c.out = f;
     c.sizes = {w, h};
     c.expect_shared = 0;
@@ -336,7 +349,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_vectorized(); }, [] { return blur_vectorized(); },
             [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); },
             [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
-            [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); }};
+            [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
+            [] { return elementwise_chain(1024, 64, 4); }};
 }
 
 }  // namespace weft_gpu_test
