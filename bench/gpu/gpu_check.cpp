@@ -226,7 +226,7 @@ int main(int argc, char **argv) {
         double copy = copy_bandwidth_gbs(bytes);
         std::printf("[gpu-check] device-to-device copy: %.0f GB/s (read + write)\n", copy);
         int W = quick ? 4096 : 16384, H = quick ? 4096 : 16384;
-        bench_memory("blur 3x3 " + std::to_string(W) + "x" + std::to_string(H), {blur_shared(W, H), blur_vectorized(W, H)},
+        bench_memory("blur 3x3 " + std::to_string(W) + "x" + std::to_string(H), {blur_shared(W, H), blur_vectorized(W, H), blur_vectorized(W, H, 32)},
                      2.0 * W * H * 4, copy);
         bench_memory("elementwise " + std::to_string(W) + "x" + std::to_string(H),
                      {elementwise_chain(W, H), elementwise_chain(W, H, 4)}, 2.0 * W * H * 4, copy);

@@ -94,14 +94,22 @@ inline GpuCase blur_shared(int w = 256, int h = 128, MemoryType m = MemoryType::
 
 /** The same blur with 4 consecutive outputs per thread (16-byte stores; blur_x's 4 values of a
     thread also computed as one vector): 128x8 outputs per block of 32x10 threads. */
-inline GpuCase blur_vectorized(int w = 256, int h = 128) {
+inline GpuCase blur_vectorized(int w = 256, int h = 128, int tile_h = 8) {
     GpuCase c;
-    c.name = "blur_vectorized";
+    c.name = "blur_vectorized" + (tile_h == 8 ? std::string() : "_" + std::to_string(tile_h));
     auto [bx, by] = blur_algorithm(c, w, h);
-    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xv("xv");
-    by.tile(x, y, xo, yo, xi, yi, 128, 8).split(xi, xt, xv, 4).vectorize(xv).gpu_blocks(xo, yo).gpu_threads(xt, yi);
-    bx.compute_at(by, xo).store_in(MemoryType::GPUShared).split(x, xt, xv, 4).vectorize(xv).gpu_threads(xt, y);
-    c.expect_shared = 128 * 10 * 4;
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xt("xt"), xv("xv"), yr("yr"), yt("yt");
+    by.tile(x, y, xo, yo, xi, yi, 128, tile_h).split(xi, xt, xv, 4).vectorize(xv).gpu_blocks(xo, yo);
+    bx.compute_at(by, xo).store_in(MemoryType::GPUShared).split(x, xt, xv, 4).vectorize(xv);
+    if (tile_h == 8) {
+        by.gpu_threads(xt, yi);
+        bx.gpu_threads(xt, y);
+    } else {
+        // Taller tiles (fewer halo rows re-read): 32x8 threads, each thread every 8th row.
+        by.split(yi, yr, yt, 8).reorder(xv, yr, xt, yt, xo, yo).unroll(yr).gpu_threads(xt, yt);
+        bx.split(y, yr, yt, 8).reorder(xv, yr, xt, yt).unroll(yr).gpu_threads(xt, yt);
+    }
+    c.expect_shared = 128 * (tile_h + 2) * 4;
     c.expect_barrier = true;
     return c;
 }
@@ -350,7 +358,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); },
             [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
             [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
-            [] { return elementwise_chain(1024, 64, 4); }};
+            [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); }};
 }
 
 }  // namespace weft_gpu_test
