@@ -727,7 +727,11 @@ private:
             int64_t bytes = std::max<int64_t>(n, 1) * op->type.bytes();
             bytes = (bytes + 15) / 16 * 16;
             shared_bytes += bytes;
-            shared_list += (shared_list.empty() ? "" : ", ") + func_user_name(op->name) + ": " + std::to_string(bytes);
+            shared_list += (shared_list.empty() ? "" : ", ") + func_user_name(op->name) +
+                           (op->memory_type == MemoryType::Register
+                                ? " (store_in(Register), kept in shared memory: not every element is one thread's own)"
+                                : "") +
+                           ": " + std::to_string(bytes);
             Stmt b = block_level(op->body);
             return Allocate::make(op->name, op->type, Expr((int)n), MemoryType::GPUShared, b);
         }
@@ -750,7 +754,12 @@ private:
             pending_r.insert(a.reads.begin(), a.reads.end());
             pending_w.insert(a.writes.begin(), a.writes.end());
             for (auto &w : a.writes) pending_pure.erase(w);  // the previous iteration's writes
+            // The loop's range bounds the sizes of what is allocated inside it (a last, smaller
+            // step of a tile: the shared buffer gets the largest size).
+            bool scoped = !thread_scope.count(op->name);
+            if (scoped) thread_scope[op->name] = Interval(resolve(op->min), resolve(op->min + op->extent - 1));
             Stmt b = block_level(op->body);
+            if (scoped) thread_scope.erase(op->name);
             ForType ft = op->for_type == ForType::Unrolled ? ForType::Unrolled : ForType::Serial;
             return For::make(op->name, op->min, op->extent, ft, b);
         }

@@ -312,6 +312,17 @@ TEST(GPUNvrtcErrors, TooMuchSharedMemory) {
     EXPECT_NE(e.find("49152"), std::string::npos) << e;
 }
 
+// A known limit: a register copy loaded ahead whose shape changes at the last step of k (200 =
+// 12 * 16 + 8) cannot be proven per thread (its layout differs between steps), so it stays in
+// shared memory, too large for a block: a clear error before anything runs.
+TEST(GPUNvrtcErrors, LoadAheadWithPartialLastStep) {
+    GpuCase c = matmul_shared_vec(200, 16, true);
+    std::string e = error_of([&] { lower_case(c); });
+    EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
+    EXPECT_NE(e.find("A_in"), std::string::npos) << e;
+    EXPECT_NE(e.find("49152"), std::string::npos) << e;
+}
+
 TEST(GPUNvrtcErrors, HostComputeInCudaPipeline) {
     Buffer<float> in = ramp_buffer(64, 64);
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
