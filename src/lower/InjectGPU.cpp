@@ -233,15 +233,19 @@ protected:
 
 using Digits = std::vector<std::pair<int64_t, int64_t>>;  // (place, count), lowest place first
 
-/** rel (an offset made of the digits) -> its dense number: sum of d_j * (product of lower counts). */
-int64_t compact_offset(const Digits &digits, int64_t rel) {
-    int64_t out = 0, radix = 1;
+/** rel (an offset made of the digits) -> its dense number: sum of d_j * (product of lower
+    counts), the digits taken off from the highest place down. T: int64_t or Expr (rel >= 0). */
+template <typename T>
+T compact_offset(const Digits &digits, T rel) {
+    auto c = [](int64_t v) { return T((int)v); };
+    T out = c(0);
     std::vector<int64_t> radices;
+    int64_t radix = 1;
     for (auto &d : digits) radices.push_back(radix), radix *= d.second;
     for (size_t j = digits.size(); j-- > 0;) {
-        int64_t d = rel / digits[j].first;
-        out += d * radices[j];
-        rel -= d * digits[j].first;
+        T d = rel / c(digits[j].first);
+        out = out + d * c(radices[j]);
+        if (j) rel = rel - d * c(digits[j].first);
     }
     return out;
 }
@@ -318,22 +322,8 @@ protected:
         if (auto r = e.as<Ramp>()) return Ramp::make(compact(simplify(r->base - o)), r->stride, r->lanes);
         return compact(simplify(e - o));
     }
-    /** Maps an offset from the thread's first element to its position among the thread's
-        elements (see digits): the digits taken off from the highest place down. */
-    Expr compact(const Expr &rel) const {
-        if (digits.empty()) return rel;
-        Expr rem = rel, out = Expr(0);
-        int64_t radix = 1;
-        std::vector<int64_t> radices;
-        for (auto &d : digits) radices.push_back(radix), radix *= d.second;
-        for (size_t j = digits.size(); j-- > 0;) {
-            Expr a = Expr((int)digits[j].first);
-            Expr dj = rem / a;
-            out = out + dj * Expr((int)radices[j]);
-            if (j) rem = rem - dj * a;
-        }
-        return simplify(out);
-    }
+    /** An offset from the thread's first element -> its position among the thread's elements. */
+    Expr compact(const Expr &rel) const { return digits.empty() ? rel : simplify(compact_offset<Expr>(digits, rel)); }
 
 public:
     /** The digits of each thread's elements (element_digits): indices become the elements'
@@ -641,7 +631,7 @@ private:
             // A vector access stays a dense vector only if its lanes are consecutive elements.
             int64_t rel = r.first_lane - range[r.thread].first;
             for (int l = 0; l < r.lanes && !rb.digits.empty(); l++)
-                if (compact_offset(rb.digits, rel + l) != compact_offset(rb.digits, rel) + l) rb.digits.clear();
+                if (compact_offset<int64_t>(rb.digits, rel + l) != compact_offset<int64_t>(rb.digits, rel) + l) rb.digits.clear();
         }
         if (!rb.digits.empty()) {
             span = 1;
