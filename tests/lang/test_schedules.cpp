@@ -349,6 +349,20 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
         Bw.compute_at(C, ko).load_ahead();
         Buffer<int> o = out.realize({M, N});
         expect_product(o, A, B, K);
+        {
+            // Inside a parallel loop, the consumer vectorized, steps of 3 (a guarded last step).
+            Func C2("C2"), out2("out2");
+            Var io("io"), ii("ii");
+            C2(i, j) = 0;
+            C2(i, j) += A(k, j) * B(i, k);
+            out2(i, j) = C2(i, j);
+            C2.compute_root();
+            C2.update().split(k, ko, ki, 3, TailStrategy::GuardWithIf).split(i, io, ii, 4).reorder(ii, ki, ko, io, j).vectorize(ii).parallel(j);
+            A.in(C2).compute_at(C2, ko).load_ahead();
+            B.in(C2).compute_at(C2, ko).store_in(MemoryType::Register).load_ahead();
+            Buffer<int> o2 = out2.realize({M, N});
+            expect_product(o2, A, B, K);
+        }
         if (K <= 4) continue;  // one step: no loop (nothing to compute ahead)
         std::string ir = Pipeline(out).lowered_ir({M, N});
         size_t pass = ir.find("after load_ahead");
