@@ -361,6 +361,24 @@ Stmt substitute(const std::string &name, const Expr &value, const Stmt &s) {
     std::map<std::string, Expr> m{{name, value}};
     return Substitute(m).mutate(s);
 }
+Expr substitute_lets(Expr e, const LetStack &lets) {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+        if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
+    return e;
+}
+Stmt substitute_lets(Stmt s, const LetStack &lets) {
+    for (auto it = lets.rbegin(); it != lets.rend(); ++it)
+        if (stmt_uses_var(s, it->first)) s = substitute(it->first, it->second, s);
+    return s;
+}
+void LoadsStores::visit(const Load *op) {
+    reads.insert(op->name);
+    IRVisitor::visit(op);
+}
+void LoadsStores::visit(const Store *op) {
+    writes.insert(op->name);
+    IRVisitor::visit(op);
+}
 bool expr_uses_var(const Expr &e, const std::string &name) {
     UsesVar u(name);
     u.include(e);

@@ -1,5 +1,8 @@
 // Visitor and mutator over the IR. Override the visits you need; the defaults recurse.
 #pragma once
+#include <set>
+#include <utility>
+#include <vector>
 #include "ir/IR.h"
 
 namespace weft {
@@ -111,6 +114,20 @@ Expr substitute(const std::map<std::string, Expr> &m, const Expr &e);
 Stmt substitute(const std::map<std::string, Expr> &m, const Stmt &s);
 Expr substitute(const std::string &name, const Expr &value, const Expr &e);
 Stmt substitute(const std::string &name, const Expr &value, const Stmt &s);
+/** Lets in scope, outermost first; substitute_lets puts their values in (innermost first, so a
+    value may use outer lets). */
+using LetStack = std::vector<std::pair<std::string, Expr>>;
+Expr substitute_lets(Expr e, const LetStack &lets);
+Stmt substitute_lets(Stmt s, const LetStack &lets);
+/** The names of the buffers a statement loads from and stores to. */
+class LoadsStores : public IRVisitor {
+public:
+    std::set<std::string> reads, writes;
+
+protected:
+    void visit(const Load *op) override;
+    void visit(const Store *op) override;
+};
 /** Does e / s use variable `name`? */
 bool expr_uses_var(const Expr &e, const std::string &name);
 bool stmt_uses_var(const Stmt &s, const std::string &name);

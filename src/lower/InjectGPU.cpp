@@ -46,8 +46,8 @@ FindLoops find_loops(const Stmt &s) {
 }
 
 /** Buffers read and written by a statement, minus those it allocates itself. */
-struct Accesses : public IRVisitor {
-    std::set<std::string> reads, writes, allocs;
+struct Accesses : public LoadsStores {
+    std::set<std::string> allocs;
     // Buffers written only inside the loops of their pure definition (stage s0): such a
     // definition's loops write each point once, so writes of it from different threads never
     // overlap (write after write needs no barrier between them).
@@ -58,16 +58,11 @@ struct Accesses : public IRVisitor {
         IRVisitor::visit(op);
         loops.pop_back();
     }
-    void visit(const Load *op) override {
-        reads.insert(op->name);
-        IRVisitor::visit(op);
-    }
     void visit(const Store *op) override {
-        writes.insert(op->name);
         bool pure = false;
         for (auto &l : loops) pure = pure || l.rfind(op->name + ".s0.", 0) == 0;
         (pure ? pure_writes : other_writes).insert(op->name);
-        IRVisitor::visit(op);
+        LoadsStores::visit(op);
     }
     void visit(const Allocate *op) override {
         allocs.insert(op->name);
@@ -156,15 +151,6 @@ bool constant_upper_bound(Expr e, const Scope &scope, int64_t *out) {
 }
 
 Stmt barrier() { return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_thread_barrier", {})); }
-
-using LetStack = std::vector<std::pair<std::string, Expr>>;  // in scope, innermost last
-
-/** e with the lets in scope substituted (innermost first, so values may use outer lets). */
-Expr substitute_lets(Expr e, const LetStack &lets) {
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-        if (expr_uses_var(e, it->first)) e = substitute(it->first, it->second, e);
-    return e;
-}
 
 /** Every Load and Store of one buffer inside a statement, with what encloses it there: the
     loops (outermost first) and the lets (substituted into the index, innermost first). */

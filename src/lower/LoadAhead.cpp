@@ -9,22 +9,8 @@ namespace internal {
 
 namespace {
 
-struct ReadsWrites : public IRVisitor {
-    std::set<std::string> reads, writes;
-
-protected:
-    void visit(const Load *op) override {
-        reads.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Store *op) override {
-        writes.insert(op->name);
-        IRVisitor::visit(op);
-    }
-};
-
-ReadsWrites reads_writes(const Stmt &s) {
-    ReadsWrites rw;
+LoadsStores reads_writes(const Stmt &s) {
+    LoadsStores rw;
     rw.include(s);
     return rw;
 }
@@ -76,7 +62,7 @@ protected:
     }
 
     // ---- one loop ----
-    std::vector<std::pair<std::string, Expr>> path_lets;  // lets from the loop body down to the production
+    LetStack path_lets;  // lets from the loop body down to the production
     const Allocate *alloc = nullptr;
     Stmt production;
 
@@ -94,7 +80,7 @@ protected:
         if (op->name != func) return Allocate::make(op->name, op->type, op->extent, op->memory_type, strip(op->body));
         alloc = op;
         Stmt body = op->body;
-        std::vector<std::pair<std::string, Expr>> inner;  // lets between the allocation and the production
+        LetStack inner;  // lets between the allocation and the production
         while (auto l = body.as<LetStmt>()) {
             inner.push_back({l->name, l->value});
             body = l->body;
@@ -154,17 +140,14 @@ protected:
         alloc = nullptr;
         Stmt body = strip(op->body);
         // The production with the loop's lets in scope substituted: it moves across them.
-        Stmt p = production;
-        for (size_t i = path_lets.size(); i-- > 0;) p = substitute(path_lets[i].first, path_lets[i].second, p);
-        ReadsWrites prw = reads_writes(p);
-        ReadsWrites lrw = reads_writes(op->body);
+        Stmt p = substitute_lets(production, path_lets);
+        LoadsStores prw = reads_writes(p);
+        LoadsStores lrw = reads_writes(op->body);
         for (auto &r : prw.reads)
             if (r != func && lrw.writes.count(r))
                 fail("its production reads \"" + r + "\", which is written inside the loop it is computed at (" + op->name +
                      "): computed one iteration early it would read the wrong values");
-        Expr extent = alloc->extent;
-        for (size_t i = path_lets.size(); i-- > 0;) extent = substitute(path_lets[i].first, path_lets[i].second, extent);
-        extent = simplify(extent);
+        Expr extent = simplify(substitute_lets(alloc->extent, path_lets));
         if (expr_uses_var(extent, op->name)) {
             // Smaller at some iterations (a last partial step): the largest over the loop.
             Scope scope;

@@ -269,6 +269,18 @@ void expect_product(Buffer<int> &o, Buffer<int> &A, Buffer<int> &B, int K) {
     EXPECT_EQ(bad, 0);
 }
 
+// C(i, j) = 0; C(i, j) += a_kj * B(i, k) (a_kj: the left operand at (k, j)); out(i, j) = C(i, j);
+// C computed at root. Returns {C, out}.
+std::pair<Func, Func> product_pipeline(const Var &i, const Var &j, const RDom &k, const Expr &a_kj, Buffer<int> &B,
+                                       const std::string &suffix = "") {
+    Func C("C" + suffix), out("out" + suffix);
+    C(i, j) = 0;
+    C(i, j) += a_kj * B(i, k);
+    out(i, j) = C(i, j);
+    C.compute_root();
+    return {C, out};
+}
+
 TEST(Schedules, UpdateWithRVarsSplitAndPureParallel) {
     const int K = 11, W = 9, H = 7;
     Buffer<int> A(K, H), B(W, K);
@@ -338,11 +350,8 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
         Var i("i"), j("j");
         RDom k(0, K, "k");
         RVar ko("ko"), ki("ki");
-        Func C("C"), out("out");
-        C(i, j) = 0;
-        C(i, j) += A(k, j) * B(i, k);
-        out(i, j) = C(i, j);
-        C.compute_root();
+        auto C_out = product_pipeline(i, j, k, A(k, j), B);
+        Func &C = C_out.first, &out = C_out.second;
         C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
         Func Aw = A.in(), Bw = B.in();
         Aw.compute_at(C, ko).store_in(MemoryType::Register).load_ahead();
@@ -351,12 +360,9 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
         expect_product(o, A, B, K);
         {
             // Inside a parallel loop, the consumer vectorized, steps of 3 (a guarded last step).
-            Func C2("C2"), out2("out2");
+            auto C2_out2 = product_pipeline(i, j, k, A(k, j), B, "2");
+            Func &C2 = C2_out2.first, &out2 = C2_out2.second;
             Var io("io"), ii("ii");
-            C2(i, j) = 0;
-            C2(i, j) += A(k, j) * B(i, k);
-            out2(i, j) = C2(i, j);
-            C2.compute_root();
             C2.update().split(k, ko, ki, 3, TailStrategy::GuardWithIf).split(i, io, ii, 4).reorder(ii, ki, ko, io, j).vectorize(ii).parallel(j);
             A.in(C2).compute_at(C2, ko).load_ahead();
             B.in(C2).compute_at(C2, ko).store_in(MemoryType::Register).load_ahead();
@@ -378,14 +384,7 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
 }
 
 TEST(Schedules, LoadAheadErrors) {
-    auto error_of = [](const std::function<void()> &f) -> std::string {
-        try {
-            f();
-        } catch (Error &e) {
-            return e.what();
-        }
-        return "";
-    };
+    using weft_test::error_of;
     // Fresh inputs for each case (A.in() is A's wrapper for every later pipeline).
     auto inputs = [] {
         std::pair<Buffer<int>, Buffer<int>> ab{Buffer<int>({8, 4}, "A"), Buffer<int>({4, 8}, "B")};
@@ -399,10 +398,8 @@ TEST(Schedules, LoadAheadErrors) {
     // Not computed at a loop.
     {
         auto [A, B] = inputs();
-        Func C("C"), out("out");
-        C(i, j) = 0;
-        C(i, j) += A(k, j) * B(i, k);
-        out(i, j) = C(i, j);
+        auto C_out = product_pipeline(i, j, k, A(k, j), B);
+        Func &C = C_out.first, &out = C_out.second;
         Func Aw = A.in();
         Aw.compute_root().load_ahead();
         std::string e = error_of([&] { out.realize({4, 4}); });
@@ -412,11 +409,8 @@ TEST(Schedules, LoadAheadErrors) {
     // Its loop unrolled.
     {
         auto [A, B] = inputs();
-        Func C("C"), out("out");
-        C(i, j) = 0;
-        C(i, j) += A(k, j) * B(i, k);
-        out(i, j) = C(i, j);
-        C.compute_root();
+        auto C_out = product_pipeline(i, j, k, A(k, j), B);
+        Func &C = C_out.first, &out = C_out.second;
         C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko).unroll(ko);
         A.in().compute_at(C, ko).load_ahead();
         std::string e = error_of([&] { out.realize({4, 4}); });
@@ -425,13 +419,11 @@ TEST(Schedules, LoadAheadErrors) {
     // Its production reads a Func written in the same loop.
     {
         auto [A, B] = inputs();
-        Func C("C"), out("out"), h("h"), g("g");
+        Func h("h"), g("g");
         h(i, j) = A(i, j) * 2;
         g(i, j) = h(i, j) + 1;
-        C(i, j) = 0;
-        C(i, j) += g(k, j) * B(i, k);
-        out(i, j) = C(i, j);
-        C.compute_root();
+        auto C_out = product_pipeline(i, j, k, g(k, j), B);
+        Func &C = C_out.first, &out = C_out.second;
         C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
         h.compute_at(C, ko);
         g.compute_at(C, ko).load_ahead();
