@@ -9,8 +9,7 @@
 #include <cstdlib>
 #include <string>
 #include "cuda/CudaRuntime.h"
-#include "gpu/gpu_pipelines.h"
-#include "interp/Interpreter.h"
+#include "gpu/gpu_testing.h"
 
 using namespace weft;
 using namespace weft::internal;
@@ -62,17 +61,7 @@ int check_correctness() {
         double t0 = now_s();
         std::string status;
         try {
-            Buffer<float> out = c.out.realize(c.sizes, t);
-            Buffer<float> ref(c.sizes);
-            interpret_pipeline(Pipeline(c.out), {ref});
-            int64_t n = 1;
-            for (int s : c.sizes) n *= s;
-            double worst = 0;
-            const float *a = out.data(), *b = ref.data();
-            for (int64_t i = 0; i < n; i++) {
-                double dd = std::fabs((double)a[i] - (double)b[i]) / std::max(1.0, std::fabs((double)b[i]));
-                if (!(dd <= worst)) worst = std::isnan(dd) ? 1e30 : dd;
-            }
+            double worst = compare_with_interpreter(c, t);
             status = worst <= 1e-5 ? "PASS" : "FAIL";
             status += fmt(" (max rel err %.2e)", worst);
             if (worst > 1e-5) failures++;

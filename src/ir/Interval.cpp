@@ -589,5 +589,49 @@ Interval interval_intersection(const Interval &a, const Interval &b) {
     return Interval(lo, hi);
 }
 
+namespace {
+/** (min(a, b) - c) -> min(a - c, b - c), likewise for max and +, so that the linear parts
+    of a region's extent cancel and its bounds become constant. */
+class Distribute : public IRMutator {
+protected:
+    Expr push(IRNodeType op, const Expr &a, const Expr &b, bool a_is_mm) {
+        const BinaryExprNode *mm = static_cast<const BinaryExprNode *>((a_is_mm ? a : b).get());
+        const Expr &other = a_is_mm ? b : a;
+        Expr l = a_is_mm ? rebuild_binary(op, mm->a, other) : rebuild_binary(op, other, mm->a);
+        Expr r = a_is_mm ? rebuild_binary(op, mm->b, other) : rebuild_binary(op, other, mm->b);
+        l = mutate(simplify(l));
+        r = mutate(simplify(r));
+        if (op == IRNodeType::Sub && !a_is_mm)  // c - min(x, y) = max(c - x, c - y)
+            return mm->node_type == IRNodeType::Min ? Max::make(l, r) : Min::make(l, r);
+        return mm->node_type == IRNodeType::Min ? Min::make(l, r) : Max::make(l, r);
+    }
+    static bool is_mm(const Expr &e) { return e.as<Min>() || e.as<Max>(); }
+    Expr visit(const Add *op, const Expr &e) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (is_mm(a)) return push(IRNodeType::Add, a, b, true);
+        if (is_mm(b)) return push(IRNodeType::Add, a, b, false);
+        return Add::make(a, b);
+    }
+    Expr visit(const Sub *op, const Expr &e) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (is_mm(a)) return push(IRNodeType::Sub, a, b, true);
+        if (is_mm(b)) return push(IRNodeType::Sub, a, b, false);
+        return Sub::make(a, b);
+    }
+};
+
+}  // namespace
+
+bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
+    if (auto c = e.as<Cast>())
+        if (c->value.type().is_int_or_uint()) e = c->value;
+    e = simplify(e);
+    if (is_const_int(e, out)) return true;
+    e = simplify(Distribute().mutate(e));
+    if (is_const_int(e, out)) return true;
+    Interval I = bounds_of_expr_in_scope(e, scope);
+    return I.max.defined() && is_const_int(simplify(I.max), out);
+}
+
 }  // namespace internal
 }  // namespace weft

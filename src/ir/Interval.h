@@ -29,6 +29,11 @@ using Scope = std::map<std::string, Interval>;
     8- and 16-bit integers and Bool, unbounded otherwise. Let exprs are handled. Vector
     exprs (Ramp, Broadcast) give the range over all lanes. Works for ints and floats. */
 Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope);
+/** A constant upper bound of the integer e, knowing the ranges in scope, tighter than
+    bounds_of_expr_in_scope's where e is a difference of mins and maxes of the same linear
+    terms (a region's extent: (min(a, b) - c) is taken as min(a - c, b - c), so that the
+    linear parts cancel). False where there is none. */
+bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out);
 
 /** Smallest interval containing both (unbounded if either side is). */
 Interval interval_union(const Interval &a, const Interval &b);

@@ -15,6 +15,12 @@ namespace {
 const char *kDim = "xyz";
 
 std::string block_var(int d) { return std::string("blockIdx.") + kDim[d]; }
+/** 0, 1, 2 for blockIdx.x, .y, .z; -1 for another name. */
+int block_dim_of(const std::string &n) {
+    for (int d = 0; d < 3; d++)
+        if (n == block_var(d)) return d;
+    return -1;
+}
 std::string thread_var(int d) { return std::string("threadIdx.") + kDim[d]; }
 
 /** "<func>.s<k>.<var>" -> "<func>" */
@@ -105,49 +111,12 @@ Expr unwrap_extent(const Expr &e) {
     return e;
 }
 
-/** (min(a, b) - c) -> min(a - c, b - c), likewise for max and +, so that the linear parts
-    of a region's extent cancel and its bounds become constant. */
-class Distribute : public IRMutator {
-protected:
-    Expr push(IRNodeType op, const Expr &a, const Expr &b, bool a_is_mm) {
-        const BinaryExprNode *mm = static_cast<const BinaryExprNode *>((a_is_mm ? a : b).get());
-        const Expr &other = a_is_mm ? b : a;
-        Expr l = a_is_mm ? rebuild_binary(op, mm->a, other) : rebuild_binary(op, other, mm->a);
-        Expr r = a_is_mm ? rebuild_binary(op, mm->b, other) : rebuild_binary(op, other, mm->b);
-        l = mutate(simplify(l));
-        r = mutate(simplify(r));
-        if (op == IRNodeType::Sub && !a_is_mm)  // c - min(x, y) = max(c - x, c - y)
-            return mm->node_type == IRNodeType::Min ? Max::make(l, r) : Min::make(l, r);
-        return mm->node_type == IRNodeType::Min ? Min::make(l, r) : Max::make(l, r);
-    }
-    static bool is_mm(const Expr &e) { return e.as<Min>() || e.as<Max>(); }
-    Expr visit(const Add *op, const Expr &e) override {
-        Expr a = mutate(op->a), b = mutate(op->b);
-        if (is_mm(a)) return push(IRNodeType::Add, a, b, true);
-        if (is_mm(b)) return push(IRNodeType::Add, a, b, false);
-        return Add::make(a, b);
-    }
-    Expr visit(const Sub *op, const Expr &e) override {
-        Expr a = mutate(op->a), b = mutate(op->b);
-        if (is_mm(a)) return push(IRNodeType::Sub, a, b, true);
-        if (is_mm(b)) return push(IRNodeType::Sub, a, b, false);
-        return Sub::make(a, b);
-    }
-};
-
 /** A constant upper bound of e (an integer), knowing the ranges in scope; block indices
     are >= 0. */
 bool constant_upper_bound(Expr e, const Scope &scope, int64_t *out) {
-    if (auto c = e.as<Cast>())
-        if (c->value.type().is_int_or_uint()) e = c->value;
-    e = simplify(e);
-    if (is_const_int(e, out)) return true;
-    e = simplify(Distribute().mutate(e));
-    if (is_const_int(e, out)) return true;
     Scope sc = scope;
     for (int d = 0; d < 3; d++) sc[block_var(d)] = Interval(Expr(0), Expr());
-    Interval I = bounds_of_expr_in_scope(e, sc);
-    return I.max.defined() && is_const_int(simplify(I.max), out);
+    return constant_upper_bound_in_scope(e, sc, out);
 }
 
 Stmt barrier() { return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_thread_barrier", {})); }
@@ -165,7 +134,8 @@ public:
     struct Access {
         Expr index;
         std::vector<Loop> loops;
-        int nest_depth;  // the deepest thread nesting of the thread nest it is in
+        int nest_depth;            // the deepest thread nesting of the thread nest it is in
+        std::vector<Expr> guards;  // the conditions of the branches it is in (a tile's edge)
     };
     std::string name;
     std::vector<Access> accesses;
@@ -176,9 +146,10 @@ protected:
     LetStack lets;
     Expr with_lets(const Expr &e) const { return substitute_lets(e, lets); }
     void record(const Expr &index) {
-        if (index.type().lanes() > 1 && !index.as<Ramp>()) unsupported = true;
-        Access a{simplify(with_lets(index)), {}, nest_depth};  // (terms of outer loops cancel)
+        Access a{simplify(with_lets(index)), {}, nest_depth, {}};  // (terms of outer loops cancel)
+        if (a.index.type().lanes() > 1 && !a.index.as<Ramp>()) unsupported = true;
         for (auto &l : loops) a.loops.push_back({l.name, with_lets(l.min), with_lets(l.extent), l.thread});
+        for (auto &c : conds) a.guards.push_back(simplify(with_lets(c)));
         accesses.push_back(a);
     }
     void visit(const Load *op) override {
@@ -198,6 +169,26 @@ protected:
     }
     void visit(const LetStmt *op) override { in_let_scope(op); }
     void visit(const Let *op) override { in_let_scope(op); }
+    std::vector<Expr> conds;
+    void visit(const IfThenElse *op) override {
+        include(op->condition);
+        Expr c = strip_likely(op->condition);
+        conds.push_back(c);
+        include(op->then_case);
+        conds.back() = Not::make(c);
+        include(op->else_case);
+        conds.pop_back();
+    }
+    static Expr strip_likely(const Expr &e) {
+        class Strip : public IRMutator {
+        protected:
+            Expr visit(const Call *op, const Expr &e) override {
+                if (op->is_intrinsic("likely") && op->args.size() == 1) return mutate(op->args[0]);
+                return IRMutator::visit(op, e);
+            }
+        } st;
+        return st.mutate(e);
+    }
     int nest_depth = 0;
     void visit(const For *op) override {
         include(op->min);
@@ -236,22 +227,11 @@ T compact_offset(const Digits &digits, T rel) {
     return out;
 }
 
-/** Where every thread's elements are the same offsets from its first one, and those offsets
-    are exactly { sum of d_j * place_j : 0 <= d_j < count_j } with each place above every
-    offset made of the lower ones: the digits (place, count). Empty otherwise (or when the
-    elements are already dense). */
-Digits element_digits(const std::map<int64_t, std::set<int64_t>> &elements,
-                      const std::map<int64_t, std::pair<int64_t, int64_t>> &range) {
-    if (elements.empty()) return {};
-    std::set<int64_t> S;
-    int64_t first0 = range.at(elements.begin()->first).first;
-    for (int64_t e : elements.begin()->second) S.insert(e - first0);
-    for (auto &[tid, es] : elements) {
-        int64_t f = range.at(tid).first;
-        if (es.size() != S.size()) return {};
-        for (int64_t e : es)
-            if (!S.count(e - f)) return {};
-    }
+/** Where the offsets S (from a thread's first element) are exactly
+    { sum of d_j * place_j : 0 <= d_j < count_j } with each place above every offset made of
+    the lower ones: the digits (place, count). Empty otherwise (or when S is dense already). */
+Digits offset_digits(const std::set<int64_t> &S) {
+    if (S.empty()) return {};
     if ((int64_t)S.size() == *S.rbegin() + 1) return {};  // dense already
     Digits digits;
     std::set<int64_t> gen = {0};
@@ -312,9 +292,12 @@ protected:
     Expr compact(const Expr &rel) const { return digits.empty() ? rel : simplify(compact_offset<Expr>(digits, rel)); }
 
 public:
-    /** The digits of each thread's elements (element_digits): indices become the elements'
-        dense numbers. Empty: indexed by the offset itself. */
+    /** The digits of the threads' offsets (offset_digits): indices become the offsets' dense
+        numbers. Empty: indexed by the offset itself. */
     Digits digits;
+    /** The lets in scope around the buffer's allocation (outermost first): substituted too,
+        so that what is constant in the kernel folds (a tile cut at the image's edge). */
+    void set_outer_lets(const LetStack &outer) { lets = outer; }
 
 protected:
     template <typename L>
@@ -411,14 +394,20 @@ public:
             block_vars.insert(it.loop->name);
             before[it.loop->name] = Variable::make(Int(32), it.loop->name);  // opaque inside
         }
+        // A block loop's variable: its min plus the block index (0 where the grid has one block
+        // along it: what depends on it folds to constants, e.g. a thread's register indices).
+        auto block_value = [&](const For *loop, int d) {
+            return simplify(loop->min + (is_const_one(ext[d]) ? Expr(0) : Variable::make(Int(32), block_var(d))));
+        };
         for (auto &it : items) {
             if (it.loop) {
                 int d = n - 1 - (int)(std::find(loops.begin(), loops.end(), it.loop) - loops.begin());
-                lets.push_back({it.loop->name, simplify(it.loop->min + Variable::make(Int(32), block_var(d)))});
+                lets.push_back({it.loop->name, block_value(it.loop, d)});
             } else {
                 lets.push_back({it.let, it.value});
             }
         }
+        for (int d = 0; d < 3; d++) grid_ext[d] = ext[d];
         Stmt inner = block_level(body);
         int64_t threads = (int64_t)max_c[0] * max_c[1] * max_c[2];
         if (threads > lim.max_threads_per_block)
@@ -433,7 +422,7 @@ public:
         for (auto it = items.rbegin(); it != items.rend(); ++it) {
             if (it->loop) {
                 int d = n - 1 - (int)(std::find(loops.begin(), loops.end(), it->loop) - loops.begin());
-                inner = LetStmt::make(it->loop->name, simplify(it->loop->min + Variable::make(Int(32), block_var(d))), inner);
+                inner = LetStmt::make(it->loop->name, block_value(it->loop, d), inner);
             } else {
                 inner = LetStmt::make(it->let, it->value, inner);
             }
@@ -447,6 +436,7 @@ private:
     const GPULimits &lim;
     LetStack lets;  // in scope inside the kernel, outermost first
     int max_c[3] = {1, 1, 1};
+    Expr grid_ext[3];  // the kernel's gpu_blocks extents (undefined past its dimensions)
     int64_t shared_bytes = 0;
     std::string shared_list;
     std::set<std::string> pending_r, pending_w;
@@ -479,9 +469,10 @@ private:
 
     /** A Func stored in registers (store_in(MemoryType::Register)) but computed at the block
         level: every thread reads and writes only its own elements (checked by evaluating every
-        access for every thread), so each thread keeps its part in a per-thread array indexed
-        relative to its first element, no shared memory and no barriers for it. Null where that
-        cannot be shown (the storage then stays in shared memory). */
+        access for every thread, in every block where the accesses depend on the block), so
+        each thread keeps its part in a per-thread array indexed relative to its first element,
+        no shared memory and no barriers for it. Null where that cannot be shown (the storage
+        then stays in shared memory). */
     Stmt promote_to_registers(const Allocate *op) {
         BufferAccesses ba(op->name);
         ba.include(op->body);
@@ -495,127 +486,184 @@ private:
             if (n == 0 || n > 3 || (nthreads && n != nthreads) || (int)n != a.nest_depth) return Stmt();
             nthreads = n;
         }
-        // Evaluate every access of every thread.
-        std::map<int64_t, int64_t> owner;            // element -> thread (x + 1024 (y + 1024 z))
-        std::map<int64_t, std::pair<int64_t, int64_t>> range;  // thread -> [first, last] element
-        std::map<int64_t, std::set<int64_t>> elements;         // thread -> its elements
-        struct VectorAccess {
-            int64_t thread, first_lane;
-            int lanes;
+        // The accesses with the kernel's lets substituted: in terms of their loops and the
+        // block indices only.
+        struct Resolved {
+            Expr index;
+            std::vector<Expr> mins, exts, guards;
+            std::vector<bool> needed;  // loops that the index or an inner loop's bounds use
         };
-        std::vector<VectorAccess> ramp_firsts;
-        bool dense_ramps = true;                                // all vector accesses have stride 1
-        int64_t budget = 1 << 20;
-        bool ok = true;
+        std::vector<Resolved> rs;
+        bool block_used[3] = {false, false, false};
         for (auto &a : ba.accesses) {
-            Expr index = resolve(a.index);
-            std::vector<Expr> mins, exts;
+            Resolved r;
+            r.index = resolve(a.index);
             for (auto &l : a.loops) {
-                mins.push_back(resolve(l.min));
-                exts.push_back(resolve(l.extent));
+                r.mins.push_back(resolve(l.min));
+                r.exts.push_back(resolve(l.extent));
             }
             std::set<std::string> loop_names;
             for (auto &l : a.loops) loop_names.insert(l.name);
             auto bound_only = [&](const Expr &e) {
                 FreeVars fv;
                 fv.include(e);
-                for (auto &n : fv.names)
-                    if (!loop_names.count(n)) return false;
+                for (auto &n : fv.names) {
+                    if (loop_names.count(n)) continue;
+                    int d = block_dim_of(n);
+                    if (d < 0 || !is_const_int(grid_ext[d])) return false;
+                    block_used[d] = true;
+                }
                 return true;
             };
-            if (!bound_only(index)) return Stmt();
+            for (auto &g : a.guards) r.guards.push_back(resolve(g));
+            if (!bound_only(r.index)) return Stmt();
             for (size_t i = 0; i < a.loops.size(); i++)
-                if (!bound_only(mins[i]) || !bound_only(exts[i])) return Stmt();
+                if (!bound_only(r.mins[i]) || !bound_only(r.exts[i])) return Stmt();
+            for (auto &g : r.guards)
+                if (!bound_only(g)) return Stmt();
             // Loops whose variable neither the index nor an inner loop's bounds use need one
             // iteration only (e.g. the reduction loops around an accumulator's update).
-            std::vector<bool> needed(a.loops.size(), false);
+            r.needed.assign(a.loops.size(), false);
             for (size_t i = 0; i < a.loops.size(); i++) {
                 const std::string &v = a.loops[i].name;
-                bool used = a.loops[i].thread || expr_uses_var(index, v);
+                bool used = a.loops[i].thread || expr_uses_var(r.index, v);
                 for (size_t j = i + 1; j < a.loops.size() && !used; j++)
-                    used = expr_uses_var(mins[j], v) || expr_uses_var(exts[j], v);
-                needed[i] = used;
+                    used = expr_uses_var(r.mins[j], v) || expr_uses_var(r.exts[j], v);
+                r.needed[i] = used;
             }
-            std::map<std::string, int64_t> vars;
-            std::function<void(size_t)> walk = [&](size_t i) {
-                if (!ok) return;
-                if (i == a.loops.size()) {
-                    if (--budget < 0) {
+            // Guards on those loops only (a tile's edge) leave accesses out; one on another loop
+            // (a reduction's last step) is dropped: every access is then counted, as if run.
+            std::vector<Expr> guards;
+            for (auto &g : r.guards) {
+                bool keep = true;
+                for (size_t i = 0; i < a.loops.size(); i++)
+                    if (!r.needed[i] && expr_uses_var(g, a.loops[i].name)) keep = false;
+                if (keep) guards.push_back(g);
+            }
+            r.guards.swap(guards);
+            rs.push_back(std::move(r));
+        }
+        // The blocks to evaluate: every one, where the accesses depend on the block (a tile
+        // cut at the edge of the image); one otherwise.
+        std::vector<std::map<std::string, int64_t>> blocks = {{}};
+        for (int d = 0; d < 3; d++) {
+            if (!block_used[d]) continue;
+            int64_t ext = *as_const_int(grid_ext[d]);
+            if (ext < 1 || (int64_t)blocks.size() * ext > 64) return Stmt();
+            std::vector<std::map<std::string, int64_t>> more;
+            for (auto &b : blocks)
+                for (int64_t v = 0; v < ext; v++) {
+                    more.push_back(b);
+                    more.back()[block_var(d)] = v;
+                }
+            blocks.swap(more);
+        }
+        // Each (block, thread)'s elements: thread ids are x + 1024 (y + 1024 z).
+        std::map<std::pair<size_t, int64_t>, std::set<int64_t>> elements;
+        std::vector<size_t> block_size(blocks.size(), 0);
+        struct VectorAccess {
+            size_t block;
+            int64_t thread, first_lane;
+            int lanes;
+        };
+        std::vector<VectorAccess> ramps;
+        bool dense_ramps = true;  // all vector accesses have stride 1
+        int64_t budget = 1 << 20;
+        bool ok = true;
+        for (size_t bi = 0; bi < blocks.size() && ok; bi++) {
+            std::map<int64_t, int64_t> owner;  // element -> thread
+            for (size_t ai = 0; ai < ba.accesses.size() && ok; ai++) {
+                auto &a = ba.accesses[ai];
+                const Resolved &r = rs[ai];
+                std::map<std::string, int64_t> vars = blocks[bi];
+                std::function<void(size_t)> walk = [&](size_t i) {
+                    if (!ok) return;
+                    if (i == a.loops.size()) {
+                        if (--budget < 0) {
+                            ok = false;
+                            return;
+                        }
+                        for (auto &g : r.guards)
+                            if (!interpret_scalar_int(g, vars)) return;  // outside the tile: not run
+                        int64_t t[3] = {0, 0, 0};
+                        int k = 0;
+                        for (size_t j = a.loops.size(); j-- > 0;)
+                            if (a.loops[j].thread) t[k++] = vars[a.loops[j].name] - interpret_scalar_int(r.mins[j], vars);
+                        int64_t tid = t[0] + 1024 * (t[1] + 1024 * t[2]);
+                        int lanes = r.index.type().lanes();
+                        int64_t base = 0, stride = 0;
+                        if (auto ramp = r.index.as<Ramp>()) {
+                            base = interpret_scalar_int(ramp->base, vars);
+                            stride = interpret_scalar_int(ramp->stride, vars);
+                            dense_ramps = dense_ramps && stride == 1;
+                            ramps.push_back({bi, tid, base, ramp->lanes});
+                        } else {
+                            base = interpret_scalar_int(r.index, vars);
+                        }
+                        for (int l = 0; l < lanes; l++) {
+                            int64_t e = base + stride * l;
+                            auto it = owner.find(e);
+                            if (it != owner.end() && it->second != tid) {
+                                ok = false;  // two threads share an element
+                                return;
+                            }
+                            owner[e] = tid;
+                            if (elements[{bi, tid}].insert(e).second) block_size[bi]++;
+                        }
+                        return;
+                    }
+                    int64_t mn = interpret_scalar_int(r.mins[i], vars), ex = interpret_scalar_int(r.exts[i], vars);
+                    if (ex > 1 << 20) {
                         ok = false;
                         return;
                     }
-                    int64_t t[3] = {0, 0, 0};
-                    int k = 0;
-                    for (size_t j = a.loops.size(); j-- > 0;)
-                        if (a.loops[j].thread) t[k++] = vars[a.loops[j].name] - interpret_scalar_int(mins[j], vars);
-                    int64_t tid = t[0] + 1024 * (t[1] + 1024 * t[2]);
-                    int lanes = index.type().lanes();
-                    int64_t base = 0, stride = 0;
-                    if (auto r = index.as<Ramp>()) {
-                        base = interpret_scalar_int(r->base, vars);
-                        stride = interpret_scalar_int(r->stride, vars);
-                        dense_ramps = dense_ramps && stride == 1;
-                        ramp_firsts.push_back({tid, base, r->lanes});
-                    } else {
-                        base = interpret_scalar_int(index, vars);
+                    if (!r.needed[i] && ex > 0) ex = 1;
+                    for (int64_t v = mn; v < mn + ex && ok; v++) {
+                        vars[a.loops[i].name] = v;
+                        walk(i + 1);
                     }
-                    for (int l = 0; l < lanes; l++) {
-                        int64_t e = base + stride * l;
-                        auto it = owner.find(e);
-                        if (it != owner.end() && it->second != tid) {
-                            ok = false;  // two threads share an element
-                            return;
-                        }
-                        owner[e] = tid;
-                        elements[tid].insert(e);
-                        auto rt = range.find(tid);
-                        if (rt == range.end()) range[tid] = {e, e};
-                        else rt->second = {std::min(rt->second.first, e), std::max(rt->second.second, e)};
-                    }
-                    return;
-                }
-                int64_t mn = interpret_scalar_int(mins[i], vars), ex = interpret_scalar_int(exts[i], vars);
-                if (ex > 1 << 20) {
-                    ok = false;
-                    return;
-                }
-                if (!needed[i] && ex > 0) ex = 1;
-                for (int64_t v = mn; v < mn + ex && ok; v++) {
-                    vars[a.loops[i].name] = v;
-                    walk(i + 1);
-                }
-                vars.erase(a.loops[i].name);
-            };
-            walk(0);
-            if (!ok) return Stmt();
+                    vars.erase(a.loops[i].name);
+                };
+                walk(0);
+            }
         }
-        // Each thread's first element must be b0 + c.x * x + c.y * y + c.z * z.
+        if (!ok) return Stmt();
+        // Each thread's elements are offsets from b0 + c.x * x + c.y * y + c.z * z, read off
+        // the block with the most elements (a whole tile): its threads' first elements.
+        size_t ref = std::max_element(block_size.begin(), block_size.end()) - block_size.begin();
         auto first = [&](int64_t x, int64_t y, int64_t z, int64_t *f) {
-            auto it = range.find(x + 1024 * (y + 1024 * z));
-            if (it == range.end()) return false;
-            *f = it->second.first;
+            auto it = elements.find({ref, x + 1024 * (y + 1024 * z)});
+            if (it == elements.end()) return false;
+            *f = *it->second.begin();
             return true;
         };
         RebaseIndices rb;
         rb.name = op->name;
+        rb.set_outer_lets(lets);
         if (!first(0, 0, 0, &rb.b0)) return Stmt();
         for (int d = 0; d < 3; d++) {
             int64_t unit[3] = {0, 0, 0}, f = 0;
             unit[d] = 1;
             rb.c[d] = first(unit[0], unit[1], unit[2], &f) ? f - rb.b0 : 0;
         }
-        int64_t span = 0;
-        for (auto &kv : range) {
-            int64_t x = kv.first % 1024, y = kv.first / 1024 % 1024, z = kv.first / (1024 * 1024);
-            if (kv.second.first != rb.b0 + rb.c[0] * x + rb.c[1] * y + rb.c[2] * z) return Stmt();
-            span = std::max(span, kv.second.second - kv.second.first + 1);
+        auto thread_base = [&](int64_t tid) {
+            return rb.b0 + rb.c[0] * (tid % 1024) + rb.c[1] * (tid / 1024 % 1024) + rb.c[2] * (tid / (1024 * 1024));
+        };
+        // The offsets used, over every thread of every block: a thread's array has a place for
+        // each (a thread at the edge of the image uses some of them).
+        std::set<int64_t> offsets;
+        for (auto &[key, es] : elements) {
+            int64_t b = thread_base(key.second);
+            if (*es.begin() < b) return Stmt();
+            for (int64_t e : es) offsets.insert(e - b);
         }
-        // Number each thread's elements densely where they have a digit structure (e.g. 2x2
-        // groups of 4x4, 64 apart): the array then has as many elements as the thread uses.
-        if (dense_ramps) rb.digits = element_digits(elements, range);
-        for (auto &r : ramp_firsts) {
+        int64_t span = *offsets.rbegin() + 1;
+        // Number the offsets densely where they have a digit structure (e.g. 2x2 groups of
+        // 4x4, 64 apart): the array then has as many elements as a thread uses.
+        if (dense_ramps) rb.digits = offset_digits(offsets);
+        for (auto &r : ramps) {
             // A vector access stays a dense vector only if its lanes are consecutive elements.
-            int64_t rel = r.first_lane - range[r.thread].first;
+            int64_t rel = r.first_lane - thread_base(r.thread);
             for (int l = 0; l < r.lanes && !rb.digits.empty(); l++)
                 if (compact_offset<int64_t>(rb.digits, rel + l) != compact_offset<int64_t>(rb.digits, rel) + l) rb.digits.clear();
         }
@@ -788,7 +836,12 @@ private:
                 user_error("weft: " + describe(op->name) + " is a gpu_blocks loop inside a gpu_threads loop of " +
                            describe(kernel_name) + "; block loops must be outside thread loops");
             if (op->for_type != ForType::GPUThread) {
+                // Its range bounds the sizes of what is allocated inside it (a last, shorter
+                // step of k: a thread's registers get the largest step's size).
+                bool scoped = !thread_scope.count(op->name);
+                if (scoped) thread_scope[op->name] = Interval(resolve(op->min), resolve(op->min + op->extent - 1));
                 Stmt b = in_thread(op->body);
+                if (scoped) thread_scope.erase(op->name);
                 ForType ft = op->for_type == ForType::Parallel ? ForType::Serial : op->for_type;
                 return For::make(op->name, op->min, op->extent, ft, b);
             }

@@ -152,10 +152,15 @@ protected:
             // Smaller at some iterations (a last partial step): the largest over the loop.
             Scope scope;
             scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
-            Interval I = bounds_of_expr_in_scope(extent, scope);
-            if (!I.max.defined() || expr_uses_var(I.max, op->name))
-                fail("its size changes from one iteration of " + op->name + " to the next, without a bound");
-            extent = simplify(I.max);
+            int64_t c = 0;
+            if (constant_upper_bound_in_scope(extent, scope, &c)) {
+                extent = make_const(extent.type(), c);
+            } else {
+                Interval I = bounds_of_expr_in_scope(extent, scope);
+                if (!I.max.defined() || expr_uses_var(I.max, op->name))
+                    fail("its size changes from one iteration of " + op->name + " to the next, without a bound");
+                extent = simplify(I.max);
+            }
         }
         Expr v = Variable::make(Int(32), op->name);
         Stmt next = simplify(substitute(op->name, v + 1, p));

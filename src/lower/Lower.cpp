@@ -100,7 +100,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     checks.push_back(s);
     s = strip_promises(Block::make(checks));
 
-    s = storage_flattening(s, env);
+    s = storage_flattening(s, env, cuda);
     log_pass(log, "storage_flattening", s);
 
     if (!consts.empty()) s = substitute(consts, s);
@@ -109,7 +109,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     log_pass(log, "simplify", s);
 
     s = unroll_loops(s);
-    s = vectorize_loops(s);
+    s = vectorize_loops(s, cuda);
     s = simplify(s);
     log_pass(log, "unroll, vectorize, simplify", s);
 

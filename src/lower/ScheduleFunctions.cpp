@@ -23,11 +23,17 @@ struct Builder {
     Env &env;
     std::vector<Stmt> &top_asserts;
 
-    TailStrategy resolve_tail(const LFunc &f, int k, const Split &sp, bool is_rvar, const Expr &oext, const Expr &F) {
+    TailStrategy resolve_tail(const LFunc &f, int k, const StageSchedule &sched, const Split &sp, bool is_rvar,
+                              const Expr &oext, const Expr &F) {
         TailStrategy t = sp.tail;
         if (t == TailStrategy::Auto) {
             if (can_prove(simplify(oext % F) == 0)) return TailStrategy::RoundUp;  // exact
-            if (k == 0 && !is_rvar && can_prove(simplify(oext >= F))) return TailStrategy::ShiftInwards;
+            // GPU threads filling a Func kept in their registers: a tail shifted inwards would
+            // have two threads compute the same elements, and then no thread owns its own.
+            bool per_thread = f.contents->schedule.memory == MemoryType::Register &&
+                              std::any_of(sched.dims.begin(), sched.dims.end(),
+                                          [](const Dim &d) { return d.for_type == ForType::GPUThread; });
+            if (k == 0 && !is_rvar && !per_thread && can_prove(simplify(oext >= F))) return TailStrategy::ShiftInwards;
             return TailStrategy::GuardWithIf;
         }
         if (t == TailStrategy::ShiftInwards && (k > 0 || is_rvar))
@@ -88,7 +94,7 @@ struct Builder {
                 WEFT_ASSERT(it != bounds.end(), "split of unknown var " + sp.old_var);
                 Expr omin = it->second.first, oext = it->second.second, F = sp.factor;
                 bool rv = is_rvar[sp.old_var];
-                TailStrategy t = resolve_tail(f, k, sp, rv, oext, F);
+                TailStrategy t = resolve_tail(f, k, sched, sp, rv, oext, F);
                 recs.push_back({sp, t, omin, oext, maxes.at(sp.old_var), Expr(), Expr(), Expr()});
                 bounds[sp.inner] = {0, F};
                 bounds[sp.outer] = {0, simplify((oext + F - 1) / F)};

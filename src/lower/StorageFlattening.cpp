@@ -13,8 +13,9 @@ Expr field(const std::string &name, const char *f, size_t d) {
 
 class Flatten : public IRMutator {
 public:
-    explicit Flatten(const Env &e) : env(e) {}
+    Flatten(const Env &e, bool c) : env(e), cuda(c) {}
     const Env &env;
+    bool cuda;
 
     Expr flat_index(const std::string &name, const std::vector<Expr> &args) const {
         Expr idx;
@@ -59,7 +60,7 @@ protected:
         if (constant) size = Expr((int)n);
         MemoryType m = op->memory_type;
         bool small = constant && n * op->type.bytes() <= 64 * 1024;
-        if (m == MemoryType::Register) m = small ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
+        if (m == MemoryType::Register) m = small || cuda ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
         else if (m == MemoryType::Auto || m == MemoryType::Stack) m = small ? MemoryType::Stack : MemoryType::Heap;
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
         Stmt a = Allocate::make(op->name, op->type, Cast::make(Int(64), size), m, body);
@@ -94,7 +95,7 @@ protected:
 };
 }  // namespace
 
-Stmt storage_flattening(const Stmt &s, const Env &env) { return Flatten(env).mutate(s); }
+Stmt storage_flattening(const Stmt &s, const Env &env, bool cuda) { return Flatten(env, cuda).mutate(s); }
 
 }  // namespace internal
 }  // namespace weft

@@ -150,6 +150,11 @@ bool is_likely(const Expr &e) {
 }
 
 class Vectorize : public IRMutator {
+public:
+    explicit Vectorize(bool u) : unrolled_fallback(u) {}
+
+private:
+    bool unrolled_fallback;
     Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body_in, const Stmt &serial) {
         // Lets that depend on the loop variable are inlined so that tail guards are seen.
         Stmt body = body_in;
@@ -180,6 +185,11 @@ protected:
         Stmt serial = For::make(op->name, op->min, op->extent, ForType::Serial, body);
         int64_t n;
         if (!is_const_int(simplify(op->extent), &n) || n > 64 || n < 1) return serial;
+        if (unrolled_fallback) {
+            std::vector<Stmt> copies;
+            for (int64_t i = 0; i < n; i++) copies.push_back(substitute(op->name, simplify(op->min + (int)i), body));
+            serial = Block::make(copies);
+        }
         if (n == 1) return LetStmt::make(op->name, op->min, body);
         // The loop's min is evaluated once, outside the vector body.
         std::string mn = op->name + ".vmin";
@@ -191,7 +201,7 @@ protected:
 
 }  // namespace
 
-Stmt vectorize_loops(const Stmt &s) { return Vectorize().mutate(s); }
+Stmt vectorize_loops(const Stmt &s, bool unrolled_fallback) { return Vectorize(unrolled_fallback).mutate(s); }
 
 }  // namespace internal
 }  // namespace weft

@@ -7,7 +7,8 @@ namespace internal {
 /** A loop whose body cannot be expressed as vector code (an inner allocation, a condition
     that varies across lanes, a store to one location from all lanes) stays a serial loop. A
     loop guarded by a split's tail check runs as vectors where every lane passes the check
-    and as a serial loop elsewhere. */
-Stmt vectorize_loops(const Stmt &s);
+    and as a serial loop elsewhere. With `unrolled_fallback` (CUDA), those serial loops are
+    unrolled copies instead (a thread's register arrays keep constant indices). */
+Stmt vectorize_loops(const Stmt &s, bool unrolled_fallback = false);
 }  // namespace internal
 }  // namespace weft

@@ -26,8 +26,8 @@ inline Buffer<float> ramp_buffer(int w, int h, float scale = 1.0f, const std::st
     return b;
 }
 
-/** out = in * 2 + 1 over a 2-D gpu_tile. */
-inline GpuCase pointwise(int w = 256, int h = 128) {
+/** out = in * 2 + 1 over a 2-D gpu_tile of tx x ty threads. */
+inline GpuCase pointwise(int w = 256, int h = 128, int tx = 32, int ty = 8) {
     GpuCase c;
     c.name = "pointwise";
     c.inputs.push_back(ramp_buffer(w, h));
@@ -35,7 +35,7 @@ inline GpuCase pointwise(int w = 256, int h = 128) {
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     Func f("pointwise");
     f(x, y) = in(x, y) * 2.0f + 1.0f;
-    f.gpu_tile(x, y, xo, yo, xi, yi, 32, 8);
+    f.gpu_tile(x, y, xo, yo, xi, yi, tx, ty);
     c.out = f;
     c.sizes = {w, h};
     c.expect_shared = 0;
@@ -114,14 +114,14 @@ inline GpuCase blur_vectorized(int w = 256, int h = 128, int tile_h = 8) {
     return c;
 }
 
-/** C = A * B with an r x r register-blocked accumulator per thread (16x16 threads). */
-inline GpuCase matmul_regs(int n = 128, int r = 4) {
+/** C = A * B with an r x r register-blocked accumulator per thread (t x t threads). */
+inline GpuCase matmul_regs(int n = 128, int r = 4, int t = 16) {
     GpuCase c;
     c.name = "matmul_regs";
     auto [acc, out, k] = matmul_algorithm(c, n);
     Var x("x"), y("y"), xo("xo"), yo("yo"), xr("xr"), yr("yr"), bx("bx"), by("by"), tx("tx"), ty("ty");
     out.split(x, xo, xr, r).split(y, yo, yr, r).reorder(xr, yr, xo, yo);
-    out.gpu_tile(xo, yo, bx, by, tx, ty, 16, 16);
+    out.gpu_tile(xo, yo, bx, by, tx, ty, t, t);
     out.unroll(xr).unroll(yr);
     acc.compute_at(out, tx).store_in(MemoryType::Register);
     acc.unroll(x).unroll(y);
@@ -277,8 +277,8 @@ inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = fal
     return c;
 }
 
-/** An output with an update stage: each stage is its own kernel. */
-inline GpuCase update_stage(int n = 1000) {
+/** An output with an update stage: each stage is its own kernel (blocks of `threads`). */
+inline GpuCase update_stage(int n = 1000, int threads = 128) {
     GpuCase c;
     c.name = "update_stage";
     c.inputs.push_back(ramp_buffer(n, 1));
@@ -287,8 +287,8 @@ inline GpuCase update_stage(int n = 1000) {
     Func f("with_update");
     f(x) = in(x, 0) * 3.0f;
     f(x) = f(x) + 1.0f;
-    f.gpu_tile(x, xo, xi, 128);
-    f.update().gpu_tile(x, xo, xi, 128);
+    f.gpu_tile(x, xo, xi, threads);
+    f.update().gpu_tile(x, xo, xi, threads);
     c.out = f;
     c.sizes = {n};
     c.expect_shared = 0;
@@ -296,8 +296,8 @@ inline GpuCase update_stage(int n = 1000) {
 }
 
 /** A chain of elementwise operations (vectorized by 4 inside each thread; with rows > 1 each
-    thread does that many rows, its loads all in flight at once). */
-inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1) {
+    thread does that many rows, its loads all in flight at once); blocks of `threads` along x. */
+inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1, int threads = 128) {
     GpuCase c;
     c.name = "elementwise_chain" + (rows == 1 ? std::string() : "_rows" + std::to_string(rows));
     c.inputs.push_back(ramp_buffer(w, h));
@@ -307,12 +307,12 @@ inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1) {
     Expr v = in(x, y);
     f(x, y) = sqrt(v * v + 1.0f) * 0.5f - min(v, 0.25f) + max(v * 3.0f, -1.0f);
     if (rows == 1) {
-        f.split(x, xa, xv, 4).vectorize(xv).gpu_tile(xa, xo, xi, 128).gpu_blocks(y);
+        f.split(x, xa, xv, 4).vectorize(xv).gpu_tile(xa, xo, xi, threads).gpu_blocks(y);
     } else {
         Var yo("yo"), yi("yi");
         f.split(x, xa, xv, 4)
             .vectorize(xv)
-            .split(xa, xo, xi, 128)
+            .split(xa, xo, xi, threads)
             .split(y, yo, yi, rows)
             .reorder(xv, yi, xi, xo, yo)
             .unroll(yi)
@@ -325,10 +325,10 @@ inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1) {
     return c;
 }
 
-/** Row sums reduced across the threads of a block: rfactor splits the reduction into 128
-    partial sums, one per thread, staged in shared memory; one thread adds them after the
-    barrier. One block per row. */
-inline GpuCase row_sum_rfactor(int w = 1000, int h = 37) {
+/** Row sums reduced across the threads of a block: rfactor splits the reduction into
+    `threads` partial sums, one per thread, staged in shared memory; one thread adds them after
+    the barrier. One block per row. */
+inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128) {
     GpuCase c;
     c.name = "row_sum_rfactor";
     c.inputs.push_back(ramp_buffer(w, h));
@@ -340,13 +340,13 @@ inline GpuCase row_sum_rfactor(int w = 1000, int h = 37) {
     out(y) = 0.0f;
     out(y) += in(r, y);
     out.gpu_blocks(y);
-    Func partial = out.update().split(r, ro, ri, 128).rfactor(ri, u);
+    Func partial = out.update().split(r, ro, ri, threads).rfactor(ri, u);
     out.update().gpu_blocks(y);
     partial.compute_at(out, y).gpu_threads(u);
     partial.update().gpu_threads(u);
     c.out = out;
     c.sizes = {h};
-    c.expect_shared = 128 * 4;
+    c.expect_shared = threads * 4;
     c.expect_barrier = true;
     return c;
 }

@@ -5,11 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include "cuda/CudaRuntime.h"
-#include "gpu/gpu_pipelines.h"
-#include "interp/Interpreter.h"
+#include "gpu/gpu_testing.h"
 #include "ir/IRVisitor.h"
-#include "lower/Env.h"
-#include "lower/Lower.h"
 
 using namespace weft;
 using namespace weft::internal;
@@ -36,12 +33,7 @@ double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr)
     std::map<std::string, std::shared_ptr<BufferContents>> by_name;
     auto add = [&](const std::string &name, const std::shared_ptr<BufferContents> &b) {
         by_name[name] = b;
-        for (int d = 0; d < b->dims; d++) {
-            std::string ds = "." + std::to_string(d);
-            consts[name + ".min" + ds] = Expr(b->dim[d].min);
-            consts[name + ".extent" + ds] = Expr(b->dim[d].extent);
-            consts[name + ".stride" + ds] = Expr(b->dim[d].stride);
-        }
+        add_buffer_consts(consts, name, *b);
     };
     for (auto &in : env.inputs)
         if (in.buffer) add(in.name, in.buffer);
@@ -88,14 +80,7 @@ double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr)
     out.copy_to_host();
     Buffer<float> ref(c.sizes);
     interpret_pipeline(Pipeline(c.out), {ref});
-    double worst = 0;
-    int64_t n = 1;
-    for (int s : c.sizes) n *= s;
-    for (int64_t i = 0; i < n; i++) {
-        double d = std::fabs((double)out.data()[i] - (double)ref.data()[i]) / std::max(1.0, std::fabs((double)ref.data()[i]));
-        if (!(d <= worst)) worst = std::isnan(d) ? 1e30 : d;
-    }
-    return worst;
+    return max_rel_diff(out, ref);
 }
 
 }  // namespace

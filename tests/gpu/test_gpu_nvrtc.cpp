@@ -2,38 +2,13 @@
 // no GPU needed. Suites start with "GPUNvrtc" (CTest label nvrtc).
 #include <gtest/gtest.h>
 #include "cuda/CudaRuntime.h"
-#include "gpu/gpu_pipelines.h"
-#include "lower/Env.h"
-#include "lower/Lower.h"
-#include "interp/Interpreter.h"
+#include "gpu/gpu_testing.h"
 
 using namespace weft;
 using namespace weft::internal;
 using namespace weft_gpu_test;
 
 namespace {
-
-void add_buffer_consts(std::map<std::string, Expr> &m, const std::string &name, const BufferContents &b) {
-    for (int d = 0; d < b.dims; d++) {
-        std::string ds = "." + std::to_string(d);
-        m[name + ".min" + ds] = Expr(b.dim[d].min);
-        m[name + ".extent" + ds] = Expr(b.dim[d].extent);
-        m[name + ".stride" + ds] = Expr(b.dim[d].stride);
-    }
-}
-
-/** Lowers a case for CUDA with its shapes as constants, as Pipeline's compile() does. */
-LoweredFunc lower_case(const GpuCase &c, std::string *log = nullptr) {
-    Env env = build_env({c.out.contents()}, false);
-    std::map<std::string, Expr> consts;
-    for (auto &in : env.inputs) {
-        if (in.buffer) add_buffer_consts(consts, in.name, *in.buffer);
-        else if (in.image && in.image->bound.defined()) add_buffer_consts(consts, in.name, *in.image->bound.contents());
-    }
-    Buffer<void> out(c.out.type(), c.sizes, "out");
-    add_buffer_consts(consts, env.outputs[0], *out.contents());
-    return lower(env, consts, "weft_test_" + c.name, log, true);
-}
 
 bool have_nvrtc(std::string *why) { return nvrtc_available(why); }
 
@@ -42,20 +17,6 @@ bool have_nvrtc(std::string *why) { return nvrtc_available(why); }
         std::string why;                                                            \
         if (!have_nvrtc(&why)) GTEST_SKIP() << "NVRTC is not available: " << why;   \
     } while (0)
-
-struct Built {
-    LoweredFunc lf;
-    CudaProgram prog;
-    NvrtcOutput out;
-};
-
-Built build(const GpuCase &c) {
-    Built b;
-    b.lf = lower_case(c);
-    b.prog = codegen_cuda(b.lf);
-    b.out = nvrtc_compile(b.prog.source, "sm_90");
-    return b;
-}
 
 void check_case(const GpuCase &c, size_t kernels) {
     Built b = build(c);
@@ -237,6 +198,37 @@ TEST(GPUNvrtc, BlockLevelRegisterStorageIsPerThreadWhenPrivate) {
     check_case(blur_shared(256, 128, MemoryType::Register), 1);  // shared bytes and the barrier
 }
 
+// Register tiles where the image is smaller than a block's tile or not a multiple of a step
+// of k: the threads' elements at the edge are cut off by guards (not shifted inwards, which
+// would have two threads compute the same elements), each thread still owns its elements (no
+// shared memory for them), and the register arrays are sized for the largest step. Where a
+// thread's array changes shape at the last step (its row length is the step's), its indices
+// are not constants: it may be in local memory (correct, slower).
+TEST(GPUNvrtc, RegisterTilesAtTheImageEdge) {
+    REQUIRE_NVRTC();
+    struct Want {
+        GpuCase c;
+        int64_t shared;    // the staged operand tiles only: the accumulator is in registers
+        bool local_ok;     // an array that changes shape at the last step
+    };
+    std::vector<Want> cases;
+    cases.push_back({matmul_shared_staged(40), 2 * 40 * 16 * 4, false});       // one block, 40 of 64
+    cases.push_back({matmul_shared_vec(123), 2 * 123 * 8 * 4, false});          // one block, 123 of 128
+    cases.push_back({matmul_vectorized(39), 0, true});                         // steps of 8 of k, last 7
+    cases.push_back({matmul_shared_vec(200, 16, true), 2 * 128 * 16 * 4, true});  // load_ahead, last step 8
+    for (auto &w : cases) {
+        SCOPED_TRACE(w.c.name + " n=" + std::to_string(w.c.sizes[0]));
+        Built b = build(w.c);
+        ASSERT_EQ(b.prog.kernels.size(), 1u);
+        auto it = b.out.usage.find(b.prog.kernels[0].name);
+        ASSERT_NE(it, b.out.usage.end());
+        EXPECT_EQ(it->second.shared_bytes, w.shared) << b.prog.source;
+        EXPECT_EQ(b.prog.source.find("__shared__ __align__(16) float w_acc"), std::string::npos);
+        if (!w.local_ok) EXPECT_EQ(it->second.stack_bytes, 0) << "a register array went to local memory";
+        EXPECT_EQ(it->second.spill_stores, 0);
+    }
+}
+
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
@@ -315,8 +307,11 @@ TEST(GPUNvrtcErrors, TooMuchSharedMemory) {
 // A known limit: a register copy loaded ahead whose shape changes at the last step of k (200 =
 // 12 * 16 + 8) cannot be proven per thread (its layout differs between steps), so it stays in
 // shared memory, too large for a block: a clear error before anything runs.
-TEST(GPUNvrtcErrors, LoadAheadWithPartialLastStep) {
-    GpuCase c = matmul_shared_vec(200, 16, true);
+// load_ahead() where a block's tile is larger than the whole matrix (n = 123 < 128): the
+// register copies' regions (fused and split over the block's threads) cannot be bounded per
+// thread, so they stay in shared memory, past the block's limit: refused before anything runs.
+TEST(GPUNvrtcErrors, LoadAheadWithTileLargerThanTheMatrix) {
+    GpuCase c = matmul_shared_vec(123, 8, true);
     std::string e = error_of([&] { lower_case(c); });
     EXPECT_NE(e.find("shared memory"), std::string::npos) << e;
     EXPECT_NE(e.find("A_in"), std::string::npos) << e;

@@ -1,35 +1,13 @@
 // GPU pipelines run on a CUDA device and compared with the interpreter. Suites start with
 // "GPURun" (CTest label gpu); every test skips where there is no CUDA device.
 #include <gtest/gtest.h>
-#include <cmath>
-#include "gpu/gpu_pipelines.h"
-#include "interp/Interpreter.h"
+#include "gpu/gpu_testing.h"
 
 using namespace weft;
 using namespace weft_gpu_test;
 
 #define REQUIRE_DEVICE() \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA device (libcuda.so.1 and a GPU are needed)"
-
-namespace {
-
-/** Max relative difference between the device result and the interpreter's. */
-double compare_with_interpreter(GpuCase &c, const Target &t) {
-    Buffer<float> out = c.out.realize(c.sizes, t);
-    Buffer<float> ref(c.sizes);
-    internal::interpret_pipeline(Pipeline(c.out), {ref});
-    double worst = 0;
-    int64_t n = 1;
-    for (int s : c.sizes) n *= s;
-    const float *a = out.data(), *b = ref.data();
-    for (int64_t i = 0; i < n; i++) {
-        double d = std::fabs((double)a[i] - (double)b[i]) / std::max(1.0, std::fabs((double)b[i]));
-        if (!(d <= worst)) worst = std::isnan(d) ? 1e30 : d;
-    }
-    return worst;
-}
-
-}  // namespace
 
 TEST(GPURun, AllCasesMatchInterpreter) {
     REQUIRE_DEVICE();
@@ -51,10 +29,13 @@ TEST(GPURun, OddSizesWithTails) {
     GpuCase d = update_stage(333);
     EXPECT_LE(compare_with_interpreter(d, t), 1e-6);
     // Tiles shifted inwards at the edges, a last step of k of 8 (200 = 12 * 16 + 8): the
-    // staged tiles' shared buffers get the largest step's size.
-    for (bool ahead : {false, true}) {
-        GpuCase m = matmul_shared_vec(200, ahead ? 8 : 16, ahead);
-        SCOPED_TRACE(m.name);
+    // staged tiles' shared buffers and the register copies get the largest step's size. Tiles
+    // larger than the matrix (40 < 64, 123 < 128): the edge threads' elements are cut off.
+    std::vector<GpuCase> ms = {matmul_shared_vec(200, 8, true), matmul_shared_vec(200, 16, false),
+                               matmul_shared_vec(200, 16, true), matmul_shared_vec(202, 4, true),
+                               matmul_shared_vec(123), matmul_shared_staged(40), matmul_vectorized(39)};
+    for (auto &m : ms) {
+        SCOPED_TRACE(m.name + " n=" + std::to_string(m.sizes[0]));
         EXPECT_LE(compare_with_interpreter(m, t), 1e-5);
     }
 }

@@ -383,6 +383,32 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
     }
 }
 
+// unroll() of a loop whose extent varies but has a constant bound (a tile computed at each
+// step of k, the last step shorter: K = 10 in steps of 4): as many copies as the bound, each
+// guarded by its iteration's existence (not a serial loop); results unchanged.
+TEST(Schedules, UnrollOfVaryingExtentUnrollsToItsBound) {
+    const int K = 10, M = 5, N = 3;
+    Buffer<int> A({K, N}, "A"), B({M, K}, "B");
+    weft_test::fill_pattern(A, 3, -9, 9);
+    weft_test::fill_pattern(B, 4, -9, 9);
+    Var i("i"), j("j");
+    RDom k(0, K, "k");
+    RVar ko("ko"), ki("ki");
+    auto C_out = product_pipeline(i, j, k, A(k, j), B);
+    Func &C = C_out.first, &out = C_out.second;
+    C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
+    Func Aw = A.in();
+    Aw.compute_at(C, ko).unroll(Aw.args()[0]);
+    Buffer<int> o = out.realize({M, N});
+    expect_product(o, A, B, K);
+    std::string ir = Pipeline(out).lowered_ir({M, N});
+    size_t pass = ir.find("after unroll");
+    ASSERT_NE(pass, std::string::npos);
+    std::string after = ir.substr(pass, ir.find("after partition_loops") - pass);
+    EXPECT_EQ(after.find("for (A_in.s0._0"), std::string::npos) << after;  // no loop left
+    EXPECT_NE(after.find("if (likely<bool>((3 < "), std::string::npos) << after;  // the 4th copy is guarded
+}
+
 TEST(Schedules, LoadAheadErrors) {
     using weft_test::error_of;
     // Fresh inputs for each case (A.in() is A's wrapper for every later pipeline).
