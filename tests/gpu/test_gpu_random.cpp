@@ -204,7 +204,9 @@ TEST(GPUNvrtcRandom, SchedulesCompileWithinLimits) {
         for (auto &k : b.prog.kernels) {
             auto it = b.out.usage.find(k.name);
             ASSERT_NE(it, b.out.usage.end()) << "no ptxas report for " << k.name;
-            EXPECT_EQ(it->second.shared_bytes, k.shared_bytes) << k.name;
+            // weft rounds each shared buffer up to 16 bytes; ptxas only aligns their starts.
+            EXPECT_LE(it->second.shared_bytes, k.shared_bytes) << k.name;
+            EXPECT_GT(it->second.shared_bytes + 16 * 8, k.shared_bytes) << k.name;
             EXPECT_LE(k.block[0] * k.block[1] * k.block[2], 1024) << k.name;
         }
         internal::check_kernel_resources(b.prog, b.out);  // throws Error past sm_90's limits
