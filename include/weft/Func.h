@@ -28,7 +28,8 @@ private:
 /** One dimension of a reduction domain (or a named reduction variable for splitting). */
 class RVar {
 public:
-    RVar() = default;
+    /** A new reduction variable with a unique name (for splitting reduction loops). */
+    RVar();
     explicit RVar(const std::string &name) : name_(name) {}
     RVar(std::shared_ptr<internal::ReductionDomainContents> d, int index);
     const std::string &name() const { return name_; }

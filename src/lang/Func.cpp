@@ -93,6 +93,7 @@ Expr param_expr(const std::shared_ptr<ParamContents> &p) {
 
 // ---------------- Var / RVar / RDom ----------------
 Var::Var() : name_(unique_name('v')) {}
+RVar::RVar() : name_(unique_name('k')) {}
 Var::operator Expr() const { return Variable::make(Int(32), name_); }
 
 RVar::RVar(std::shared_ptr<ReductionDomainContents> d, int index) : dom_(std::move(d)), index_(index) {

@@ -409,6 +409,22 @@ TEST(Schedules, UnrollOfVaryingExtentUnrollsToItsBound) {
     EXPECT_NE(after.find("if (likely<bool>((3 < "), std::string::npos) << after;  // the 4th copy is guarded
 }
 
+// RVar() makes a new reduction variable with a unique name, as Var() does.
+TEST(Schedules, DefaultRVarsHaveUniqueNames) {
+    RVar a, b;
+    EXPECT_FALSE(a.name().empty());
+    EXPECT_NE(a.name(), b.name());
+    Buffer<int> in(10);
+    for (int i = 0; i < 10; i++) in(i) = i * i;
+    RDom r(0, 10);
+    Func s("s");
+    s() = 0;
+    s() += in(r);
+    s.update().split(r, a, b, 4);
+    Buffer<int> o = s.realize(std::vector<int>{});
+    EXPECT_EQ(o(), 285);
+}
+
 TEST(Schedules, LoadAheadErrors) {
     using weft_test::error_of;
     // Fresh inputs for each case (A.in() is A's wrapper for every later pipeline).
