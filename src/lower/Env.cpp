@@ -353,8 +353,9 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         if (f.sched.compute.kind == LoopLevelSpec::Inline) {
             if (f.stages.size() == 1) inlined.insert(f.name);
             else {
-                // A Func with updates cannot be inlined: it is computed at the innermost serial
-                // loop of its one consumer stage (as an inline reduction should be), else at root.
+                // A Func with updates cannot be inlined: it is computed at the innermost loop of its
+                // one consumer stage that is not vectorized (as an inline reduction should be),
+                // else at root.
                 f.sched.compute.kind = LoopLevelSpec::Root;
                 f.sched.store.kind = LoopLevelSpec::Root;
                 int users = 0;
@@ -378,9 +379,10 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 if (!reference && users == 1 && !user_inlined) {
                     const auto &dims = user->stages[user_stage].sched.dims;
                     for (auto &d : dims) {
-                        if (d.for_type == ForType::Vectorized || d.for_type == ForType::GPUThread ||
-                            d.for_type == ForType::GPUBlock)
-                            continue;
+                        if (d.for_type == ForType::Vectorized) continue;
+                        // Inside a GPU kernel: at its innermost thread loop (each thread computes
+                        // its own), never at a block loop (one thread for the block) or outside.
+                        if (d.for_type == ForType::GPUBlock) break;
                         f.sched.compute = LoopLevelSpec{LoopLevelSpec::At, user->contents, user->contents->name, d.var};
                         f.sched.store = f.sched.compute;
                         f.compute_func = f.store_func = user->name;

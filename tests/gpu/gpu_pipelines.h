@@ -351,6 +351,24 @@ inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128) {
     return c;
 }
 
+/** A 5-wide horizontal box sum written with the inline reduction sum(): each thread of the
+    gpu_tile computes its own sum (the reduction runs inside the kernel, per thread). */
+inline GpuCase box_sum(int w = 200, int h = 50) {
+    GpuCase c;
+    c.name = "box_sum";
+    c.inputs.push_back(ramp_buffer(w + 4, h));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    RDom r(0, 5, "r");
+    Func f("box_sum");
+    f(x, y) = sum(in(x + r, y));
+    f.gpu_tile(x, y, xo, yo, xi, yi, 32, 4);
+    c.out = f;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
@@ -358,7 +376,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_shared_staged(); },  [] { return matmul_shared_staged(256, 128, 8, 8); },
             [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
             [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
-            [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); }};
+            [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); },
+            [] { return box_sum(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -229,6 +229,14 @@ TEST(GPUNvrtc, RegisterTilesAtTheImageEdge) {
     }
 }
 
+// sum() in a GPU-scheduled Func: the reduction is computed by each thread, in the kernel
+// (not on the host: the Func of the inline reduction goes at the innermost thread loop).
+TEST(GPUNvrtc, InlineReductionInsideKernel) {
+    REQUIRE_NVRTC();
+    GpuCase c = box_sum();
+    check_case(c, 1);
+}
+
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
