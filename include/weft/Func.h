@@ -268,6 +268,9 @@ public:
                     TailStrategy tail = TailStrategy::Auto);
     Stage &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                     const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
+    /** GPU: the whole stage runs as a kernel of one block of one thread (a final, small step
+        on data that is on the device, e.g. adding up partial sums into a scalar). */
+    Stage &gpu_single_thread();
     /** Prefetches the data of `src` that iteration at + offset of loop `at` will read. */
     Stage &prefetch(const class Func &src, const VarOrRVar &at, Expr offset = 1);
     Stage &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);
@@ -336,6 +339,7 @@ public:
                    TailStrategy tail = TailStrategy::Auto);
     Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                    const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
+    Func &gpu_single_thread();
     Func &bound(const Var &v, Expr min, Expr extent);
     Func &prefetch(const Func &src, const VarOrRVar &at, Expr offset = 1);
     Func &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);

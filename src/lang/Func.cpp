@@ -616,6 +616,11 @@ Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar
     gpu_blocks(x, y);
     return gpu_blocks(z);
 }
+Stage &Stage::gpu_single_thread() {
+    sched_of(f_, stage_, spec_).single_thread = true;
+    bump_epoch();
+    return *this;
+}
 Stage &Stage::gpu_threads(const VarOrRVar &x) { return mark(*this, f_, stage_, spec_, x, ForType::GPUThread, "gpu_threads"); }
 Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
     gpu_threads(x);
@@ -725,6 +730,7 @@ FORWARD(unroll(const VarOrRVar &v, Expr f, TailStrategy t), unroll(v, f, t))
 FORWARD(parallel(const VarOrRVar &v), parallel(v))
 FORWARD(parallel(const VarOrRVar &v, Expr f, TailStrategy t), parallel(v, f, t))
 FORWARD(serial(const VarOrRVar &v), serial(v))
+FORWARD(gpu_single_thread(), gpu_single_thread())
 FORWARD(gpu_blocks(const VarOrRVar &x), gpu_blocks(x))
 FORWARD(gpu_blocks(const VarOrRVar &x, const VarOrRVar &y), gpu_blocks(x, y))
 FORWARD(gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z), gpu_blocks(x, y, z))

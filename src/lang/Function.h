@@ -41,6 +41,7 @@ struct StageSchedule {
     std::vector<Split> splits;
     std::vector<Dim> dims;  // innermost first
     std::vector<PrefetchSpec> prefetches;
+    bool single_thread = false;  // gpu_single_thread(): the whole stage is one GPU thread's kernel
 };
 
 struct Specialization {

@@ -203,7 +203,14 @@ struct Builder {
             body = it->let.empty() ? IfThenElse::make(it->value, body) : LetStmt::make(it->let, it->value, body);
         for (auto &d : sched.dims) {
             auto b = bounds.at(d.var);
+            if (sched.single_thread && (d.for_type == ForType::GPUBlock || d.for_type == ForType::GPUThread))
+                user_error("weft: " + stage_name(*f.contents, k) + " is scheduled gpu_single_thread() and also has the GPU loop " +
+                           d.var + "; use one or the other");
             body = For::make(prefix + d.var, simplify(b.first), simplify(b.second), d.for_type, body);
+        }
+        if (sched.single_thread) {
+            body = For::make(prefix + "single_thread", 0, 1, ForType::GPUThread, body);
+            body = For::make(prefix + "single_block", 0, 1, ForType::GPUBlock, body);
         }
         return body;
     }

@@ -369,6 +369,32 @@ inline GpuCase box_sum(int w = 200, int h = 50) {
     return c;
 }
 
+/** The sum of a whole image into a scalar: rfactor over 16x8 tiles gives 16x8 partial sums
+    (each a thread of one block, adding up its elements of every tile), then one thread adds
+    those up (gpu_single_thread: the scalar's stages run on the device, not on the host). */
+inline GpuCase total_sum(int w = 300, int h = 70) {
+    GpuCase c;
+    c.name = "total_sum";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var u("u"), v("v");
+    RDom r(0, w, 0, h, "r");
+    RVar rxo("rxo"), rxi("rxi"), ryo("ryo"), ryi("ryi");
+    Func tot("total_sum");
+    tot() = 0.0f;
+    tot() += in(r.x, r.y);
+    Func part = tot.update().split(r.x, rxo, rxi, 16).split(r.y, ryo, ryi, 8).rfactor({{rxi, u}, {ryi, v}});
+    Var vo("vo"), vi("vi");
+    part.compute_root().split(v, vo, vi, 8).gpu_threads(u, vi).gpu_blocks(vo);
+    part.update().split(v, vo, vi, 8).gpu_threads(u, vi).gpu_blocks(vo);
+    tot.gpu_single_thread();
+    tot.update().gpu_single_thread();
+    c.out = tot;
+    c.sizes = {};
+    c.expect_shared = 0;
+    return c;
+}
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
@@ -377,7 +403,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
             [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
             [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); },
-            [] { return box_sum(); }};
+            [] { return box_sum(); },               [] { return total_sum(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -237,6 +237,22 @@ TEST(GPUNvrtc, InlineReductionInsideKernel) {
     check_case(c, 1);
 }
 
+// A scalar result on the device: its stages are kernels of one thread (gpu_single_thread),
+// after the partial sums' kernels; with a GPU loop in the same stage it is refused.
+TEST(GPUNvrtc, SingleThreadKernelsForAScalar) {
+    REQUIRE_NVRTC();
+    GpuCase c = total_sum();
+    check_case(c, 4);  // partial sums: initial values, update; the scalar: initial value, update
+    Built b = build(c);
+    EXPECT_EQ(b.prog.kernels[2].block[0] * b.prog.kernels[2].block[1] * b.prog.kernels[2].block[2], 1);
+    EXPECT_EQ(b.prog.kernels[3].block[0] * b.prog.kernels[3].block[1] * b.prog.kernels[3].block[2], 1);
+    GpuCase bad = pointwise(64, 8);
+    bad.out.gpu_single_thread();
+    std::string e = error_of([&] { lower_case(bad); });
+    EXPECT_NE(e.find("gpu_single_thread()"), std::string::npos) << e;
+    EXPECT_NE(e.find("pointwise"), std::string::npos) << e;
+}
+
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
