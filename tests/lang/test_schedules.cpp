@@ -1,5 +1,6 @@
 // API.md "Schedules": every primitive on pure and update stages, compared with plain C++.
 #include "lang_test_util.h"
+#include <tuple>
 
 using namespace weft;
 
@@ -281,6 +282,25 @@ std::pair<Func, Func> product_pipeline(const Var &i, const Var &j, const RDom &k
     return {C, out};
 }
 
+/** A (K x N) and B (M x K) filled from `seed`, and C = A * B (product_pipeline, Vars i, j,
+    RDom k) with k in steps of 4, "ko" outermost: what the load_ahead and unroll tests
+    schedule further. */
+struct StepProduct {
+    Buffer<int> A, B;
+    Func C, out;
+};
+StepProduct step_product(int K, int M, int N, int seed) {
+    StepProduct p{Buffer<int>({K, N}, "A"), Buffer<int>({M, K}, "B"), Func(), Func()};
+    weft_test::fill_pattern(p.A, seed, -9, 9);
+    weft_test::fill_pattern(p.B, seed + 1, -9, 9);
+    Var i("i"), j("j");
+    RDom k(0, K, "k");
+    RVar ko("ko"), ki("ki");
+    std::tie(p.C, p.out) = product_pipeline(i, j, k, p.A(k, j), p.B);
+    p.C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
+    return p;
+}
+
 TEST(Schedules, UpdateWithRVarsSplitAndPureParallel) {
     const int K = 11, W = 9, H = 7;
     Buffer<int> A(K, H), B(W, K);
@@ -344,15 +364,12 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
     for (int K : {1, 4, 10, 16}) {
         SCOPED_TRACE("K = " + std::to_string(K));
         const int M = 9, N = 6;
-        Buffer<int> A({K, N}, "A"), B({M, K}, "B");
-        weft_test::fill_pattern(A, 7, -9, 9);
-        weft_test::fill_pattern(B, 8, -9, 9);
+        StepProduct p = step_product(K, M, N, 7);
+        Buffer<int> &A = p.A, &B = p.B;
+        Func &C = p.C, &out = p.out;
         Var i("i"), j("j");
         RDom k(0, K, "k");
         RVar ko("ko"), ki("ki");
-        auto C_out = product_pipeline(i, j, k, A(k, j), B);
-        Func &C = C_out.first, &out = C_out.second;
-        C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
         Func Aw = A.in(), Bw = B.in();
         Aw.compute_at(C, ko).store_in(MemoryType::Register).load_ahead();
         Bw.compute_at(C, ko).load_ahead();
@@ -388,20 +405,12 @@ TEST(Schedules, LoadAheadComputesNextIteration) {
 // guarded by its iteration's existence (not a serial loop); results unchanged.
 TEST(Schedules, UnrollOfVaryingExtentUnrollsToItsBound) {
     const int K = 10, M = 5, N = 3;
-    Buffer<int> A({K, N}, "A"), B({M, K}, "B");
-    weft_test::fill_pattern(A, 3, -9, 9);
-    weft_test::fill_pattern(B, 4, -9, 9);
-    Var i("i"), j("j");
-    RDom k(0, K, "k");
-    RVar ko("ko"), ki("ki");
-    auto C_out = product_pipeline(i, j, k, A(k, j), B);
-    Func &C = C_out.first, &out = C_out.second;
-    C.update().split(k, ko, ki, 4).reorder(i, ki, j, ko);
-    Func Aw = A.in();
-    Aw.compute_at(C, ko).unroll(Aw.args()[0]);
-    Buffer<int> o = out.realize({M, N});
-    expect_product(o, A, B, K);
-    std::string ir = Pipeline(out).lowered_ir({M, N});
+    StepProduct p = step_product(K, M, N, 3);
+    Func Aw = p.A.in();
+    Aw.compute_at(p.C, RVar("ko")).unroll(Aw.args()[0]);
+    Buffer<int> o = p.out.realize({M, N});
+    expect_product(o, p.A, p.B, K);
+    std::string ir = Pipeline(p.out).lowered_ir({M, N});
     size_t pass = ir.find("after unroll");
     ASSERT_NE(pass, std::string::npos);
     std::string after = ir.substr(pass, ir.find("after partition_loops") - pass);
