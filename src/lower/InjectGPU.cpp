@@ -494,7 +494,8 @@ private:
             std::vector<bool> needed;  // loops that the index or an inner loop's bounds use
         };
         std::vector<Resolved> rs;
-        bool block_used[3] = {false, false, false};
+        bool block_used[3] = {false, false, false};  // by an index or a loop's bounds
+        bool guard_block[3] = {false, false, false};  // by a guard only
         for (auto &a : ba.accesses) {
             Resolved r;
             r.index = resolve(a.index);
@@ -504,23 +505,24 @@ private:
             }
             std::set<std::string> loop_names;
             for (auto &l : a.loops) loop_names.insert(l.name);
-            auto bound_only = [&](const Expr &e) {
+            // Are e's variables its loops' and the block indices (dims: those it uses)?
+            auto bound_only = [&](const Expr &e, bool *dims) {
                 FreeVars fv;
                 fv.include(e);
+                bool uses[3] = {false, false, false};
                 for (auto &n : fv.names) {
                     if (loop_names.count(n)) continue;
                     int d = block_dim_of(n);
                     if (d < 0 || !is_const_int(grid_ext[d])) return false;
-                    block_used[d] = true;
+                    uses[d] = true;
                 }
+                for (int d = 0; d < 3; d++) dims[d] = dims[d] || uses[d];
                 return true;
             };
             for (auto &g : a.guards) r.guards.push_back(resolve(g));
-            if (!bound_only(r.index)) return Stmt();
+            if (!bound_only(r.index, block_used)) return Stmt();
             for (size_t i = 0; i < a.loops.size(); i++)
-                if (!bound_only(r.mins[i]) || !bound_only(r.exts[i])) return Stmt();
-            for (auto &g : r.guards)
-                if (!bound_only(g)) return Stmt();
+                if (!bound_only(r.mins[i], block_used) || !bound_only(r.exts[i], block_used)) return Stmt();
             // Loops whose variable neither the index nor an inner loop's bounds use need one
             // iteration only (e.g. the reduction loops around an accumulator's update).
             r.needed.assign(a.loops.size(), false);
@@ -531,11 +533,12 @@ private:
                     used = expr_uses_var(r.mins[j], v) || expr_uses_var(r.exts[j], v);
                 r.needed[i] = used;
             }
-            // Guards on those loops only (a tile's edge) leave accesses out; one on another loop
-            // (a reduction's last step) is dropped: every access is then counted, as if run.
+            // Guards on those loops and the block indices only (a tile's edge) leave accesses
+            // out; another (a reduction's last step, a Param) is dropped: every access is then
+            // counted, as if run.
             std::vector<Expr> guards;
             for (auto &g : r.guards) {
-                bool keep = true;
+                bool keep = bound_only(g, guard_block);
                 for (size_t i = 0; i < a.loops.size(); i++)
                     if (!r.needed[i] && expr_uses_var(g, a.loops[i].name)) keep = false;
                 if (keep) guards.push_back(g);
@@ -544,12 +547,35 @@ private:
             rs.push_back(std::move(r));
         }
         // The blocks to evaluate: every one, where the accesses depend on the block (a tile
-        // cut at the edge of the image); one otherwise.
+        // cut at the edge of the image); one otherwise. Guards that depend on the block are
+        // evaluated where the grid is small, dropped (every access counted) where it is not.
+        auto blocks_of = [&](const bool *dims) {
+            int64_t n = 1;
+            for (int d = 0; d < 3; d++)
+                if (dims[d]) n *= std::max<int64_t>(*as_const_int(grid_ext[d]), 1);
+            return n;
+        };
+        if (blocks_of(block_used) > 64) return Stmt();
+        bool with_guards[3];
+        for (int d = 0; d < 3; d++) with_guards[d] = block_used[d] || guard_block[d];
+        if (blocks_of(with_guards) <= 64) {
+            std::copy(with_guards, with_guards + 3, block_used);
+        } else {
+            for (auto &r : rs) {
+                std::vector<Expr> kept;
+                for (auto &g : r.guards) {
+                    bool other = false;
+                    for (int d = 0; d < 3; d++) other = other || (!block_used[d] && expr_uses_var(g, block_var(d)));
+                    if (!other) kept.push_back(g);
+                }
+                r.guards.swap(kept);
+            }
+        }
         std::vector<std::map<std::string, int64_t>> blocks = {{}};
         for (int d = 0; d < 3; d++) {
             if (!block_used[d]) continue;
             int64_t ext = *as_const_int(grid_ext[d]);
-            if (ext < 1 || (int64_t)blocks.size() * ext > 64) return Stmt();
+            if (ext < 1) return Stmt();
             std::vector<std::map<std::string, int64_t>> more;
             for (auto &b : blocks)
                 for (int64_t v = 0; v < ext; v++) {
