@@ -711,7 +711,9 @@ void ensure_device_copy(BufferContents &b, bool copy) {
         cuda_check(d.cuMemAlloc(&p, std::max<size_t>(bytes, 1)), "cuMemAlloc(" + std::to_string(bytes) + " bytes for buffer \"" + b.name + "\")");
         b.device = p;
         b.device_storage = std::shared_ptr<void>((void *)(uintptr_t)p, [](void *q) {
-            if (g_driver.ok) g_driver.cuMemFree((CUdeviceptr_t)(uintptr_t)q);
+            if (!g_driver.ok) return;
+            g_driver.cuCtxSynchronize();  // a kernel still running may use it (launches are asynchronous)
+            g_driver.cuMemFree((CUdeviceptr_t)(uintptr_t)q);
         });
         b.host_dirty = true;  // the new device copy holds nothing yet
     }
@@ -762,7 +764,14 @@ int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_c
     } catch (HostRun::Fail &fail) {
         return fail.code;
     }
-    cuda_check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)");
+    // Kernels run asynchronously: the host goes on (its next call's host code overlaps them);
+    // reading an output back (copy_to_host) waits for them, and an error of theirs shows
+    // there. WEFT_DEBUG or WEFT_CUDA_SYNC=1 waits here, so that it shows at the call.
+    static const bool sync_each = [] {
+        const char *e = std::getenv("WEFT_CUDA_SYNC");
+        return e && *e && std::strcmp(e, "0") != 0;
+    }();
+    if (sync_each || debug_enabled()) cuda_check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)");
     for (auto *b : outs) {
         b->device_dirty = true;
         b->host_dirty = false;

@@ -30,7 +30,9 @@ void buffer_copy_to_host(BufferContents &b) {
     }
     size_t bytes = (size_t)n * b.type.bytes();
     if (bytes && b.host)
-        cuda_check(d.cuMemcpyDtoH(b.host, b.device, bytes), "cuMemcpyDtoH(buffer \"" + b.name + "\")");
+        cuda_check(d.cuMemcpyDtoH(b.host, b.device, bytes),
+                   "cuMemcpyDtoH(buffer \"" + b.name + "\"; kernels run asynchronously, so this may be the error of a kernel "
+                   "that wrote it: WEFT_CUDA_SYNC=1 reports such errors at the call that launched it)");
     b.device_dirty = false;
 }
 
