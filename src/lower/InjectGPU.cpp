@@ -505,8 +505,12 @@ private:
             }
             std::set<std::string> loop_names;
             for (auto &l : a.loops) loop_names.insert(l.name);
-            // Are e's variables its loops' and the block indices (dims: those it uses)?
+            // Are e's variables its loops' and the block indices (dims: those it uses), and does
+            // it load nothing?
             auto bound_only = [&](const Expr &e, bool *dims) {
+                LoadsStores ls;  // a loaded value (a gather's index) cannot be evaluated here
+                ls.include(e);
+                if (!ls.reads.empty()) return false;
                 FreeVars fv;
                 fv.include(e);
                 bool uses[3] = {false, false, false};

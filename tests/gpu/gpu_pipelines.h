@@ -395,6 +395,31 @@ inline GpuCase total_sum(int w = 300, int h = 70) {
     return c;
 }
 
+/** A table computed per block (asked for in registers) and read at data-dependent places (a
+    gather through an index image): threads read each other's elements, so it stays in shared
+    memory, behind a barrier. */
+inline GpuCase lut_gather(int w = 256, int h = 64) {
+    GpuCase c;
+    c.name = "lut_gather";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> idx({w, h}, "idx");
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) idx(x, y) = (float)((x * 37 + y * 11) % 64);
+    c.inputs.push_back(idx);
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func lut("lut"), out("gathered");
+    lut(x, y) = in(x, y) * 2.0f;
+    out(x, y) = lut(clamp(cast<int>(idx(x, y)), 0, 63), y);
+    out.gpu_tile(x, y, xo, yo, xi, yi, 64, 4);
+    lut.compute_at(out, xo).store_in(MemoryType::Register).gpu_threads(x, y);
+    c.out = out;
+    c.sizes = {w, h};
+    c.expect_shared = 64 * 4 * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
@@ -403,7 +428,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_shared_vec(); },     [] { return matmul_shared_vec(256, 16); },
             [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
             [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); },
-            [] { return box_sum(); },               [] { return total_sum(); }};
+            [] { return box_sum(); },               [] { return total_sum(); },
+            [] { return lut_gather(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -196,6 +196,9 @@ TEST(GPUNvrtc, BlockLevelRegisterStorageIsPerThreadWhenPrivate) {
 
     // The blur asking for registers: blur_x is read by other threads, so shared memory.
     check_case(blur_shared(256, 128, MemoryType::Register), 1);  // shared bytes and the barrier
+    // A table read at data-dependent places (a gather): which thread reads what is not known
+    // when compiling, so shared memory too (the check evaluates no loaded value).
+    check_case(lut_gather(), 1);
 }
 
 // Register tiles where the image is smaller than a block's tile or not a multiple of a step
