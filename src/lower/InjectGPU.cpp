@@ -654,7 +654,11 @@ private:
                     }
                     vars.erase(a.loops[i].name);
                 };
-                walk(0);
+                try {
+                    walk(0);
+                } catch (const Error &) {
+                    ok = false;  // something it cannot evaluate: shared memory, which is always right
+                }
             }
         }
         if (!ok) return Stmt();
