@@ -11,6 +11,11 @@ JOBS=${JOBS:-$(nproc)}
 CXX=${CXX:-c++}
 QUICK=${1:-}
 say() { echo "[gpu-check] $*"; }
+# NVRTC, its builtins and cuBLAS are loaded with dlopen: make the toolkit's libraries findable.
+CUDA_DIR=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}
+for d in "$CUDA_DIR/lib64" "$CUDA_DIR/targets/x86_64-linux/lib"; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
 t0=$(date +%s)
 
 say "configuring weft without LLVM in $B"
