@@ -249,6 +249,7 @@ Digits offset_digits(const std::set<int64_t> &S) {
                 if (!S.count(g + n * a)) all = false;
             if (all) n++;
         }
+        if (n < 2) return {};  // a is not a place of every offset so far: no digit structure
         std::set<int64_t> next;
         for (int64_t m = 0; m < n; m++)
             for (int64_t g : gen) next.insert(g + m * a);

@@ -132,10 +132,11 @@ GpuCase random_matmul(Rng &r, std::ostream &d) {
     }
 }
 
-/** Pointwise, update stages, the vectorized elementwise chain, and row sums reduced across
-    the threads of a block, with random sizes and threads per block. */
+/** Pointwise, update stages, the vectorized elementwise chain, row sums reduced across the
+    threads of a block, inline reductions, a scalar total, a gather, with random sizes and
+    threads per block. */
 GpuCase random_other(Rng &r, std::ostream &d) {
-    switch (r.uniform(0, 3)) {
+    switch (r.uniform(0, 6)) {
     case 0: {
         int w = r.uniform(1, 300), h = r.uniform(1, 50), tx = pick(r, {1, 8, 32, 64}), ty = pick(r, {1, 2, 8});
         d << "pointwise(" << w << "x" << h << ", threads " << tx << "x" << ty << ")";
@@ -151,10 +152,25 @@ GpuCase random_other(Rng &r, std::ostream &d) {
         d << "elementwise_chain(" << w << "x" << h << ", rows=" << rows << ", threads=" << t << ")";
         return elementwise_chain(w, h, rows, t);
     }
-    default: {
+    case 3: {
         int w = r.uniform(1, 2000), h = r.uniform(1, 40), t = pick(r, {16, 32, 64, 128, 256});
         d << "row_sum_rfactor(" << w << "x" << h << ", threads=" << t << ")";
         return row_sum_rfactor(w, h, t);
+    }
+    case 4: {
+        int w = r.uniform(1, 300), h = r.uniform(1, 50);
+        d << "box_sum(" << w << "x" << h << ")";
+        return box_sum(w, h);
+    }
+    case 5: {
+        int w = r.uniform(1, 400), h = r.uniform(1, 100);
+        d << "total_sum(" << w << "x" << h << ")";
+        return total_sum(w, h);
+    }
+    default: {
+        int w = r.uniform(64, 300), h = r.uniform(1, 30);
+        d << "lut_gather(" << w << "x" << h << ")";
+        return lut_gather(w, h);
     }
     }
 }
