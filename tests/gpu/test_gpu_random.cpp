@@ -5,7 +5,7 @@
 // internal error. GPUNvrtcRandom compiles each with NVRTC and checks the resources ptxas
 // reports (label nvrtc); GPURunRandom runs each on the device (or the emulator, label
 // gpu-emulated) against the interpreter.
-//   WEFT_GPU_RANDOM_TRIALS (default 24) trials per suite, from seed WEFT_GPU_RANDOM_SEED (0).
+//   WEFT_GPU_RANDOM_TRIALS (default 32) trials per suite, from seed WEFT_GPU_RANDOM_SEED (0).
 #include <gtest/gtest.h>
 #include <cstdlib>
 #include <sstream>
@@ -187,7 +187,7 @@ GpuCase random_case(uint32_t seed, std::string &desc) {
 /** Runs `trial` on each random case; a weft::Error it throws is a refusal, which must not be
     an internal error; at most a third of the trials may be refused. */
 void for_each_trial(uint32_t salt, const std::function<void(GpuCase &)> &trial) {
-    int n = env_int("WEFT_GPU_RANDOM_TRIALS", 24);
+    int n = env_int("WEFT_GPU_RANDOM_TRIALS", 32);
     uint32_t first = (uint32_t)env_int("WEFT_GPU_RANDOM_SEED", 0);
     int refused = 0;
     for (int i = 0; i < n; i++) {
