@@ -593,8 +593,11 @@ namespace {
 /** (min(a, b) - c) -> min(a - c, b - c), likewise for max and +, so that the linear parts
     of a region's extent cancel and its bounds become constant. */
 class Distribute : public IRMutator {
+    int budget = 256;  // pushes: each copies an operand into both sides (nested mins grow fast)
+
 protected:
     Expr push(IRNodeType op, const Expr &a, const Expr &b, bool a_is_mm) {
+        if (--budget < 0) return rebuild_binary(op, a, b);
         const BinaryExprNode *mm = static_cast<const BinaryExprNode *>((a_is_mm ? a : b).get());
         const Expr &other = a_is_mm ? b : a;
         Expr l = a_is_mm ? rebuild_binary(op, mm->a, other) : rebuild_binary(op, other, mm->a);
