@@ -503,7 +503,9 @@ std::string cuda_device_key() {
 
 // ---------------- compiled pipelines ----------------
 CudaModule::~CudaModule() {
-    if (module && g_driver.ok && g_driver.cuModuleUnload) g_driver.cuModuleUnload(module);
+    if (!module || !g_driver.ok || !g_driver.cuModuleUnload) return;
+    g_driver.cuCtxSynchronize();  // its kernels may still be running (launches are asynchronous)
+    g_driver.cuModuleUnload(module);
 }
 
 std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source) {
