@@ -185,6 +185,9 @@ public:
     static Target host();
     /** The CUDA GPU (throws Error where no CUDA driver and device exist). */
     static Target cuda();
+    /** "host", "host-cuda" (or "cuda"), and either followed by "-<feature>" for each CPU
+        feature to add (e.g. "host-cuda-avx512f"); throws Error for anything else. */
+    static Target from_string(const std::string &s);
     Arch arch() const;
     const std::string &cpu() const;
     bool has_feature(const std::string &f) const;

@@ -71,6 +71,31 @@ Target Target::cuda() {
     return r;
 }
 
+Target Target::from_string(const std::string &s) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+        size_t dash = s.find('-', start);
+        parts.push_back(s.substr(start, dash == std::string::npos ? std::string::npos : dash - start));
+        if (dash == std::string::npos) break;
+        start = dash + 1;
+    }
+    size_t i = 0;
+    bool gpu = false;
+    if (parts[0] == "host") i = 1;
+    else if (parts[0] != "cuda")
+        throw Error("weft: Target::from_string(\"" + s + "\"): a target starts with \"host\" or \"cuda\" (e.g. \"host-cuda\")");
+    if (i < parts.size() && parts[i] == "cuda") gpu = true, i++;
+    Target t = gpu ? cuda() : host();
+    for (; i < parts.size(); i++) {
+        if (parts[i].empty())
+            throw Error("weft: Target::from_string(\"" + s + "\"): an empty feature name");
+        if (parts[i] == "cuda") throw Error("weft: Target::from_string(\"" + s + "\"): \"cuda\" comes right after \"host\"");
+        t = t.with_feature(parts[i]);
+    }
+    return t;
+}
+
 Target::Arch Target::arch() const { return d_->arch; }
 const std::string &Target::cpu() const { return d_->cpu; }
 const std::set<std::string> &Target::features() const { return d_->features; }

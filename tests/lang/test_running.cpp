@@ -173,6 +173,21 @@ TEST(Running, TargetHost) {
     for (int i = 0; i < 37; i++) EXPECT_EQ(o2(i), 2 * i);
 }
 
+TEST(Running, TargetFromString) {
+    EXPECT_EQ(Target::from_string("host"), Target::host());
+    EXPECT_TRUE(Target::from_string("host-fma").has_feature("fma"));
+    using weft_test::error_of;
+    EXPECT_NE(error_of([] { Target::from_string("arm-linux"); }).find("starts with \"host\""), std::string::npos);
+    EXPECT_NE(error_of([] { Target::from_string("host-no_such_feature"); }).find("no_such_feature"), std::string::npos);
+    EXPECT_NE(error_of([] { Target::from_string("host--fma"); }).find("empty feature"), std::string::npos);
+    if (!cuda_available()) {
+        std::string e = error_of([] { Target::from_string("host-cuda"); });
+        EXPECT_NE(e.find("libcuda.so.1"), std::string::npos) << e;
+    } else {
+        EXPECT_TRUE(Target::from_string("host-cuda").has_feature("cuda"));
+    }
+}
+
 TEST(Running, LargeParallelRealize) {
     Var x("x"), y("y"), yo("yo"), yi("yi");
     Func f("big_par");
