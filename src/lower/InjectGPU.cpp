@@ -1,4 +1,5 @@
 #include "lower/InjectGPU.h"
+#include <sstream>
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -493,7 +494,9 @@ private:
             Expr index;
             std::vector<Expr> mins, exts, guards;
             std::vector<bool> needed;  // loops that the index or an inner loop's bounds use
+            bool duplicate = false;    // the same as an earlier one (unrolled copies): not evaluated again
         };
+        std::set<std::string> seen;
         std::vector<Resolved> rs;
         bool block_used[3] = {false, false, false};  // by an index or a loop's bounds
         bool guard_block[3] = {false, false, false};  // by a guard only
@@ -549,6 +552,12 @@ private:
                 if (keep) guards.push_back(g);
             }
             r.guards.swap(guards);
+            std::ostringstream key;
+            key << r.index;
+            for (size_t i = 0; i < a.loops.size(); i++)
+                key << "|" << a.loops[i].name << ":" << a.loops[i].thread << ":" << r.mins[i] << ":" << r.exts[i] << ":" << r.needed[i];
+            for (auto &g : r.guards) key << "|if " << g;
+            r.duplicate = !seen.insert(key.str()).second;
             rs.push_back(std::move(r));
         }
         // The blocks to evaluate: every one, where the accesses depend on the block (a tile
@@ -606,6 +615,7 @@ private:
             for (size_t ai = 0; ai < ba.accesses.size() && ok; ai++) {
                 auto &a = ba.accesses[ai];
                 const Resolved &r = rs[ai];
+                if (r.duplicate) continue;
                 std::map<std::string, int64_t> vars = blocks[bi];
                 std::function<void(size_t)> walk = [&](size_t i) {
                     if (!ok) return;

@@ -108,7 +108,10 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     s = simplify(s);
     log_pass(log, "simplify", s);
 
-    s = unroll_loops(s);
+    std::set<std::string> ahead;  // load_ahead finds these by name after unrolling
+    for (auto &f : env.funcs)
+        if (f.sched.load_ahead) ahead.insert(f.name);
+    s = unroll_loops(s, cuda, ahead);
     s = vectorize_loops(s, cuda);
     s = simplify(s);
     log_pass(log, "unroll, vectorize, simplify", s);

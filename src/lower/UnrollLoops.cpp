@@ -1,4 +1,5 @@
 #include "lower/UnrollLoops.h"
+#include <map>
 #include <optional>
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
@@ -7,8 +8,52 @@
 namespace weft {
 namespace internal {
 namespace {
-class Unroll : public IRMutator {
+/** Renames the buffers allocated in s (and their loads and stores) with a suffix. */
+class RenameAllocations : public IRMutator {
+public:
+    RenameAllocations(std::string suffix, const std::set<std::string> &keep) : suffix(std::move(suffix)), keep(keep) {}
+
 protected:
+    std::string suffix;
+    const std::set<std::string> &keep;
+    std::map<std::string, std::string> renamed;  // in scope
+    Stmt visit(const Allocate *op, const Stmt &s) override {
+        if (keep.count(op->name)) return IRMutator::visit(op, s);
+        std::string n = op->name + suffix;
+        auto saved = renamed.count(op->name) ? std::optional<std::string>(renamed[op->name]) : std::nullopt;
+        renamed[op->name] = n;
+        Stmt b = mutate(op->body);
+        if (saved) renamed[op->name] = *saved;
+        else renamed.erase(op->name);
+        return Allocate::make(n, op->type, mutate(op->extent), op->memory_type, b);
+    }
+    Expr visit(const Load *op, const Expr &e) override {
+        Expr i = mutate(op->index);
+        auto it = renamed.find(op->name);
+        if (it == renamed.end()) return i.same_as(op->index) ? e : Load::make(op->type, op->name, i, op->alignment);
+        return Load::make(op->type, it->second, i, op->alignment);
+    }
+    Stmt visit(const Store *op, const Stmt &s) override {
+        Expr v = mutate(op->value), i = mutate(op->index);
+        auto it = renamed.find(op->name);
+        return Store::make(it == renamed.end() ? op->name : it->second, v, i, op->alignment, op->nontemporal);
+    }
+};
+
+class Unroll : public IRMutator {
+public:
+    Unroll(bool own, const std::set<std::string> &k) : own_storage(own), keep(k) {}
+
+protected:
+    bool own_storage;
+    const std::set<std::string> &keep;
+    /** Copy i of an unrolled loop's body (its allocations renamed, with own_storage). */
+    Stmt copy(const For *op, const Stmt &body, int64_t i) {
+        Stmt c = substitute(op->name, simplify(op->min + (int)i), body);
+        if (own_storage && i > 0) c = RenameAllocations(".u" + std::to_string(i), keep).mutate(c);
+        return c;
+    }
+
     LetStack lets;  // in scope, outermost first
     Scope loops;    // the enclosing loops' ranges (their bounds with the lets substituted)
 
@@ -33,7 +78,7 @@ protected:
         if (is_const_int(ext, &n)) {
             if (n > 1024) return For::make(op->name, op->min, op->extent, ForType::Serial, body);
             std::vector<Stmt> copies;
-            for (int64_t i = 0; i < n; i++) copies.push_back(substitute(op->name, simplify(op->min + (int)i), body));
+            for (int64_t i = 0; i < n; i++) copies.push_back(copy(op, body, i));
             return Block::make(copies);
         }
         // An extent that varies (a last, shorter step of a split) but has a constant bound:
@@ -42,7 +87,7 @@ protected:
             return For::make(op->name, op->min, op->extent, ForType::Serial, body);
         std::vector<Stmt> copies;
         for (int64_t i = 0; i < n; i++) {
-            Stmt c = substitute(op->name, simplify(op->min + (int)i), body);
+            Stmt c = copy(op, body, i);
             Expr runs = simplify(Expr((int)i) < ext);
             if (is_false(runs)) continue;
             copies.push_back(is_true(runs) ? c : IfThenElse::make(Call::make_intrinsic(Bool(), "likely", {runs}), c));
@@ -51,6 +96,8 @@ protected:
     }
 };
 }  // namespace
-Stmt unroll_loops(const Stmt &s) { return Unroll().mutate(s); }
+Stmt unroll_loops(const Stmt &s, bool own_storage, const std::set<std::string> &keep) {
+    return Unroll(own_storage, keep).mutate(s);
+}
 }  // namespace internal
 }  // namespace weft

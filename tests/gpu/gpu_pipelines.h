@@ -210,15 +210,19 @@ inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int
       A at one k are 16 consecutive bytes too;
     - both tiles are loaded by all 256 threads with 16-byte global loads (B's stored as
       vectors, A's transposed on the way);
-    - the k steps inside a tile are unrolled, and the outputs are written as 16-byte vectors. */
-inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = false) {
+    - the k steps inside a tile are unrolled, and the outputs are written as 16-byte vectors.
+    With double_buffer (not with prefetch), the steps go in unrolled pairs, each with its own
+    copy of the tiles in shared memory: one barrier per step instead of two, and nothing
+    between one step's multiply-adds and the next step's global loads. */
+inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = false, bool double_buffer = false) {
     GpuCase c;
-    c.name = "matmul_shared_vec" + (kstep == 8 ? std::string() : "_k" + std::to_string(kstep)) + (prefetch ? "_prefetch" : "");
+    c.name = "matmul_shared_vec" + (kstep == 8 ? std::string() : "_k" + std::to_string(kstep)) + (prefetch ? "_prefetch" : "") +
+             (double_buffer ? "_double" : "");
     auto [acc, out, k] = matmul_algorithm(c, n);
     Buffer<float> A = c.inputs[0], B = c.inputs[1];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xh("xh"), yh("yh"), xr("xr"), yr("yr");
     Var tx("tx"), ty("ty"), xl("xl"), yl("yl");
-    RVar ko("ko"), ki("ki");
+    RVar ko("ko"), ki("ki"), koo("koo"), koi("koi");
     // x = xh*64 + tx*4 + xl within a tile, y likewise.
     auto thread_split = [&](auto &s, const auto &vx, const auto &vy) -> decltype(s) & {
         return s.split(vx, xh, xr, 64).split(xr, tx, xl, 4).split(vy, yh, yr, 64).split(yr, ty, yl, 4);
@@ -244,6 +248,11 @@ inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = fal
         .unroll(xh)
         .unroll(yh)
         .unroll(ki);
+    RVar at = ko;  // the loop the tiles are computed at
+    if (double_buffer && !prefetch) {
+        upd.split(ko, koo, koi, 2).unroll(koi);
+        at = koi;
+    }
     // The tiles' loads: 4 consecutive values (16 bytes) per item, items spread over the 256
     // threads (the fastest-varying one along x for B, along k for A: coalesced reads).
     Var v("v"), q("q"), t("t"), tq("tq"), tr("tr"), lx("lx"), ly("ly");
@@ -270,9 +279,9 @@ inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = fal
         As = A.in();
         Bs = B.in();
     }
-    load_split(Bs.compute_at(acc, ko).store_in(MemoryType::GPUShared));
-    load_split(As.compute_at(acc, ko).store_in(MemoryType::GPUShared).reorder_storage(As.args()[1], As.args()[0]));
-    c.expect_shared = 2 * 128 * kstep * 4;
+    load_split(Bs.compute_at(acc, at).store_in(MemoryType::GPUShared));
+    load_split(As.compute_at(acc, at).store_in(MemoryType::GPUShared).reorder_storage(As.args()[1], As.args()[0]));
+    c.expect_shared = 2 * 128 * kstep * 4 * (at.name() == ko.name() ? 1 : 2);  // double-buffered: twice
     c.expect_barrier = true;
     return c;
 }
@@ -429,7 +438,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
             [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); },
             [] { return box_sum(); },               [] { return total_sum(); },
-            [] { return lut_gather(); }};
+            [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); }};
 }
 
 }  // namespace weft_gpu_test

@@ -201,6 +201,28 @@ TEST(GPUNvrtc, BlockLevelRegisterStorageIsPerThreadWhenPrivate) {
     check_case(lut_gather(), 1);
 }
 
+// Steps of k in unrolled pairs, each staging its tiles in its own shared buffers (the second
+// copy's allocations are renamed when unrolling): twice the shared memory, and the second
+// step's tiles are written without waiting for the first step's reads.
+TEST(GPUNvrtc, DoubleBufferedTilesHaveTheirOwnStorage) {
+    REQUIRE_NVRTC();
+    GpuCase c = matmul_shared_vec(256, 8, false, true);
+    check_case(c, 1);  // 2 x (A's and B's 128 x 8 tiles)
+    Built b = build(c);
+    EXPECT_NE(b.prog.source.find("w_A_in_u1["), std::string::npos) << b.prog.source;
+    EXPECT_NE(b.prog.source.find("w_B_in_u1["), std::string::npos);
+    Built single = build(matmul_shared_vec(256, 8));
+    auto count = [](const std::string &s) {
+        size_t n = 0;
+        for (size_t p = s.find("__syncthreads()"); p != std::string::npos; p = s.find("__syncthreads()", p + 1)) n++;
+        return n;
+    };
+    // One step: a barrier before the tiles are written, one before they are read. A pair: the
+    // same two for the first copy, one before the second copy's tiles are read.
+    EXPECT_EQ(count(single.prog.source), 2u);
+    EXPECT_EQ(count(b.prog.source), 3u) << b.prog.source;
+}
+
 // Register tiles where the image is smaller than a block's tile or not a multiple of a step
 // of k: the threads' elements at the edge are cut off by guards (not shifted inwards, which
 // would have two threads compute the same elements), each thread still owns its elements (no

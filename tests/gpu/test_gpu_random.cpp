@@ -104,7 +104,8 @@ GpuCase random_blur(Rng &r, std::ostream &d) {
 
 /** Matrix products: register-blocked, staged in shared memory (random tiles, outputs per
     thread, steps of k), the 128x128 vector-staged one (steps of 4, 8 or 16, loads one step
-    ahead or not) and the register-staged one, at random sizes (tails everywhere). */
+    ahead, double-buffered, or neither) and the register-staged one, at random sizes (tails
+    everywhere). */
 GpuCase random_matmul(Rng &r, std::ostream &d) {
     switch (r.uniform(0, 3)) {
     case 0: {
@@ -120,9 +121,9 @@ GpuCase random_matmul(Rng &r, std::ostream &d) {
     }
     case 2: {
         int n = r.uniform(1, 300), kstep = pick(r, {4, 8, 16});
-        bool ahead = r.chance(0.5);
-        d << "matmul_shared_vec(n=" << n << ", kstep=" << kstep << ", load_ahead=" << ahead << ")";
-        return matmul_shared_vec(n, kstep, ahead);
+        bool ahead = r.chance(0.5), twice = !ahead && r.chance(0.5);
+        d << "matmul_shared_vec(n=" << n << ", kstep=" << kstep << ", load_ahead=" << ahead << ", double_buffer=" << twice << ")";
+        return matmul_shared_vec(n, kstep, ahead, twice);
     }
     default: {
         int n = r.uniform(1, 150);
