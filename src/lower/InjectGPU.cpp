@@ -8,6 +8,7 @@
 #include "ir/Simplify.h"
 #include "interp/Interpreter.h"
 #include <map>
+#include <optional>
 
 namespace weft {
 namespace internal {
@@ -475,17 +476,42 @@ private:
         each thread keeps its part in a per-thread array indexed relative to its first element,
         no shared memory and no barriers for it. Null where that cannot be shown (the storage
         then stays in shared memory). */
-    Stmt promote_to_registers(const Allocate *op) {
+    /** How a block-level register Func is kept per thread (see promote_to_registers). */
+    struct Promotion {
+        int64_t b0 = 0, c[3] = {0, 0, 0}, span = 0;
+        Digits digits;
+    };
+    // Analysed once per kernel (loops are gone over more than once); the Stmt keeps its node,
+    // so that no other node gets its address.
+    std::map<const Allocate *, std::pair<Stmt, std::optional<Promotion>>> promotions;
+
+    Stmt promote_to_registers(const Stmt &s, const Allocate *op) {
+        auto it = promotions.find(op);
+        if (it == promotions.end()) it = promotions.emplace(op, std::make_pair(s, analyse_promotion(op))).first;
+        if (!it->second.second) return Stmt();
+        const Promotion &pr = *it->second.second;
+        RebaseIndices rb;
+        rb.name = op->name;
+        rb.set_outer_lets(lets);
+        rb.b0 = pr.b0;
+        for (int d = 0; d < 3; d++) rb.c[d] = pr.c[d];
+        rb.digits = pr.digits;
+        private_bufs.insert(op->name);
+        Stmt body = block_level(rb.mutate(op->body));
+        return Allocate::make(op->name, op->type, Expr((int)pr.span), MemoryType::Register, body);
+    }
+
+    std::optional<Promotion> analyse_promotion(const Allocate *op) {
         BufferAccesses ba(op->name);
         ba.include(op->body);
-        if (ba.unsupported || ba.accesses.empty()) return Stmt();
+        if (ba.unsupported || ba.accesses.empty()) return std::nullopt;
         size_t nthreads = 0;
         for (auto &a : ba.accesses) {
             size_t n = 0;
             for (auto &l : a.loops) n += l.thread;
             // Thread loops map to threadIdx from the innermost (x) when the access is as deep as
             // its nest (as in_thread maps them); anything else is left alone.
-            if (n == 0 || n > 3 || (nthreads && n != nthreads) || (int)n != a.nest_depth) return Stmt();
+            if (n == 0 || n > 3 || (nthreads && n != nthreads) || (int)n != a.nest_depth) return std::nullopt;
             nthreads = n;
         }
         // The accesses with the kernel's lets substituted: in terms of their loops and the
@@ -528,9 +554,9 @@ private:
                 return true;
             };
             for (auto &g : a.guards) r.guards.push_back(resolve(g));
-            if (!bound_only(r.index, block_used)) return Stmt();
+            if (!bound_only(r.index, block_used)) return std::nullopt;
             for (size_t i = 0; i < a.loops.size(); i++)
-                if (!bound_only(r.mins[i], block_used) || !bound_only(r.exts[i], block_used)) return Stmt();
+                if (!bound_only(r.mins[i], block_used) || !bound_only(r.exts[i], block_used)) return std::nullopt;
             // Loops whose variable neither the index nor an inner loop's bounds use need one
             // iteration only (e.g. the reduction loops around an accumulator's update).
             r.needed.assign(a.loops.size(), false);
@@ -569,7 +595,7 @@ private:
                 if (dims[d]) n *= std::max<int64_t>(*as_const_int(grid_ext[d]), 1);
             return n;
         };
-        if (blocks_of(block_used) > 64) return Stmt();
+        if (blocks_of(block_used) > 64) return std::nullopt;
         bool with_guards[3];
         for (int d = 0; d < 3; d++) with_guards[d] = block_used[d] || guard_block[d];
         if (blocks_of(with_guards) <= 64) {
@@ -589,7 +615,7 @@ private:
         for (int d = 0; d < 3; d++) {
             if (!block_used[d]) continue;
             int64_t ext = *as_const_int(grid_ext[d]);
-            if (ext < 1) return Stmt();
+            if (ext < 1) return std::nullopt;
             std::vector<std::map<std::string, int64_t>> more;
             for (auto &b : blocks)
                 for (int64_t v = 0; v < ext; v++) {
@@ -672,7 +698,7 @@ private:
                 }
             }
         }
-        if (!ok) return Stmt();
+        if (!ok) return std::nullopt;
         // Each thread's elements are offsets from b0 + c.x * x + c.y * y + c.z * z, read off
         // the block with the most elements (a whole tile): its threads' first elements.
         size_t ref = std::max_element(block_size.begin(), block_size.end()) - block_size.begin();
@@ -685,7 +711,7 @@ private:
         RebaseIndices rb;
         rb.name = op->name;
         rb.set_outer_lets(lets);
-        if (!first(0, 0, 0, &rb.b0)) return Stmt();
+        if (!first(0, 0, 0, &rb.b0)) return std::nullopt;
         for (int d = 0; d < 3; d++) {
             int64_t unit[3] = {0, 0, 0}, f = 0;
             unit[d] = 1;
@@ -699,7 +725,7 @@ private:
         std::set<int64_t> offsets;
         for (auto &[key, es] : elements) {
             int64_t b = thread_base(key.second);
-            if (*es.begin() < b) return Stmt();
+            if (*es.begin() < b) return std::nullopt;
             for (int64_t e : es) offsets.insert(e - b);
         }
         int64_t span = *offsets.rbegin() + 1;
@@ -716,10 +742,13 @@ private:
             span = 1;
             for (auto &d : rb.digits) span *= d.second;
         }
-        if (span <= 0 || span > 4096) return Stmt();
-        private_bufs.insert(op->name);
-        Stmt body = block_level(rb.mutate(op->body));
-        return Allocate::make(op->name, op->type, Expr((int)span), MemoryType::Register, body);
+        if (span <= 0 || span > 4096) return std::nullopt;
+        Promotion pr;
+        pr.b0 = rb.b0;
+        for (int d = 0; d < 3; d++) pr.c[d] = rb.c[d];
+        pr.digits = rb.digits;
+        pr.span = span;
+        return pr;
     }
 
     Stmt leaf(const Stmt &transformed, const Stmt &original) {
@@ -786,7 +815,7 @@ private:
         }
         if (auto op = s.as<Allocate>()) {
             if (op->memory_type == MemoryType::Register)
-                if (Stmt p = promote_to_registers(op); p.defined()) return p;
+                if (Stmt p = promote_to_registers(s, op); p.defined()) return p;
             Expr ext = resolve(op->extent);
             int64_t n;
             if (!constant_upper_bound(ext, thread_scope, &n))
@@ -813,21 +842,63 @@ private:
             FindLoops fl = find_loops(op->body);
             if (!fl.thread) return fl.store ? single_thread(s) : s;
             // A block-level loop around thread loops: every thread runs it. What one iteration
-            // leaves pending conflicts with the next iteration's accesses, also those of the
-            // shared buffers allocated inside it: their storage is the kernel's, the same at
-            // every iteration (reloading a staged tile must wait until every thread has read
-            // the previous one).
-            Accesses a;
-            a.include(op->body);
-            drop_private(a);
-            pending_r.insert(a.reads.begin(), a.reads.end());
-            pending_w.insert(a.writes.begin(), a.writes.end());
-            for (auto &w : a.writes) pending_pure.erase(w);  // the previous iteration's writes
+            // leaves pending (after its last barrier) conflicts with the next iteration's
+            // accesses, also those of the shared buffers allocated inside it: their storage is
+            // the kernel's, the same at every iteration (reloading a staged tile must wait
+            // until every thread has read the previous one). An iteration starts with what was
+            // pending before the loop and what an iteration leaves pending: found by going over
+            // the body (its result dropped) until that no longer grows; where it does not
+            // settle, everything the body accesses is taken as pending.
             // The loop's range bounds the sizes of what is allocated inside it (a last, smaller
             // step of a tile: the shared buffer gets the largest size).
             bool scoped = !thread_scope.count(op->name);
             if (scoped) thread_scope[op->name] = Interval(resolve(op->min), resolve(op->min + op->extent - 1));
+            const std::set<std::string> pre_r = pending_r, pre_w = pending_w, pre_p = pending_pure;
+            std::set<std::string> er = pre_r, ew = pre_w, ep = pre_p;
+            bool settled = false;
+            for (int pass = 0; pass < 4 && !settled; pass++) {
+                int64_t saved_bytes = shared_bytes;
+                std::string saved_list = shared_list;
+                std::set<std::string> saved_private = private_bufs;
+                int saved_c[3] = {max_c[0], max_c[1], max_c[2]};
+                pending_r = er;
+                pending_w = ew;
+                pending_pure = ep;
+                block_level(op->body);
+                std::set<std::string> nr = pre_r, nw = pre_w, np;
+                nr.insert(pending_r.begin(), pending_r.end());
+                nw.insert(pending_w.begin(), pending_w.end());
+                for (auto &w : pre_p)
+                    if (!pending_w.count(w)) np.insert(w);  // an iteration's writes are not the same pure ones
+                shared_bytes = saved_bytes;
+                shared_list = saved_list;
+                private_bufs = saved_private;
+                std::copy(saved_c, saved_c + 3, max_c);
+                settled = nr == er && nw == ew && np == ep;
+                er = nr;
+                ew = nw;
+                ep = np;
+            }
+            if (!settled) {
+                Accesses a;
+                a.include(op->body);
+                drop_private(a);
+                er.insert(a.reads.begin(), a.reads.end());
+                ew.insert(a.writes.begin(), a.writes.end());
+                for (auto &w : a.writes) ep.erase(w);
+            }
+            pending_r = er;
+            pending_w = ew;
+            pending_pure = ep;
             Stmt b = block_level(op->body);
+            // After the loop (also where it runs no iteration): what an iteration starts with
+            // bounds what is pending.
+            pending_r = er;
+            pending_w = ew;
+            std::set<std::string> pure;
+            for (auto &w : ep)
+                if (pending_pure.count(w)) pure.insert(w);
+            pending_pure = pure;
             if (scoped) thread_scope.erase(op->name);
             ForType ft = op->for_type == ForType::Unrolled ? ForType::Unrolled : ForType::Serial;
             return For::make(op->name, op->min, op->extent, ft, b);
