@@ -174,22 +174,11 @@ protected:
     std::vector<Expr> conds;
     void visit(const IfThenElse *op) override {
         include(op->condition);
-        Expr c = strip_likely(op->condition);
-        conds.push_back(c);
+        conds.push_back(op->condition);
         include(op->then_case);
-        conds.back() = Not::make(c);
+        conds.back() = Not::make(op->condition);
         include(op->else_case);
         conds.pop_back();
-    }
-    static Expr strip_likely(const Expr &e) {
-        class Strip : public IRMutator {
-        protected:
-            Expr visit(const Call *op, const Expr &e) override {
-                if (op->is_intrinsic("likely") && op->args.size() == 1) return mutate(op->args[0]);
-                return IRMutator::visit(op, e);
-            }
-        } st;
-        return st.mutate(e);
     }
     int nest_depth = 0;
     void visit(const For *op) override {
@@ -459,6 +448,20 @@ private:
         return it != env.index.end() ? env.funcs[it->second].contents->name : uname;
     }
 
+    /** A serial loop's range in thread_scope while it is in scope: it bounds the sizes of what
+        is allocated inside it. */
+    struct LoopRange {
+        KernelBuilder &k;
+        std::string name;
+        bool scoped;
+        LoopRange(KernelBuilder &kb, const For *op) : k(kb), name(op->name), scoped(!kb.thread_scope.count(op->name)) {
+            if (scoped) k.thread_scope[name] = Interval(k.resolve(op->min), k.resolve(op->min + op->extent - 1));
+        }
+        ~LoopRange() {
+            if (scoped) k.thread_scope.erase(name);
+        }
+    };
+
     /** e with the kernel's lets substituted, simplified. */
     Expr resolve(const Expr &e) const { return simplify(substitute_lets(e, lets)); }
 
@@ -470,34 +473,28 @@ private:
         }
     }
 
+    /** How a block-level register Func is kept per thread: its indices' rebasing, its size. */
+    struct Promotion {
+        RebaseIndices rebase;
+        int64_t span = 0;
+    };
+    // Analysed once per kernel (loops are gone over more than once); the Stmt keeps its node,
+    // so that no other node gets its address.
+    std::map<const Allocate *, std::pair<Stmt, std::optional<Promotion>>> promotions;
+
     /** A Func stored in registers (store_in(MemoryType::Register)) but computed at the block
         level: every thread reads and writes only its own elements (checked by evaluating every
         access for every thread, in every block where the accesses depend on the block), so
         each thread keeps its part in a per-thread array indexed relative to its first element,
         no shared memory and no barriers for it. Null where that cannot be shown (the storage
         then stays in shared memory). */
-    /** How a block-level register Func is kept per thread (see promote_to_registers). */
-    struct Promotion {
-        int64_t b0 = 0, c[3] = {0, 0, 0}, span = 0;
-        Digits digits;
-    };
-    // Analysed once per kernel (loops are gone over more than once); the Stmt keeps its node,
-    // so that no other node gets its address.
-    std::map<const Allocate *, std::pair<Stmt, std::optional<Promotion>>> promotions;
-
     Stmt promote_to_registers(const Stmt &s, const Allocate *op) {
         auto it = promotions.find(op);
         if (it == promotions.end()) it = promotions.emplace(op, std::make_pair(s, analyse_promotion(op))).first;
         if (!it->second.second) return Stmt();
-        const Promotion &pr = *it->second.second;
-        RebaseIndices rb;
-        rb.name = op->name;
-        rb.set_outer_lets(lets);
-        rb.b0 = pr.b0;
-        for (int d = 0; d < 3; d++) rb.c[d] = pr.c[d];
-        rb.digits = pr.digits;
+        Promotion pr = *it->second.second;  // (a copy: the mutator keeps state)
         private_bufs.insert(op->name);
-        Stmt body = block_level(rb.mutate(op->body));
+        Stmt body = block_level(pr.rebase.mutate(op->body));
         return Allocate::make(op->name, op->type, Expr((int)pr.span), MemoryType::Register, body);
     }
 
@@ -743,12 +740,7 @@ private:
             for (auto &d : rb.digits) span *= d.second;
         }
         if (span <= 0 || span > 4096) return std::nullopt;
-        Promotion pr;
-        pr.b0 = rb.b0;
-        for (int d = 0; d < 3; d++) pr.c[d] = rb.c[d];
-        pr.digits = rb.digits;
-        pr.span = span;
-        return pr;
+        return Promotion{rb, span};
     }
 
     Stmt leaf(const Stmt &transformed, const Stmt &original) {
@@ -851,8 +843,7 @@ private:
             // settle, everything the body accesses is taken as pending.
             // The loop's range bounds the sizes of what is allocated inside it (a last, smaller
             // step of a tile: the shared buffer gets the largest size).
-            bool scoped = !thread_scope.count(op->name);
-            if (scoped) thread_scope[op->name] = Interval(resolve(op->min), resolve(op->min + op->extent - 1));
+            LoopRange range(*this, op);
             const std::set<std::string> pre_r = pending_r, pre_w = pending_w, pre_p = pending_pure;
             std::set<std::string> er = pre_r, ew = pre_w, ep = pre_p;
             bool settled = false;
@@ -899,7 +890,6 @@ private:
             for (auto &w : ep)
                 if (pending_pure.count(w)) pure.insert(w);
             pending_pure = pure;
-            if (scoped) thread_scope.erase(op->name);
             ForType ft = op->for_type == ForType::Unrolled ? ForType::Unrolled : ForType::Serial;
             return For::make(op->name, op->min, op->extent, ft, b);
         }
@@ -954,10 +944,8 @@ private:
             if (op->for_type != ForType::GPUThread) {
                 // Its range bounds the sizes of what is allocated inside it (a last, shorter
                 // step of k: a thread's registers get the largest step's size).
-                bool scoped = !thread_scope.count(op->name);
-                if (scoped) thread_scope[op->name] = Interval(resolve(op->min), resolve(op->min + op->extent - 1));
+                LoopRange range(*this, op);
                 Stmt b = in_thread(op->body);
-                if (scoped) thread_scope.erase(op->name);
                 ForType ft = op->for_type == ForType::Parallel ? ForType::Serial : op->for_type;
                 return For::make(op->name, op->min, op->extent, ft, b);
             }

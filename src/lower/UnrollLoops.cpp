@@ -55,7 +55,23 @@ protected:
     }
 
     LetStack lets;  // in scope, outermost first
-    Scope loops;    // the enclosing loops' ranges (their bounds with the lets substituted)
+    struct Enclosing {
+        const For *loop;
+        size_t lets_in_scope;  // of `lets`, around it
+    };
+    std::vector<Enclosing> enclosing;  // the loops around, outermost first
+
+    /** The enclosing loops' ranges, their bounds with the lets around them substituted (built
+        only for an unrolled loop whose extent is not a constant). */
+    Scope enclosing_ranges() const {
+        Scope sc;
+        for (auto &e : enclosing) {
+            LetStack around(lets.begin(), lets.begin() + e.lets_in_scope);
+            sc[e.loop->name] = Interval(simplify(substitute_lets(e.loop->min, around)),
+                                        simplify(substitute_lets(e.loop->min + e.loop->extent - 1, around)));
+        }
+        return sc;
+    }
 
     Stmt visit(const LetStmt *op, const Stmt &s) override {
         lets.push_back({op->name, op->value});
@@ -64,27 +80,18 @@ protected:
         return b.same_as(op->body) ? s : LetStmt::make(op->name, op->value, b);
     }
     Stmt visit(const For *op, const Stmt &s) override {
-        Expr mn = simplify(substitute_lets(op->min, lets));
-        Expr last = simplify(substitute_lets(op->min + op->extent - 1, lets));
-        auto saved = loops.find(op->name) != loops.end() ? std::optional<Interval>(loops[op->name]) : std::nullopt;
-        loops[op->name] = Interval(mn, last);
+        enclosing.push_back({op, lets.size()});
         Stmt body = mutate(op->body);
-        if (saved) loops[op->name] = *saved;
-        else loops.erase(op->name);
+        enclosing.pop_back();
         if (op->for_type != ForType::Unrolled)
             return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+        // A constant extent, or one that varies (a last, shorter step of a split) but has a
+        // constant bound: that many copies, each run where its iteration exists.
         int64_t n;
         Expr ext = simplify(op->extent);
-        if (is_const_int(ext, &n)) {
-            if (n > 1024) return For::make(op->name, op->min, op->extent, ForType::Serial, body);
-            std::vector<Stmt> copies;
-            for (int64_t i = 0; i < n; i++) copies.push_back(copy(op, body, i));
-            return Block::make(copies);
-        }
-        // An extent that varies (a last, shorter step of a split) but has a constant bound:
-        // that many copies, each run where its iteration exists.
-        if (!constant_upper_bound_in_scope(substitute_lets(ext, lets), loops, &n) || n > 1024)
-            return For::make(op->name, op->min, op->extent, ForType::Serial, body);
+        if (!is_const_int(ext, &n) && !constant_upper_bound_in_scope(substitute_lets(ext, lets), enclosing_ranges(), &n))
+            n = -1;
+        if (n < 0 || n > 1024) return For::make(op->name, op->min, op->extent, ForType::Serial, body);
         std::vector<Stmt> copies;
         for (int64_t i = 0; i < n; i++) {
             Stmt c = copy(op, body, i);
