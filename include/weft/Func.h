@@ -274,6 +274,13 @@ public:
     /** GPU: the whole stage runs as a kernel of one block of one thread (a final, small step
         on data that is on the device, e.g. adding up partial sums into a scalar). */
     Stage &gpu_single_thread();
+    /** Makes this update's read-modify-write of the Func atomic, so that its reduction loops
+        (RVars) may be parallel or GPU blocks and threads: a histogram, a scatter-add. The update
+        must read the Func only at the element it writes; unless override_associativity_test,
+        it must be f(..) = f(..) op e with op one of +, -, *, min, max (then the result does not
+        depend on the order; floating-point sums still round differently from run to run).
+        Loops of an atomic update are not vectorized (its stores are one element each). */
+    Stage &atomic(bool override_associativity_test = false);
     /** Prefetches the data of `src` that iteration at + offset of loop `at` will read. */
     Stage &prefetch(const class Func &src, const VarOrRVar &at, Expr offset = 1);
     Stage &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);

@@ -100,6 +100,12 @@ static void weft_emu_run_grid(void (*body)(void **), void **p, unsigned gx, unsi
 }
 template <typename T> static inline T weft_emu_bits(const void *p) { T v; memcpy(&v, p, sizeof v); return v; }
 static inline float __int_as_float(unsigned u) { return weft_emu_bits<float>(&u); }
+// Atomics: a block's threads are fibers of one host thread, switching only at __syncthreads(),
+// and blocks run one after another, so a plain read-modify-write is atomic here.
+template <typename T> static inline T atomicAdd(T *p, T v) { T o = *p; *p = (T)(o + v); return o; }
+template <typename T> static inline T atomicMin(T *p, T v) { T o = *p; *p = v < o ? v : o; return o; }
+template <typename T> static inline T atomicMax(T *p, T v) { T o = *p; *p = v > o ? v : o; return o; }
+template <typename T> static inline T atomicCAS(T *p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
 static inline double __longlong_as_double(long long u) { return weft_emu_bits<double>(&u); }
 // Saturating conversions toward zero, NaN -> 0 (as the cvt.rzi.sat instructions).
 template <typename I, typename F> static inline I weft_emu_sat(F x, double lo, double hi) {
@@ -181,6 +187,38 @@ template <typename F> __device__ __forceinline__ i8 weft_f2i8(F x) { return (i8)
 template <typename F> __device__ __forceinline__ i16 weft_f2i16(F x) { return (i16)weft_max(-32768, weft_min(32767, weft_f2i32(x))); }
 template <typename F> __device__ __forceinline__ u8 weft_f2u8(F x) { return (u8)weft_min(255u, weft_f2u32(x)); }
 template <typename F> __device__ __forceinline__ u16 weft_f2u16(F x) { return (u16)weft_min(65535u, weft_f2u32(x)); }
+// Atomic read-modify-write by compare-and-swap: *p = f(*p) as one step (atomic() updates).
+template <int N> struct weft_uint_of;
+template <> struct weft_uint_of<1> { typedef unsigned char type; };
+template <> struct weft_uint_of<2> { typedef unsigned short type; };
+template <> struct weft_uint_of<4> { typedef unsigned int type; };
+template <> struct weft_uint_of<8> { typedef unsigned long long type; };
+template <typename T, typename F> __device__ __forceinline__ void weft_atomic_cas(T *p, F f) {  // 4 or 8 bytes
+    typedef typename weft_uint_of<sizeof(T)>::type U;
+    union { T t; U u; } cur, nv;
+    cur.t = *(volatile T *)p;
+    while (true) {
+        nv.t = f(cur.t);
+        U seen = atomicCAS((U *)p, cur.u, nv.u);
+        if (seen == cur.u) return;
+        cur.u = seen;
+    }
+}
+template <typename T, typename F> __device__ __forceinline__ void weft_atomic_cas_narrow(T *p, F f) {  // 1 or 2 bytes
+    typedef typename weft_uint_of<sizeof(T)>::type U;
+    unsigned int *w = (unsigned int *)((u64)p & ~(u64)3);
+    const unsigned int shift = (unsigned int)((u64)p & 3) * 8u, mask = (unsigned int)(U)~(U)0 << shift;
+    unsigned int cur = *(volatile unsigned int *)w;
+    while (true) {
+        union { T t; U u; } o, n;
+        o.u = (U)((cur & mask) >> shift);
+        n.t = f(o.t);
+        unsigned int next = (cur & ~mask) | ((unsigned int)n.u << shift);
+        unsigned int seen = atomicCAS(w, cur, next);
+        if (seen == cur) return;
+        cur = seen;
+    }
+}
 
 )";
 
@@ -541,6 +579,7 @@ public:
         }
         case IRNodeType::Store: {
             auto op = static_cast<const Store *>(n);
+            if (op->atomic) return atomic_store(op);
             if (op->value.type().is_vector()) return vector_store(op);
             std::string v = expr(op->value);
             if (op->value.type().is_bool()) v = "(u8)" + v;
@@ -609,6 +648,46 @@ public:
         }
         default: throw Error("weft internal error: CUDA codegen: unsupported statement");
         }
+    }
+
+    /** An atomic read-modify-write (Stage::atomic()): CUDA's atomicAdd / atomicSub / atomicMin /
+        atomicMax where one exists for the type and operation, else a compare-and-swap loop
+        (on the enclosing 4-byte word for 1- and 2-byte types). A per-thread (register) array
+        is private to its thread: a plain read-modify-write. */
+    void atomic_store(const Store *op) {
+        Type t = op->value.type();
+        if (t.is_vector() || t.is_bool())
+            throw Error("weft internal error: CUDA codegen: atomic store of " + t.str() + " to " + op->name);
+        const std::string old = "_wtmp_old" + std::to_string(tmp_counter++);
+        AtomicUpdate u = atomic_update(op, old);
+        std::string ct = ctype(t);
+        std::string addr = "&" + id(op->name) + "[" + expr(op->index) + "]";
+        if (u.op == AtomicUpdate::Plain || register_bufs.count(op->name)) {
+            std::string p = "_wtmp_p" + std::to_string(tmp_counter++);
+            os << ind() << "{\n";
+            os << ind() << "    " << ct << " *" << p << " = " << addr << ";\n";
+            os << ind() << "    const " << ct << " " << old << " = *" << p << ";\n";
+            os << ind() << "    *" << p << " = " << expr(u.value) << ";\n";
+            os << ind() << "}\n";
+            return;
+        }
+        bool wide = t.bits() == 32 || t.bits() == 64;
+        if (wide && u.op != AtomicUpdate::Other && !(t.is_float() && (u.op == AtomicUpdate::Min || u.op == AtomicUpdate::Max))) {
+            // The types CUDA's atomic functions take: float, double, int, unsigned, long long
+            // (min and max) and unsigned long long (add; two's complement makes it right for i64).
+            std::string at = t.is_float() ? ct
+                             : t.bits() == 32 ? (t.is_int() ? "int" : "unsigned int")
+                             : (t.is_int() && u.op != AtomicUpdate::Add && u.op != AtomicUpdate::Sub) ? "long long"
+                                                                                                      : "unsigned long long";
+            std::string e = "(" + at + ")(" + expr(u.operand) + ")";
+            std::string fn = u.op == AtomicUpdate::Add ? "atomicAdd" : u.op == AtomicUpdate::Min ? "atomicMin"
+                             : u.op == AtomicUpdate::Max ? "atomicMax" : "atomicAdd";
+            if (u.op == AtomicUpdate::Sub) e = t.is_float() ? "-" + e : "(" + at + ")0 - " + e;
+            os << ind() << "(void)" << fn << "((" << at << " *)" << addr << ", " << e << ");\n";
+            return;
+        }
+        os << ind() << (wide ? "weft_atomic_cas" : "weft_atomic_cas_narrow") << "(" << addr << ", [&](" << ct << " "
+           << old << ") -> " << ct << " { return " << expr(u.value) << "; });\n";
     }
 
     /** Would s declare a C name in the enclosing scope? */

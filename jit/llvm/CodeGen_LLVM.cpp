@@ -761,7 +761,61 @@ private:
         b.SetInsertPoint(done_bb);
     }
 
+    /** An atomic read-modify-write: one atomicrmw where LLVM has the operation (integer add,
+        sub, min, max; float add, sub), else a compare-and-swap loop on the element's bits. */
+    void codegen_atomic_store(const Store *op) {
+        Type t = op->value.type();
+        if (t.is_vector() || t.is_bool()) fail("atomic store of " + t.str() + " to " + op->name);
+        Sym s = lookup(op->name);
+        llvm::Type *elem = mem_type(t);
+        llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
+        llvm::Align al = access_align(s, t, op->alignment);
+        const std::string old = op->name + ".atomic_old";
+        AtomicUpdate u = atomic_update(op, old);
+        const auto mono = llvm::AtomicOrdering::Monotonic;
+        if (u.op == AtomicUpdate::Plain) {
+            llvm::StoreInst *st = b.CreateAlignedStore(codegen(u.value), p, al);
+            st->setAtomic(mono);
+            return;
+        }
+        using RMW = llvm::AtomicRMWInst;
+        RMW::BinOp rmw = RMW::BAD_BINOP;
+        if (t.is_float()) {
+            if (u.op == AtomicUpdate::Add) rmw = RMW::FAdd;
+            else if (u.op == AtomicUpdate::Sub) rmw = RMW::FSub;
+        } else {
+            bool sg = t.is_int();
+            if (u.op == AtomicUpdate::Add) rmw = RMW::Add;
+            else if (u.op == AtomicUpdate::Sub) rmw = RMW::Sub;
+            else if (u.op == AtomicUpdate::Min) rmw = sg ? RMW::Min : RMW::UMin;
+            else if (u.op == AtomicUpdate::Max) rmw = sg ? RMW::Max : RMW::UMax;
+        }
+        if (rmw != RMW::BAD_BINOP) {
+            b.CreateAtomicRMW(rmw, p, codegen(u.operand), al, mono);
+            return;
+        }
+        llvm::Type *bits = b.getIntNTy(t.bits());
+        llvm::LoadInst *init = b.CreateAlignedLoad(elem, p, al, old + ".init");
+        init->setAtomic(mono);
+        llvm::BasicBlock *pre = b.GetInsertBlock();
+        llvm::BasicBlock *loop = llvm::BasicBlock::Create(ctx, "atomic.loop", fs->fn);
+        llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx, "atomic.done", fs->fn);
+        b.CreateBr(loop);
+        b.SetInsertPoint(loop);
+        llvm::PHINode *cur = b.CreatePHI(elem, 2, old);
+        cur->addIncoming(init, pre);
+        push(old, {cur, 0});
+        llvm::Value *nv = codegen(u.value);
+        pop(old);
+        llvm::Value *pair = b.CreateAtomicCmpXchg(p, b.CreateBitCast(cur, bits), b.CreateBitCast(nv, bits), al, mono, mono);
+        llvm::Value *seen = b.CreateBitCast(b.CreateExtractValue(pair, 0), elem);
+        cur->addIncoming(seen, b.GetInsertBlock());
+        b.CreateCondBr(b.CreateExtractValue(pair, 1), done, loop);
+        b.SetInsertPoint(done);
+    }
+
     void codegen_store(const Store *op) {
+        if (op->atomic) return codegen_atomic_store(op);
         Type t = op->value.type();
         Sym s = lookup(op->name);
         llvm::Value *v = codegen(op->value);

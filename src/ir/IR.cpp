@@ -138,15 +138,18 @@ Stmt For::make(const std::string &name, Expr min, Expr extent, ForType ft, Stmt 
     WEFT_ASSERT(min.type() == Int(32) && extent.type() == Int(32), "For bounds must be int32");
     return Stmt(std::make_shared<For>(name, std::move(min), std::move(extent), ft, std::move(body)));
 }
-Stmt Store::make(const std::string &name, Expr value, Expr index, int alignment, bool nontemporal) {
+Stmt Store::make(const std::string &name, Expr value, Expr index, int alignment, bool nontemporal, bool atomic) {
     WEFT_ASSERT(value.type().lanes() == index.type().lanes(), "Store lanes mismatch");
     auto n = std::make_shared<Store>(name, std::move(value), std::move(index));
     n->alignment = alignment;
     n->nontemporal = nontemporal;
+    n->atomic = atomic;
     return Stmt(n);
 }
-Stmt Provide::make(const std::string &name, Expr value, std::vector<Expr> args) {
-    return Stmt(std::make_shared<Provide>(name, std::move(value), std::move(args)));
+Stmt Provide::make(const std::string &name, Expr value, std::vector<Expr> args, bool atomic) {
+    auto n = std::make_shared<Provide>(name, std::move(value), std::move(args));
+    n->atomic = atomic;
+    return Stmt(n);
 }
 Stmt Realize::make(const std::string &name, Type t, Region bounds, MemoryType m, Stmt body) {
     return Stmt(std::make_shared<Realize>(name, t, std::move(bounds), m, std::move(body)));

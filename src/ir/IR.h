@@ -265,8 +265,12 @@ struct Store : StmtNode {
     Expr value, index;
     int alignment = 0;
     bool nontemporal = false;  // a streaming store (a hint: the value stored is the same)
+    /** An atomic read-modify-write (Stage::atomic()): every Load of `name` in `value` reads the
+        element being written, and the read, the computation and the write happen as one. */
+    bool atomic = false;
     Store(std::string n, Expr v, Expr i) : StmtNode(_node_type), name(std::move(n)), value(std::move(v)), index(std::move(i)) {}
-    static Stmt make(const std::string &name, Expr value, Expr index, int alignment = 0, bool nontemporal = false);
+    static Stmt make(const std::string &name, Expr value, Expr index, int alignment = 0, bool nontemporal = false,
+                     bool atomic = false);
 };
 
 /** Multi-dimensional store into a Func's realization (before storage flattening). */
@@ -275,8 +279,9 @@ struct Provide : StmtNode {
     std::string name;
     Expr value;
     std::vector<Expr> args;
+    bool atomic = false;  // becomes an atomic Store (see Store::atomic)
     Provide(std::string n, Expr v, std::vector<Expr> a) : StmtNode(_node_type), name(std::move(n)), value(std::move(v)), args(std::move(a)) {}
-    static Stmt make(const std::string &name, Expr value, std::vector<Expr> args);
+    static Stmt make(const std::string &name, Expr value, std::vector<Expr> args, bool atomic = false);
 };
 
 struct Range {

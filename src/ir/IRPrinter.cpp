@@ -160,7 +160,7 @@ protected:
         os << "]";
         if (op->alignment) os << "@" << op->alignment;
         if (op->nontemporal) os << " (nontemporal)";
-        os << " = ";
+        os << (op->atomic ? " = (atomic) " : " = ");
         include(op->value);
         os << "\n";
     }
@@ -171,7 +171,7 @@ protected:
             if (i) os << ", ";
             include(op->args[i]);
         }
-        os << ") = ";
+        os << (op->atomic ? ") = (atomic) " : ") = ");
         include(op->value);
         os << "\n";
     }

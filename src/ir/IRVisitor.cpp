@@ -234,7 +234,7 @@ Stmt IRMutator::visit(const For *op, const Stmt &s) {
 Stmt IRMutator::visit(const Store *op, const Stmt &s) {
     Expr v = mutate(op->value), i = mutate(op->index);
     if (v.same_as(op->value) && i.same_as(op->index)) return s;
-    return Store::make(op->name, v, i, op->alignment, op->nontemporal);
+    return Store::make(op->name, v, i, op->alignment, op->nontemporal, op->atomic);
 }
 Stmt IRMutator::visit(const Provide *op, const Stmt &s) {
     Expr v = mutate(op->value);
@@ -244,7 +244,7 @@ Stmt IRMutator::visit(const Provide *op, const Stmt &s) {
         args.push_back(mutate(a));
         changed |= !args.back().same_as(a);
     }
-    return changed ? Provide::make(op->name, v, args) : s;
+    return changed ? Provide::make(op->name, v, args, op->atomic) : s;
 }
 Stmt IRMutator::visit(const Allocate *op, const Stmt &s) {
     Expr ex = mutate(op->extent);
@@ -401,6 +401,45 @@ bool equal(const Stmt &a, const Stmt &b) {
     if (a.same_as(b)) return true;
     if (!a.defined() || !b.defined()) return false;
     return to_string(a) == to_string(b);
+}
+
+AtomicUpdate atomic_update(const Store *op, const std::string &old) {
+    class ReplaceLoads : public IRMutator {
+    public:
+        const Store *st = nullptr;
+        Expr old;
+        bool found = false;
+
+    protected:
+        Expr visit(const Load *l, const Expr &e) override {
+            if (l->name != st->name) return IRMutator::visit(l, e);
+            found = true;
+            return old;
+        }
+    } r;
+    r.st = op;
+    r.old = Variable::make(op->value.type(), old);
+    AtomicUpdate u;
+    u.value = r.mutate(op->value);
+    if (!r.found) {
+        u.op = AtomicUpdate::Plain;
+        return u;
+    }
+    auto is_old = [&](const Expr &e) {
+        auto v = e.as<Variable>();
+        return v && v->name == old;
+    };
+    IRNodeType nt = u.value.get()->node_type;
+    if (nt != IRNodeType::Add && nt != IRNodeType::Sub && nt != IRNodeType::Min && nt != IRNodeType::Max) return u;
+    auto b = static_cast<const BinaryExprNode *>(u.value.get());
+    Expr e;
+    if (is_old(b->a) && !expr_uses_var(b->b, old)) e = b->b;
+    else if (nt != IRNodeType::Sub && is_old(b->b) && !expr_uses_var(b->a, old)) e = b->a;
+    else return u;
+    u.operand = e;
+    u.op = nt == IRNodeType::Add ? AtomicUpdate::Add : nt == IRNodeType::Sub ? AtomicUpdate::Sub
+           : nt == IRNodeType::Min ? AtomicUpdate::Min : AtomicUpdate::Max;
+    return u;
 }
 
 }  // namespace internal

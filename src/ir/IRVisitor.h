@@ -135,5 +135,16 @@ bool stmt_uses_var(const Stmt &s, const std::string &name);
 bool equal(const Expr &a, const Expr &b);
 bool equal(const Stmt &a, const Stmt &b);
 
+/** An atomic Store (Store::atomic) taken apart for code generation. `value` is the new value
+    with every Load of the stored buffer replaced by the variable `old` (the element's current
+    value). Where the new value is old + e, old - e, min(old, e) or max(old, e) with e not using
+    old, `op` says which and `operand` is e: one atomic instruction does it. Plain: the new value
+    does not read the element (a plain store). Other: a compare-and-swap loop. */
+struct AtomicUpdate {
+    enum Op { Plain, Add, Sub, Min, Max, Other } op = Other;
+    Expr value, operand;
+};
+AtomicUpdate atomic_update(const Store *op, const std::string &old);
+
 }  // namespace internal
 }  // namespace weft

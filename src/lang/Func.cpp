@@ -572,9 +572,9 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
         if (d.is_rvar) before.push_back(d.var);
     for (auto &d : nd)
         if (d.is_rvar) after.push_back(d.var);
-    if (before != after)
+    if (before != after && !s.atomic)  // an atomic update's iterations may run in any order
         user_error("weft: " + name() + ".reorder(): cannot change the order of reduction loops (" + join_names(before) +
-                   " would become " + join_names(after) + "): it may change the result");
+                   " would become " + join_names(after) + "): it may change the result (unless the update is atomic())");
     s.dims = nd;
     bump_epoch();
     return *this;
@@ -595,10 +595,13 @@ static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int st
                    ForType t, const char *prim) {
     StageSchedule &s = sched_of(f, stage, spec);
     int i = find_dim(*f, stage, s, v.name(), prim);
-    if ((t == ForType::Parallel || t == ForType::Vectorized || t == ForType::GPUBlock || t == ForType::GPUThread) &&
-        s.dims[i].is_rvar)
+    if (t == ForType::Vectorized && s.dims[i].is_rvar)
         user_error("weft: " + stage_name(*f, stage) + "." + prim + "(" + v.name() +
-                   "): a reduction loop cannot run in parallel or as vector lanes: its iterations may depend on each other");
+                   "): a reduction loop cannot run as vector lanes: its iterations may depend on each other");
+    if ((t == ForType::Parallel || t == ForType::GPUBlock || t == ForType::GPUThread) && s.dims[i].is_rvar && !s.atomic)
+        user_error("weft: " + stage_name(*f, stage) + "." + prim + "(" + v.name() +
+                   "): a reduction loop cannot run in parallel: its iterations may depend on each other (an update "
+                   "f(..) = f(..) op e can be made atomic() first; then its iterations may run in any order at once)");
     s.dims[i].for_type = t;
     bump_epoch();
     return st;
@@ -615,6 +618,68 @@ Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y) {
 Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z) {
     gpu_blocks(x, y);
     return gpu_blocks(z);
+}
+Stage &Stage::atomic(bool override_associativity_test) {
+    StageSchedule &s = sched_of(f_, stage_, spec_);
+    const std::string what = "weft: " + stage_name(*f_, stage_) + ".atomic()";
+    if (stage_ == 0)
+        user_error(what + ": only an update can be atomic (the pure definition writes each element once)");
+    if (f_->type.is_bool()) user_error(what + ": a Func of bool values cannot be updated atomically");
+    const Definition &d = stage_definition(*f_, stage_);
+    // Every read of the Func itself must be of the element being written: that read, the
+    // computation and the write are then done as one atomic operation.
+    class SelfReads : public IRVisitor {
+    public:
+        const FunctionContents *f = nullptr;
+        const std::vector<Expr> *args = nullptr;
+        int at_lhs = 0, elsewhere = 0;
+
+    protected:
+        void visit(const Call *c) override {
+            if (c->call_type == Call::Func && !c->func && c->name == f->name) {
+                bool same = c->args.size() == args->size();
+                for (size_t i = 0; same && i < c->args.size(); i++) same = equal(c->args[i], (*args)[i]);
+                (same ? at_lhs : elsewhere)++;
+            }
+            IRVisitor::visit(c);
+        }
+    };
+    auto reads = [&](const Expr &e) {
+        SelfReads r;
+        r.f = f_.get();
+        r.args = &d.args;
+        r.include(e);
+        return r;
+    };
+    SelfReads all = reads(d.value);
+    for (auto &a : d.args) {
+        SelfReads in_args = reads(a);
+        if (in_args.at_lhs + in_args.elsewhere)
+            user_error(what + ": the place written depends on the Func's own values (" + to_string(a) + ")");
+    }
+    if (all.elsewhere)
+        user_error(what + ": the update reads the Func at another place than the one it writes (" + to_string(d.value) +
+                   "); an atomic update may read only the element it writes");
+    if (!override_associativity_test) {
+        // f = f op e (or e op f) for op in +, *, min, max, or f = f - e, with e not reading f:
+        // the result does not depend on the order in which the iterations run.
+        IRNodeType nt = d.value.get()->node_type;
+        bool ok = false;
+        if (nt == IRNodeType::Add || nt == IRNodeType::Mul || nt == IRNodeType::Min || nt == IRNodeType::Max ||
+            nt == IRNodeType::Sub) {
+            auto b = static_cast<const BinaryExprNode *>(d.value.get());
+            SelfReads ra = reads(b->a), rb = reads(b->b);
+            ok = (ra.at_lhs == 1 && ra.at_lhs + ra.elsewhere == 1 && b->a.as<Call>() && rb.at_lhs == 0) ||
+                 (nt != IRNodeType::Sub && rb.at_lhs == 1 && b->b.as<Call>() && ra.at_lhs == 0);
+        }
+        if (!ok)
+            user_error(what + ": the update is not f(..) = f(..) op e with op one of +, -, *, min, max and e not reading f (" +
+                       to_string(d.value) + "), so its result would depend on the order of its iterations; "
+                       "atomic(true) makes it atomic anyway");
+    }
+    s.atomic = true;
+    bump_epoch();
+    return *this;
 }
 Stage &Stage::gpu_single_thread() {
     sched_of(f_, stage_, spec_).single_thread = true;

@@ -42,6 +42,7 @@ struct StageSchedule {
     std::vector<Dim> dims;  // innermost first
     std::vector<PrefetchSpec> prefetches;
     bool single_thread = false;  // gpu_single_thread(): the whole stage is one GPU thread's kernel
+    bool atomic = false;         // atomic(): the update's read-modify-write is atomic; RVars may be parallel
 };
 
 struct Specialization {

@@ -51,7 +51,7 @@ protected:
         Expr v = mutate(op->value), i = mutate(op->index);
         int a = alignment_of(i);
         if (v.same_as(op->value) && i.same_as(op->index) && a == op->alignment) return s;
-        return Store::make(op->name, v, i, a, op->nontemporal);
+        return Store::make(op->name, v, i, a, op->nontemporal, op->atomic);
     }
 };
 

@@ -478,6 +478,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 os << " dims";
                 for (auto &d : sc.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
                 if (sc.single_thread) os << " single_thread";
+                if (sc.atomic) os << " atomic";
                 for (auto &pf : sc.prefetches)
                     os << " prefetch "
                        << canon.get(s.prefetch_names.count(pf.src) ? s.prefetch_names.at(pf.src) : pf.src_name) << " "

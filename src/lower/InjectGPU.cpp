@@ -60,17 +60,29 @@ struct Accesses : public LoadsStores {
     // definition's loops write each point once, so writes of it from different threads never
     // overlap (write after write needs no barrier between them).
     std::set<std::string> pure_writes, other_writes;
+    // Buffers accessed only by atomic updates (Store::atomic, and their reads of the element
+    // they update): such updates from different threads commute (no barrier between them).
+    std::set<std::string> atomic_only, not_atomic;
     std::vector<std::string> loops;
+    const Store *in_atomic = nullptr;
     void visit(const For *op) override {
         loops.push_back(op->name);
         IRVisitor::visit(op);
         loops.pop_back();
     }
+    void visit(const Load *op) override {
+        if (!in_atomic || in_atomic->name != op->name) not_atomic.insert(op->name);
+        LoadsStores::visit(op);
+    }
     void visit(const Store *op) override {
         bool pure = false;
         for (auto &l : loops) pure = pure || l.rfind(op->name + ".s0.", 0) == 0;
         (pure ? pure_writes : other_writes).insert(op->name);
+        (op->atomic ? atomic_only : not_atomic).insert(op->name);
+        const Store *outer = in_atomic;
+        if (op->atomic) in_atomic = op;
         LoadsStores::visit(op);
+        in_atomic = outer;
     }
     void visit(const Allocate *op) override {
         allocs.insert(op->name);
@@ -83,6 +95,8 @@ struct Accesses : public LoadsStores {
         }
         for (auto &w : other_writes) pure_writes.erase(w);
         for (auto it = pure_writes.begin(); it != pure_writes.end();) it = writes.count(*it) ? std::next(it) : pure_writes.erase(it);
+        for (auto &n : not_atomic) atomic_only.erase(n);
+        for (auto it = atomic_only.begin(); it != atomic_only.end();) it = writes.count(*it) ? std::next(it) : atomic_only.erase(it);
     }
 };
 
@@ -122,6 +136,20 @@ bool constant_upper_bound(Expr e, const Scope &scope, int64_t *out) {
 }
 
 Stmt barrier() { return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_thread_barrier", {})); }
+int count_barriers(const Stmt &s) {
+    class Count : public IRVisitor {
+    public:
+        int n = 0;
+
+    protected:
+        void visit(const Call *op) override {
+            n += op->is_intrinsic("gpu_thread_barrier");
+            IRVisitor::visit(op);
+        }
+    } c;
+    c.include(s);
+    return c.n;
+}
 
 /** Every Load and Store of one buffer inside a statement, with what encloses it there: the
     loops (outermost first) and the lets (substituted into the index, innermost first). */
@@ -316,8 +344,8 @@ protected:
     }
     Stmt visit(const Store *op, const Stmt &s) override {
         Expr v = mutate(op->value), i = mutate(op->index);
-        if (op->name != name) return Store::make(op->name, v, i, op->alignment, op->nontemporal);
-        return Store::make(op->name, v, rebase(i), 0, op->nontemporal);
+        if (op->name != name) return Store::make(op->name, v, i, op->alignment, op->nontemporal, op->atomic);
+        return Store::make(op->name, v, rebase(i), 0, op->nontemporal, op->atomic);
     }
 };
 
@@ -431,9 +459,31 @@ private:
     Expr grid_ext[3];  // the kernel's gpu_blocks extents (undefined past its dimensions)
     int64_t shared_bytes = 0;
     std::string shared_list;
-    std::set<std::string> pending_r, pending_w;
-    std::set<std::string> pending_pure;  // of pending_w: written so far (since the last barrier or
-                                         // the start of this loop iteration) by a pure definition only
+    /** What the block's threads have accessed since the last barrier (or the start of a loop's
+        iteration), by buffer. */
+    struct Pending {
+        std::set<std::string> r, w;
+        std::set<std::string> pure;    // of w: written by a pure definition only
+        std::set<std::string> atomic;  // of w: accessed by atomic updates only
+        bool has(const std::string &n) const { return r.count(n) || w.count(n); }
+        bool has_any() const { return !r.empty() || !w.empty(); }
+        /** Pending after either a or b (a branch taken or not, a loop's iteration or what was
+            before it): pure where pure in each that left it pending, atomic likewise. */
+        static Pending either(const Pending &a, const Pending &b) {
+            Pending m;
+            m.r = a.r;
+            m.r.insert(b.r.begin(), b.r.end());
+            m.w = a.w;
+            m.w.insert(b.w.begin(), b.w.end());
+            for (auto &n : m.w) {
+                if ((!a.w.count(n) || a.pure.count(n)) && (!b.w.count(n) || b.pure.count(n))) m.pure.insert(n);
+                if ((!a.has(n) || a.atomic.count(n)) && (!b.has(n) || b.atomic.count(n))) m.atomic.insert(n);
+            }
+            return m;
+        }
+        bool operator==(const Pending &o) const { return r == o.r && w == o.w && pure == o.pure && atomic == o.atomic; }
+    };
+    Pending pending;
     std::string kernel_name;
     Scope thread_scope;
 
@@ -748,24 +798,33 @@ private:
         a.include(original);
         a.finish();
         drop_private(a);
-        bool waw = false;
-        for (auto &w : a.writes)
-            waw = waw || (pending_w.count(w) && !(pending_pure.count(w) && a.pure_writes.count(w)));
-        bool conflict = waw || intersects(a.writes, pending_r) || intersects(a.reads, pending_w);
+        // Atomic updates of a buffer that only atomic updates have accessed since the barrier
+        // need none; anything else after an atomic update does, as after a plain access.
+        bool conflict = false;
+        for (auto &w : a.writes) {
+            if (a.atomic_only.count(w)) conflict = conflict || (pending.has(w) && !pending.atomic.count(w));
+            else conflict = conflict || pending.r.count(w) || (pending.w.count(w) && !(pending.pure.count(w) && a.pure_writes.count(w)));
+        }
+        for (auto &n : a.reads)
+            if (!a.atomic_only.count(n)) conflict = conflict || pending.w.count(n);
         Stmt r = transformed;
         if (conflict) {
             r = Block::make(barrier(), r);
-            pending_r.clear();
-            pending_w.clear();
-            pending_pure.clear();
+            pending = Pending();
         }
         for (auto &w : a.writes) {
-            bool pure = a.pure_writes.count(w) && (!pending_w.count(w) || pending_pure.count(w));
-            if (pure) pending_pure.insert(w);
-            else pending_pure.erase(w);
+            bool pure = a.pure_writes.count(w) && (!pending.w.count(w) || pending.pure.count(w));
+            if (pure) pending.pure.insert(w);
+            else pending.pure.erase(w);
         }
-        pending_r.insert(a.reads.begin(), a.reads.end());
-        pending_w.insert(a.writes.begin(), a.writes.end());
+        for (auto &n : a.reads)
+            if (!a.atomic_only.count(n)) pending.atomic.erase(n);
+        for (auto &w : a.writes) {
+            if (a.atomic_only.count(w)) pending.atomic.insert(w);  // a plain pending access would have conflicted
+            else pending.atomic.erase(w);
+        }
+        pending.r.insert(a.reads.begin(), a.reads.end());
+        pending.w.insert(a.writes.begin(), a.writes.end());
         return r;
     }
 
@@ -787,22 +846,12 @@ private:
             return Block::make(a, b);
         }
         if (auto op = s.as<IfThenElse>()) {
-            auto r0 = pending_r, w0 = pending_w, p0 = pending_pure;
+            const Pending before = pending;
             Stmt t = block_level(op->then_case);
-            auto r1 = pending_r, w1 = pending_w, p1 = pending_pure;
-            pending_r = r0;
-            pending_w = w0;
-            pending_pure = p0;
+            const Pending after_then = pending;
+            pending = before;
             Stmt e = block_level(op->else_case);
-            // Pending after either branch; pure where pure in each branch that left it pending.
-            std::set<std::string> pure;
-            for (auto &w : w1)
-                if (p1.count(w) && (!pending_w.count(w) || pending_pure.count(w))) pure.insert(w);
-            for (auto &w : pending_w)
-                if (pending_pure.count(w) && !w1.count(w)) pure.insert(w);
-            pending_pure = pure;
-            pending_r.insert(r1.begin(), r1.end());
-            pending_w.insert(w1.begin(), w1.end());
+            pending = Pending::either(after_then, pending);
             return IfThenElse::make(op->condition, t, e);
         }
         if (auto op = s.as<Allocate>()) {
@@ -843,55 +892,71 @@ private:
             // settle, everything the body accesses is taken as pending.
             // The loop's range bounds the sizes of what is allocated inside it (a last, smaller
             // step of a tile: the shared buffer gets the largest size).
+            // Where what was pending before the loop makes the body wait at a barrier that
+            // the iterations themselves would not need (the bins of a histogram cleared, then
+            // added to atomically at each iteration), one barrier before the loop does instead.
             LoopRange range(*this, op);
-            const std::set<std::string> pre_r = pending_r, pre_w = pending_w, pre_p = pending_pure;
-            std::set<std::string> er = pre_r, ew = pre_w, ep = pre_p;
-            bool settled = false;
-            for (int pass = 0; pass < 4 && !settled; pass++) {
+            // The body gone over from `start`, its result and the totals it adds to dropped:
+            // what it leaves pending and how many barriers it has.
+            auto dry_run = [&](const Pending &start, int *barriers) {
                 int64_t saved_bytes = shared_bytes;
                 std::string saved_list = shared_list;
                 std::set<std::string> saved_private = private_bufs;
                 int saved_c[3] = {max_c[0], max_c[1], max_c[2]};
-                pending_r = er;
-                pending_w = ew;
-                pending_pure = ep;
-                block_level(op->body);
-                std::set<std::string> nr = pre_r, nw = pre_w, np;
-                nr.insert(pending_r.begin(), pending_r.end());
-                nw.insert(pending_w.begin(), pending_w.end());
-                for (auto &w : pre_p)
-                    if (!pending_w.count(w)) np.insert(w);  // an iteration's writes are not the same pure ones
+                pending = start;
+                Stmt b = block_level(op->body);
+                if (barriers) *barriers = count_barriers(b);
                 shared_bytes = saved_bytes;
                 shared_list = saved_list;
                 private_bufs = saved_private;
                 std::copy(saved_c, saved_c + 3, max_c);
-                settled = nr == er && nw == ew && np == ep;
-                er = nr;
-                ew = nw;
-                ep = np;
-            }
-            if (!settled) {
+                return pending;
+            };
+            auto settle = [&](const Pending &before) {
+                Pending start = before;  // what an iteration starts with
+                for (int pass = 0; pass < 4; pass++) {
+                    Pending end = dry_run(start, nullptr);
+                    Pending next = Pending::either(before, end);
+                    for (auto &w : end.w) next.pure.erase(w);  // an iteration's writes are not the same pure ones
+                    if (next == start) return start;
+                    start = next;
+                }
                 Accesses a;
                 a.include(op->body);
                 drop_private(a);
-                er.insert(a.reads.begin(), a.reads.end());
-                ew.insert(a.writes.begin(), a.writes.end());
-                for (auto &w : a.writes) ep.erase(w);
+                start.r.insert(a.reads.begin(), a.reads.end());
+                start.w.insert(a.writes.begin(), a.writes.end());
+                for (auto &w : a.writes) start.pure.erase(w);
+                for (auto *set : {&a.reads, &a.writes})
+                    for (auto &n : *set) start.atomic.erase(n);
+                return start;
+            };
+            const Pending pre = pending;  // (dry runs change pending)
+            Pending start = settle(pre);
+            bool barrier_before = false;
+            if (pre.has_any()) {
+                Pending start0 = settle(Pending());
+                if (!(start0 == start)) {
+                    int inside = 0, inside0 = 0;
+                    dry_run(start, &inside);
+                    dry_run(start0, &inside0);
+                    barrier_before = inside0 < inside;
+                    if (barrier_before) start = start0;
+                }
             }
-            pending_r = er;
-            pending_w = ew;
-            pending_pure = ep;
+            pending = start;
             Stmt b = block_level(op->body);
             // After the loop (also where it runs no iteration): what an iteration starts with
             // bounds what is pending.
-            pending_r = er;
-            pending_w = ew;
-            std::set<std::string> pure;
-            for (auto &w : ep)
-                if (pending_pure.count(w)) pure.insert(w);
-            pending_pure = pure;
+            Pending after = start;
+            for (auto &w : start.pure)
+                if (!pending.pure.count(w)) after.pure.erase(w);
+            for (auto &n : start.atomic)
+                if (pending.has(n) && !pending.atomic.count(n)) after.atomic.erase(n);
+            pending = after;
             ForType ft = op->for_type == ForType::Unrolled ? ForType::Unrolled : ForType::Serial;
-            return For::make(op->name, op->min, op->extent, ft, b);
+            Stmt loop = For::make(op->name, op->min, op->extent, ft, b);
+            return barrier_before ? Block::make(barrier(), loop) : loop;
         }
         if (auto op = s.as<Store>()) {
             (void)op;

@@ -166,7 +166,7 @@ struct Builder {
         for (auto &rv : st.rvars) subs[rv.var] = values.at(rv.var);
         std::vector<Expr> args;
         for (auto &a : st.args) args.push_back(substitute(subs, a));
-        Stmt body = Provide::make(f.name, substitute(subs, st.value), args);
+        Stmt body = Provide::make(f.name, substitute(subs, st.value), args, sched.atomic);
         // prefetch(src, at, offset): a hint for what iteration at + offset will read of src.
         std::vector<Stmt> prefetches;
         for (auto &pf : sched.prefetches) {

@@ -42,7 +42,7 @@ protected:
         for (auto &a : op->args) args.push_back(mutate(a));
         auto f = env.index.find(op->name);
         bool nt = f != env.index.end() && env.funcs[f->second].sched.nontemporal;
-        return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt);
+        return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt, op->atomic);
     }
     Stmt visit(const Realize *op, const Stmt &s) override {
         Stmt body = mutate(op->body);

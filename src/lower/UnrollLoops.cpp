@@ -36,7 +36,7 @@ protected:
     Stmt visit(const Store *op, const Stmt &s) override {
         Expr v = mutate(op->value), i = mutate(op->index);
         auto it = renamed.find(op->name);
-        return Store::make(it == renamed.end() ? op->name : it->second, v, i, op->alignment, op->nontemporal);
+        return Store::make(it == renamed.end() ? op->name : it->second, v, i, op->alignment, op->nontemporal, op->atomic);
     }
 };
 

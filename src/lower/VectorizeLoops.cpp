@@ -106,6 +106,7 @@ protected:
         Expr v = mutate(op->value), i = mutate(op->index);
         if (v.same_as(op->value) && i.same_as(op->index)) return s;
         if (i.type().is_scalar()) throw CannotVectorize();  // every lane would store to one place
+        if (op->atomic) throw CannotVectorize();  // atomic updates are scalar: the loop stays serial (unrolled for CUDA)
         return Store::make(op->name, widen(v, i.type().lanes()), i, op->alignment, op->nontemporal);
     }
     Stmt visit(const For *op, const Stmt &s) override {

@@ -429,6 +429,73 @@ inline GpuCase lut_gather(int w = 256, int h = 64) {
     return c;
 }
 
+/** A histogram of an image: the update runs over the image (the RDom) on GPU blocks and
+    threads, made atomic(): each thread adds its 1 with atomicAdd to global memory. */
+inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64) {
+    GpuCase c;
+    c.name = "histogram_atomic";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), xo("xo"), xi("xi");
+    RDom r(0, w, 0, h, "r");
+    RVar rxo("rxo"), ryo("ryo"), rxi("rxi"), ryi("ryi");
+    Func hist("histogram");
+    hist(x) = 0.0f;
+    Expr bin = clamp(cast<int>((in(r.x, r.y) + 0.25f) * (float)bins), 0, bins - 1);
+    hist(bin) += 1.0f;
+    hist.gpu_tile(x, xo, xi, 32);
+    hist.update().atomic().gpu_tile(r.x, r.y, rxo, ryo, rxi, ryi, 32, 8);
+    c.out = hist;
+    c.sizes = {bins};
+    c.expect_shared = 0;
+    return c;
+}
+
+/** The largest value per bin (a scatter-max): float max has no atomic instruction, so each
+    thread's update is a compare-and-swap loop. */
+inline GpuCase scatter_max_atomic(int w = 256, int h = 40, int bins = 16) {
+    GpuCase c;
+    c.name = "scatter_max_atomic";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), xo("xo"), xi("xi");
+    RDom r(0, w, 0, h, "r");
+    Func m("scatter_max");
+    m(x) = -1e30f;
+    m((r.x * 5 + r.y) % bins) = max(m((r.x * 5 + r.y) % bins), in(r.x, r.y) * cast<float>(1 + r.y % 3));
+    m.gpu_tile(x, xo, xi, 16);
+    m.update().atomic().gpu_blocks(r.y).gpu_threads(r.x);
+    c.out = m;
+    c.sizes = {bins};
+    c.expect_shared = 0;
+    return c;
+}
+
+/** A histogram per row in shared memory: one block per row; its threads clear the bins, add
+    the row's values with atomicAdd on shared memory (threads over the RVar), and copy the bins
+    out, with barriers between the three. */
+inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32) {
+    GpuCase c;
+    c.name = "row_histogram_shared";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var b("b"), y("y");
+    RDom r(0, w, "r");
+    RVar ro("ro"), ri("ri");
+    Func hist("row_hist"), out("row_histogram");
+    hist(b, y) = 0.0f;
+    hist(clamp(cast<int>((in(r, y) + 0.25f) * (float)bins), 0, bins - 1), y) += 1.0f;
+    out(b, y) = hist(b, y);
+    out.gpu_blocks(y).gpu_threads(b);
+    hist.compute_at(out, y).store_in(MemoryType::GPUShared).gpu_threads(b);
+    hist.update().atomic().split(r, ro, ri, 128).gpu_threads(ri);
+    c.out = out;
+    c.sizes = {bins, h};
+    c.expect_shared = bins * 4;
+    c.expect_barrier = true;
+    return c;
+}
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
@@ -438,7 +505,9 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return matmul_shared_vec(256, 8, true); }, [] { return matmul_shared_vec(256, 16, true); },
             [] { return elementwise_chain(1024, 64, 4); }, [] { return blur_vectorized(256, 128, 32); },
             [] { return box_sum(); },               [] { return total_sum(); },
-            [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); }};
+            [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); },
+            [] { return histogram_atomic(); },      [] { return scatter_max_atomic(); },
+            [] { return row_histogram_shared(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include "cuda/CudaRuntime.h"
 #include "gpu/gpu_testing.h"
+#include "lang/atomic_cases.h"
 
 using namespace weft;
 using namespace weft::internal;
@@ -285,6 +286,53 @@ TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     check_case(c, 2);  // the initial value, then the update with its partial sums
     Built b = build(c);
     EXPECT_EQ(b.prog.kernels[1].block[0], 128);
+}
+
+// atomic() updates over RVars on GPU blocks and threads: atomicAdd on global memory, a
+// compare-and-swap loop for a float max, atomicAdd on shared memory between barriers.
+TEST(GPUNvrtc, AtomicUpdates) {
+    REQUIRE_NVRTC();
+    GpuCase h = histogram_atomic();
+    check_case(h, 2);
+    EXPECT_NE(build(h).prog.source.find("atomicAdd((float *)&"), std::string::npos);
+    GpuCase m = scatter_max_atomic();
+    check_case(m, 2);
+    EXPECT_NE(build(m).prog.source.find("weft_atomic_cas(&"), std::string::npos);
+    GpuCase s = row_histogram_shared();
+    check_case(s, 1);
+    Built b = build(s);
+    EXPECT_NE(b.prog.source.find("atomicAdd((float *)&"), std::string::npos);
+    size_t barriers = 0;
+    for (size_t at = 0; (at = b.prog.source.find("__syncthreads()", at)) != std::string::npos; at++) barriers++;
+    EXPECT_EQ(barriers, 2u) << b.prog.source;  // cleared -> added to (no barrier between atomic adds) -> read
+    size_t loop = b.prog.source.find("for (i32 w_row_hist_s1_ro"), first = b.prog.source.find("__syncthreads()");
+    EXPECT_LT(first, loop) << b.prog.source;  // the one before the loop, not at each iteration
+}
+
+// Every atomic form of tests/lang/atomic_cases.h compiles (the 1- and 2-byte ones through a
+// compare-and-swap on their 4-byte word).
+TEST(GPUNvrtc, AtomicUpdatesOfEachType) {
+    REQUIRE_NVRTC();
+    Buffer<int32_t> in = weft_test::atomic_input(64, 16);
+    auto s = [](Func &f, Stage u, const RDom &r) {
+        Var xo("xo"), xi("xi");
+        f.gpu_tile(Var("x"), xo, xi, 16);
+        u.gpu_blocks(r.y).gpu_threads(r.x);
+    };
+    for (auto &a : weft_test::atomic_cases(in, s)) {
+        SCOPED_TRACE(a.name);
+        GpuCase c;
+        c.name = a.name;
+        c.out = a.f;
+        c.sizes = {10};
+        c.expect_shared = 0;
+        check_case(c, 2);
+        std::string src = build(c).prog.source;
+        bool narrow = a.f.type().bits() < 32, cas = a.name == "max_f32" || a.name == "product_u32" || a.name == "double_plus_one";
+        EXPECT_EQ(src.find("weft_atomic_cas_narrow(&") != std::string::npos, narrow) << src;
+        EXPECT_EQ(src.find("weft_atomic_cas(&") != std::string::npos, cas) << src;
+        if (!narrow && !cas) EXPECT_NE(src.find("(void)atomic"), std::string::npos) << src;
+    }
 }
 
 TEST(GPUNvrtc, CompileErrorCarriesLogAndLine) {

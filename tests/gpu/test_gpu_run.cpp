@@ -2,6 +2,7 @@
 // "GPURun" (CTest label gpu); every test skips where there is no CUDA device.
 #include <gtest/gtest.h>
 #include "gpu/gpu_testing.h"
+#include "lang/atomic_cases.h"
 
 using namespace weft;
 using namespace weft_gpu_test;
@@ -40,6 +41,22 @@ TEST(GPURun, OddSizesWithTails) {
         SCOPED_TRACE(m.name + " n=" + std::to_string(m.sizes[0]));
         EXPECT_LE(compare_with_interpreter(m, t), 1e-5);
     }
+}
+
+// atomic() updates of each element type and operation, over GPU blocks and threads of the
+// RDom: atomicAdd / atomicSub / atomicMin / atomicMax, compare-and-swap loops (float max, a
+// product, a non-associative update), on 4- and 8-byte elements and within the 4-byte word of
+// 1- and 2-byte ones; exact against C++.
+TEST(GPURun, AtomicUpdatesOfEachType) {
+    REQUIRE_DEVICE();
+    Buffer<int32_t> in = weft_test::atomic_input(203, 61);
+    auto s = [](Func &f, Stage u, const RDom &r) {
+        Var xo("xo"), xi("xi");
+        RVar rxo("rxo"), ryo("ryo"), rxi("rxi"), ryi("ryi");
+        f.gpu_tile(Var("x"), xo, xi, 16);
+        u.gpu_tile(r.x, r.y, rxo, ryo, rxi, ryi, 32, 4);
+    };
+    for (auto &c : weft_test::atomic_cases(in, s)) EXPECT_EQ(c.check(Target::cuda()), "") << c.name;
 }
 
 TEST(GPURun, BuffersCopyOnlyWhenNeeded) {
