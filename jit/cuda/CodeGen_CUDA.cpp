@@ -99,6 +99,10 @@ static void weft_emu_run_grid(void (*body)(void **), void **p, unsigned gx, unsi
     if (!weft_emu_failure.empty()) throw std::runtime_error(weft_emu_failure);
 }
 template <typename T> static inline T weft_emu_bits(const void *p) { T v; memcpy(&v, p, sizeof v); return v; }
+// Shared memory is thread_local storage here; its address goes through this so that the host
+// compiler cannot fold a constant index (a wrapped one, in a branch not taken) into the TLS
+// relocation, whose 32 bits it can overflow.
+template <typename T> static inline T *weft_emu_opaque(T *p) { asm volatile("" : "+r"(p)); return p; }
 static inline float __int_as_float(unsigned u) { return weft_emu_bits<float>(&u); }
 // Atomics: a block's threads are fibers of one host thread, switching only at __syncthreads(),
 // and blocks run one after another, so a plain read-modify-write is atomic here.
@@ -909,8 +913,12 @@ protected:
             auto &a = sh.allocs[n];
             int64_t bytes = std::max<int64_t>(a.second, 1) * a.first.bytes();
             k.shared_bytes += (bytes + 15) / 16 * 16;
-            src << "    __shared__ __align__(16) " << storage_type(a.first) << " " << em.id(n) << "["
+            std::string name = em.id(n);
+            if (emulate) name += "_tls";
+            src << "    __shared__ __align__(16) " << storage_type(a.first) << " " << name << "["
                 << std::max<int64_t>(a.second, 1) << "];\n";
+            if (emulate)  // see weft_emu_opaque
+                src << "    " << storage_type(a.first) << " *const " << em.id(n) << " = weft_emu_opaque(" << name << ");\n";
         }
         em.stmt(cur);
         src << em.os.str() << "}\n\n";

@@ -431,7 +431,7 @@ inline GpuCase lut_gather(int w = 256, int h = 64) {
 
 /** A histogram of an image: the update runs over the image (the RDom) on GPU blocks and
     threads, made atomic(): each thread adds its 1 with atomicAdd to global memory. */
-inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64) {
+inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64, int tx = 32, int ty = 8) {
     GpuCase c;
     c.name = "histogram_atomic";
     c.inputs.push_back(ramp_buffer(w, h));
@@ -444,7 +444,7 @@ inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64) {
     Expr bin = clamp(cast<int>((in(r.x, r.y) + 0.25f) * (float)bins), 0, bins - 1);
     hist(bin) += 1.0f;
     hist.gpu_tile(x, xo, xi, 32);
-    hist.update().atomic().gpu_tile(r.x, r.y, rxo, ryo, rxi, ryi, 32, 8);
+    hist.update().atomic().gpu_tile(r.x, r.y, rxo, ryo, rxi, ryi, tx, ty);
     c.out = hist;
     c.sizes = {bins};
     c.expect_shared = 0;
@@ -474,7 +474,7 @@ inline GpuCase scatter_max_atomic(int w = 256, int h = 40, int bins = 16) {
 /** A histogram per row in shared memory: one block per row; its threads clear the bins, add
     the row's values with atomicAdd on shared memory (threads over the RVar), and copy the bins
     out, with barriers between the three. */
-inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32) {
+inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32, int threads = 128) {
     GpuCase c;
     c.name = "row_histogram_shared";
     c.inputs.push_back(ramp_buffer(w, h));
@@ -488,7 +488,7 @@ inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32) {
     out(b, y) = hist(b, y);
     out.gpu_blocks(y).gpu_threads(b);
     hist.compute_at(out, y).store_in(MemoryType::GPUShared).gpu_threads(b);
-    hist.update().atomic().split(r, ro, ri, 128).gpu_threads(ri);
+    hist.update().atomic().split(r, ro, ri, threads).gpu_threads(ri);
     c.out = out;
     c.sizes = {bins, h};
     c.expect_shared = bins * 4;

@@ -137,7 +137,7 @@ GpuCase random_matmul(Rng &r, std::ostream &d) {
     threads of a block, inline reductions, a scalar total, a gather, with random sizes and
     threads per block. */
 GpuCase random_other(Rng &r, std::ostream &d) {
-    switch (r.uniform(0, 6)) {
+    switch (r.uniform(0, 9)) {
     case 0: {
         int w = r.uniform(1, 300), h = r.uniform(1, 50), tx = pick(r, {1, 8, 32, 64}), ty = pick(r, {1, 2, 8});
         d << "pointwise(" << w << "x" << h << ", threads " << tx << "x" << ty << ")";
@@ -167,6 +167,23 @@ GpuCase random_other(Rng &r, std::ostream &d) {
         int w = r.uniform(1, 400), h = r.uniform(1, 100);
         d << "total_sum(" << w << "x" << h << ")";
         return total_sum(w, h);
+    }
+    case 6: {
+        int w = r.uniform(1, 400), h = r.uniform(1, 80), bins = pick(r, {1, 7, 64, 300});
+        int tx = pick(r, {1, 16, 32, 128}), ty = pick(r, {1, 4, 8});
+        d << "histogram_atomic(" << w << "x" << h << ", bins=" << bins << ", tile " << tx << "x" << ty << ")";
+        return histogram_atomic(w, h, bins, tx, ty);
+    }
+    case 7: {
+        int w = r.uniform(1, 1024), h = r.uniform(1, 40), bins = pick(r, {1, 5, 16, 100});
+        d << "scatter_max_atomic(" << w << "x" << h << ", bins=" << bins << ")";
+        return scatter_max_atomic(w, h, bins);
+    }
+    case 8: {
+        int w = r.uniform(1, 900), h = r.uniform(1, 30), bins = pick(r, {1, 8, 32, 100, 256});
+        int t = pick(r, {32, 64, 128, 256});
+        d << "row_histogram_shared(" << w << "x" << h << ", bins=" << bins << ", threads=" << t << ")";
+        return row_histogram_shared(w, h, bins, t);
     }
     default: {
         int w = r.uniform(64, 300), h = r.uniform(1, 30);
@@ -201,7 +218,7 @@ void for_each_trial(uint32_t salt, const std::function<void(GpuCase &)> &trial) 
         } catch (const Error &e) {
             std::string what = e.what();
             refused++;
-            std::printf("seed %u refused: %s\n  %s\n", seed, desc.c_str(), what.substr(0, 300).c_str());
+            std::printf("seed %u refused: %s\n  %s\n", seed, desc.c_str(), what.substr(0, 3000).c_str());
             EXPECT_EQ(what.find("internal error"), std::string::npos) << what;
             EXPECT_EQ(what.rfind("weft: ", 0), 0u) << what;
         }
