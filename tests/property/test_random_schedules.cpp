@@ -208,6 +208,8 @@ private:
     void schedule_stage(Node &n, int s) {
         auto &ls = n.loops[(size_t)s];
         const std::string sn = stage_str(n, s);
+        // An atomic() update's RVars may be reordered and run in parallel.
+        const bool atomic = s > 0 && n.f.contents()->updates[(size_t)s - 1].schedule.atomic;
         bool used_roundup = false;
         // Structural ops: split, fuse, reorder, tile.
         int ops = rng_.uniform(0, 3);
@@ -261,8 +263,9 @@ private:
                 for (auto &l : ls)
                     if (l.rvar) rvars.push_back(l);
                 size_t ri = 0;
-                for (auto &l : perm)
-                    if (l.rvar) l = rvars[ri++];
+                if (!atomic)
+                    for (auto &l : perm)
+                        if (l.rvar) l = rvars[ri++];
                 std::vector<VarOrRVar> args;
                 std::string desc;
                 for (auto &l : perm) {
@@ -351,16 +354,16 @@ private:
                 ls.insert(ls.begin() + k, li);
             }
         }
-        // Parallelize a pure loop.
-        if (rng_.chance(0.4)) {
-            auto cand = free_loops(ls, true);
+        // Parallelize a pure loop (or any loop of an atomic update).
+        if (rng_.chance(atomic ? 0.8 : 0.4)) {
+            auto cand = free_loops(ls, !atomic);
             if (!cand.empty()) {
                 int k = rng_.pick(cand);
                 Loop l = ls[(size_t)k];
                 if (rng_.chance(0.5)) {
                     int ts = rng_.uniform(1, 4);
                     log += sn + ".parallel(" + l.name + ", " + std::to_string(ts) + ");\n";
-                    on_stage(n, s, [&](auto &st) { st.parallel(Var(l.name), ts); });
+                    on_stage(n, s, [&](auto &st) { st.parallel(vr(l), ts); });
                     Loop li = l;
                     li.name = l.name + "_pi?";
                     li.locked = true;
@@ -369,7 +372,7 @@ private:
                     ls.insert(ls.begin() + k, li);
                 } else {
                     log += sn + ".parallel(" + l.name + ");\n";
-                    on_stage(n, s, [&](auto &st) { st.parallel(Var(l.name)); });
+                    on_stage(n, s, [&](auto &st) { st.parallel(vr(l)); });
                     ls[(size_t)k].parallel = true;
                 }
             }
@@ -581,6 +584,7 @@ TEST(RandomSchedules, Histogram) {
         // A random range of bins (the scatter still writes all of 0..255).
         const int lo = trial < 2 ? 0 : r.uniform(0, 250);
         const int n = trial < 2 ? 256 : r.uniform(1, 256 - lo);
+        const bool atomic = trial % 2 == 1;  // then its RVars may be reordered and parallel
         auto build = [&](std::vector<Node> &nodes) {
             Var x("x"), y("y");
             RDom rr(0, W, 0, H, "r");
@@ -589,6 +593,7 @@ TEST(RandomSchedules, Histogram) {
             hist(x) = 0;
             hist(cast<int>(bright(rr.x, rr.y))) += 1;
             out(x) = hist(x) * 3 + x;
+            if (atomic) hist.update().atomic();
             nodes = {Node{out, true}, Node{hist, false, true, 0, 0}, Node{bright, false, false, 1, 1}};
         };
         Trial t = trial_of(build);
@@ -597,7 +602,7 @@ TEST(RandomSchedules, Histogram) {
         ref.set_min(lo);
         run_trial<int>("histogram", 4000u + (uint32_t)trial,
                        "image " + std::to_string(W) + "x" + std::to_string(H) + " bins [" + std::to_string(lo) + ", " +
-                           std::to_string(lo + n - 1) + "]",
+                           std::to_string(lo + n - 1) + "]" + (atomic ? ", hist.update().atomic()" : ""),
                        t, out, ref);
     }
 }
