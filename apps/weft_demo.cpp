@@ -1,5 +1,6 @@
 // weft_demo: runs the example apps on built-in data and reports whether each matches its
-// plain C++ reference.
+// plain C++ reference. Usage: weft_demo [--target host|host-cuda] [--size n] (the apps' GPU
+// schedules with host-cuda; the size of both problems).
 #include <weft/weft.h>
 
 #include <cstdio>
@@ -7,12 +8,19 @@
 
 #include "app_util.h"
 
-int main() {
-    std::printf("weft demo: target %s\n", weft::Target::host().str().c_str());
+int main(int argc, char **argv) {
+    weft_apps::Options o;
+    try {
+        o = weft_apps::parse_options(argc, argv);
+    } catch (const std::exception &e) {
+        std::printf("weft demo: error: %s\n", e.what());
+        return 2;
+    }
+    std::printf("weft demo: target %s%s\n", o.target.str().c_str(), o.gpu() ? " (GPU schedules)" : "");
     int failures = 0;
-    auto run = [&](const char *name, int (*fn)()) {
+    auto run = [&](const char *name, int (*fn)(const weft_apps::Options &)) {
         try {
-            if (fn() != 0) failures++;
+            if (fn(o) != 0) failures++;
         } catch (const std::exception &e) {
             std::printf("%s: error: %s\n", name, e.what());
             failures++;

@@ -28,6 +28,9 @@ INC="-Iinclude -Isrc -Ijit -Itests"
 say "building weft_gpu_check"
 $CXX -std=c++17 -O2 $INC bench/gpu/gpu_check.cpp -o "$B/weft_gpu_check" "$B/libweft.a" -lpthread -ldl \
     || { say "build of weft_gpu_check FAILED"; exit 1; }
+say "building weft_demo (the example apps; --target host-cuda runs their GPU schedules)"
+$CXX -std=c++17 -O2 -Iinclude -Iapps apps/weft_demo.cpp apps/blur.cpp apps/matmul.cpp -o "$B/weft_demo" "$B/libweft.a" \
+    -lpthread -ldl || { say "build of weft_demo FAILED"; exit 1; }
 HAVE_GTEST=0
 if echo '#include <gtest/gtest.h>
 int main(){return 0;}' | $CXX -std=c++17 -x c++ - -o "$B/.gtest_probe" -lgtest -lpthread >/dev/null 2>&1; then
@@ -45,6 +48,10 @@ if [ $HAVE_GTEST = 1 ]; then
     say "running the GPU tests (GPUNvrtc*, GPURun*)"
     timeout 300 "$B/weft_gpu_tests" --gtest_brief=1 || { say "GPU tests FAILED"; rc=1; }
 fi
+say "running weft_demo --target host-cuda (blur 2048x2048 and matmul 512x512 with the apps' GPU schedules)"
+demo=$(timeout 120 "$B/weft_demo" --target host-cuda 2>&1); demo_rc=$?
+echo "$demo"
+if [ $demo_rc -ne 0 ] && ! grep -q "no CUDA driver" <<<"$demo"; then say "weft_demo FAILED"; rc=1; fi
 say "running the device check and benchmarks (without a device it says so and exits 0)"
 timeout 600 "$B/weft_gpu_check" $QUICK || rc=1
 say "finished in $(( $(date +%s) - t0 ))s (exit $rc)"

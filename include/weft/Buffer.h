@@ -41,6 +41,7 @@ Expr buffer_call(const std::shared_ptr<BufferContents> &b, std::vector<Expr> arg
 /** Copies between host and device (GPU builds); throw Error where no CUDA device exists. */
 void buffer_copy_to_device(BufferContents &b);
 void buffer_copy_to_host(BufferContents &b);
+void buffer_device_sync(BufferContents &b);
 }  // namespace internal
 
 template <typename T = void>
@@ -89,6 +90,10 @@ public:
     void copy_to_device() { internal::buffer_copy_to_device(*contents_); }
     /** GPU: makes the host copy current. */
     void copy_to_host() { internal::buffer_copy_to_host(*contents_); }
+    /** GPU: waits until the kernels launched so far have finished (CUDA calls return while
+        their kernels run), without copying; a kernel's failure is thrown here as an Error.
+        Nothing to do for a buffer that has no device copy. */
+    void device_sync() { internal::buffer_device_sync(*contents_); }
     /** Marks the host copy as modified (after writing through data()). */
     void set_host_dirty(bool d = true) { contents_->host_dirty = d; }
     bool host_dirty() const { return contents_->host_dirty; }

@@ -36,5 +36,12 @@ void buffer_copy_to_host(BufferContents &b) {
     b.device_dirty = false;
 }
 
+void buffer_device_sync(BufferContents &b) {
+    if (!b.device) return;
+    cuda_check(cuda_driver().cuCtxSynchronize(),
+               "device_sync() of buffer \"" + b.name + "\" (the error of a kernel launched earlier: WEFT_CUDA_SYNC=1 "
+               "reports it at the call that launched it)");
+}
+
 }  // namespace internal
 }  // namespace weft
