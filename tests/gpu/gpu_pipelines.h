@@ -429,6 +429,9 @@ inline GpuCase lut_gather(int w = 256, int h = 64) {
     return c;
 }
 
+/** The bin of a ramp_buffer value (in [-0.25, 0.75)) among `bins`. */
+inline Expr bin_of(Expr v, int bins) { return clamp(cast<int>((v + 0.25f) * (float)bins), 0, bins - 1); }
+
 /** A histogram of an image: the update runs over the image (the RDom) on GPU blocks and
     threads, made atomic(): each thread adds its 1 with atomicAdd to global memory. */
 inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64, int tx = 32, int ty = 8) {
@@ -441,8 +444,7 @@ inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64, int tx =
     RVar rxo("rxo"), ryo("ryo"), rxi("rxi"), ryi("ryi");
     Func hist("histogram");
     hist(x) = 0.0f;
-    Expr bin = clamp(cast<int>((in(r.x, r.y) + 0.25f) * (float)bins), 0, bins - 1);
-    hist(bin) += 1.0f;
+    hist(bin_of(in(r.x, r.y), bins)) += 1.0f;
     hist.gpu_tile(x, xo, xi, 32);
     hist.update().atomic().gpu_tile(r.x, r.y, rxo, ryo, rxi, ryi, tx, ty);
     c.out = hist;
@@ -484,7 +486,7 @@ inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32, int 
     RVar ro("ro"), ri("ri");
     Func hist("row_hist"), out("row_histogram");
     hist(b, y) = 0.0f;
-    hist(clamp(cast<int>((in(r, y) + 0.25f) * (float)bins), 0, bins - 1), y) += 1.0f;
+    hist(bin_of(in(r, y), bins), y) += 1.0f;
     out(b, y) = hist(b, y);
     out.gpu_blocks(y).gpu_threads(b);
     hist.compute_at(out, y).store_in(MemoryType::GPUShared).gpu_threads(b);
