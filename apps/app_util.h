@@ -77,6 +77,7 @@ inline Options parse_options(int argc, char **argv, int first = 1) {
 /** Each app: returns 0 when its result matches the plain C++ reference. */
 int run_blur(const Options &o);
 int run_matmul(const Options &o);
+int run_histogram(const Options &o);
 
 /** main() of a single app: options, run, errors as messages (exit code 2). */
 inline int app_main(const char *name, int (*run)(const Options &), int argc, char **argv) {

@@ -28,6 +28,7 @@ int main(int argc, char **argv) {
     };
     run("blur", weft_apps::run_blur);
     run("matmul", weft_apps::run_matmul);
+    run("histogram", weft_apps::run_histogram);
     weft::CacheStats s = weft::cache_stats();
     std::printf("kernel cache: %llu compilations, %llu hits, %llu misses, %llu entries\n",
                 (unsigned long long)s.compilations, (unsigned long long)s.hits, (unsigned long long)s.misses,

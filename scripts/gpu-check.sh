@@ -29,7 +29,7 @@ say "building weft_gpu_check"
 $CXX -std=c++17 -O2 $INC bench/gpu/gpu_check.cpp -o "$B/weft_gpu_check" "$B/libweft.a" -lpthread -ldl \
     || { say "build of weft_gpu_check FAILED"; exit 1; }
 say "building weft_demo (the example apps; --target host-cuda runs their GPU schedules)"
-$CXX -std=c++17 -O2 -Iinclude -Iapps apps/weft_demo.cpp apps/blur.cpp apps/matmul.cpp -o "$B/weft_demo" "$B/libweft.a" \
+$CXX -std=c++17 -O2 -Iinclude -Iapps apps/weft_demo.cpp apps/blur.cpp apps/matmul.cpp apps/histogram.cpp -o "$B/weft_demo" "$B/libweft.a" \
     -lpthread -ldl || { say "build of weft_demo FAILED"; exit 1; }
 HAVE_GTEST=0
 if echo '#include <gtest/gtest.h>
