@@ -14,9 +14,11 @@ namespace {
 
 /** What the CUDA C needs from CUDA, for a host C++ compiler: the CPU emulation of a device
     (see codegen_cuda's emulate). Blocks run one after another; each thread of a block is a
-    fiber that runs until it reaches __syncthreads() or ends, thread 0 first: so a thread that
-    reads shared memory written by other threads without a barrier in between reads it before
-    they have written it, and a wrong or missing barrier shows in the results. */
+    fiber that runs until it reaches __syncthreads() or ends, thread 0 first (in every other
+    block the last thread first): so a thread that reads shared memory written by other threads
+    without a barrier in between reads it before they have written it, and a wrong or missing
+    barrier shows in the results. Shared memory is filled with all-ones bytes (NaN for floats)
+    at the start of each block, so that a read of what the block has not written shows too. */
 const char *kEmulationHeader = R"(// CPU emulation of the CUDA features weft's kernels use
 #include <math.h>
 #include <stdint.h>
@@ -58,8 +60,8 @@ static void weft_emu_entry() {
     }
     weft_emu_cur->done = true;  // returns to uc_link, the scheduler
 }
-static void weft_emu_run_grid(void (*body)(void **), void **p, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                              unsigned by, unsigned bz) {
+static void weft_emu_run_grid(void (*body)(void **), void (*poison)(), void **p, unsigned gx, unsigned gy,
+                              unsigned gz, unsigned bx, unsigned by, unsigned bz) {
     const size_t kStack = 64 * 1024, n = (size_t)bx * by * bz;
     std::vector<weft_emu_fiber> f(n);
     std::unique_ptr<char[]> stacks(new char[n * kStack]);
@@ -70,6 +72,10 @@ static void weft_emu_run_grid(void (*body)(void **), void **p, unsigned gx, unsi
         for (unsigned y = 0; y < gy && weft_emu_failure.empty(); y++)
             for (unsigned x = 0; x < gx && weft_emu_failure.empty(); x++) {
                 blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
+                poison();  // a read of shared memory this block did not write gives NaN (or all ones)
+                // Every other block runs its threads last first: a read of what another thread
+                // writes before the next barrier then sees the old value whichever thread wrote it.
+                const bool reverse = (x + y + z) % 2 == 1;
                 for (size_t t = 0; t < n; t++) {
                     f[t].idx.x = (unsigned)(t % bx);
                     f[t].idx.y = (unsigned)(t / bx % by);
@@ -84,7 +90,8 @@ static void weft_emu_run_grid(void (*body)(void **), void **p, unsigned gx, unsi
                 size_t alive = n;
                 while (alive && weft_emu_failure.empty()) {
                     size_t waiting = 0, ended = 0;
-                    for (size_t t = 0; t < n && weft_emu_failure.empty(); t++) {
+                    for (size_t i = 0; i < n && weft_emu_failure.empty(); i++) {
+                        size_t t = reverse ? n - 1 - i : i;
                         if (f[t].done) continue;
                         weft_emu_cur = &f[t];
                         threadIdx = f[t].idx;
@@ -907,18 +914,27 @@ protected:
             sig += std::string(sig.empty() ? "" : ",\n    ") + "const " + ctype(v.second) + " " + em.id(v.first);
         }
         int threads = k.block[0] * k.block[1] * k.block[2];
+        std::string poison;  // emulation: fills the kernel's shared memory with NaN / all-ones bytes
+        if (emulate)
+            for (auto &n : sh.order) {
+                auto &a = sh.allocs[n];
+                std::string g = "weft_emu_sh_" + k.name + "_" + em.id(n);
+                src << "static thread_local __attribute__((aligned(16))) " << storage_type(a.first) << " " << g << "["
+                    << std::max<int64_t>(a.second, 1) << "];\n";
+                poison += "    memset(" + g + ", 0xff, sizeof " + g + ");\n";
+            }
         src << "// kernel for loop " << op->name << ": block " << k.block[0] << "x" << k.block[1] << "x" << k.block[2] << "\n";
         src << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << k.name << "(\n    " << sig << ") {\n";
         for (auto &n : sh.order) {
             auto &a = sh.allocs[n];
             int64_t bytes = std::max<int64_t>(a.second, 1) * a.first.bytes();
             k.shared_bytes += (bytes + 15) / 16 * 16;
-            std::string name = em.id(n);
-            if (emulate) name += "_tls";
-            src << "    __shared__ __align__(16) " << storage_type(a.first) << " " << name << "["
-                << std::max<int64_t>(a.second, 1) << "];\n";
             if (emulate)  // see weft_emu_opaque
-                src << "    " << storage_type(a.first) << " *const " << em.id(n) << " = weft_emu_opaque(" << name << ");\n";
+                src << "    " << storage_type(a.first) << " *const " << em.id(n) << " = weft_emu_opaque(weft_emu_sh_"
+                    << k.name << "_" << em.id(n) << ");\n";
+            else
+                src << "    __shared__ __align__(16) " << storage_type(a.first) << " " << em.id(n) << "["
+                    << std::max<int64_t>(a.second, 1) << "];\n";
         }
         em.stmt(cur);
         src << em.os.str() << "}\n\n";
@@ -936,9 +952,10 @@ protected:
                     src << "*(const " << ctype(q.type) << " *)p[" << i << "]";
             }
             src << ");\n}\n";
+            src << "static void weft_emu_poison_" << k.name << "() {\n" << poison << "}\n";
             src << "extern \"C\" void weft_emu_" << k.name << "(void **p, unsigned gx, unsigned gy, unsigned gz) {\n"
-                << "    weft_emu_run_grid(weft_emu_body_" << k.name << ", p, gx, gy, gz, " << k.block[0] << ", "
-                << k.block[1] << ", " << k.block[2] << ");\n}\n\n";
+                << "    weft_emu_run_grid(weft_emu_body_" << k.name << ", weft_emu_poison_" << k.name << ", p, gx, gy, gz, "
+                << k.block[0] << ", " << k.block[1] << ", " << k.block[2] << ");\n}\n\n";
         }
         int idx = (int)prog->kernels.size();
         prog->kernels.push_back(std::move(k));

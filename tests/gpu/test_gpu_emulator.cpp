@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include "cuda/CudaRuntime.h"
 #include "gpu/gpu_testing.h"
 #include "ir/IRVisitor.h"
@@ -24,9 +25,10 @@ void fill_dims(weft_buffer_t &w, const BufferContents &b) {
     for (int d = 0; d < b.dims; d++) w.dim[d] = {b.dim[d].min, b.dim[d].extent, b.dim[d].stride, 0};
 }
 
-/** Lowers c for CUDA (shapes as constants), optionally drops every barrier, and runs it on the
-    emulated device; returns the largest relative difference from the interpreter. */
-double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr) {
+/** Lowers c for CUDA (shapes as constants), optionally drops every barrier (or every store to
+    shared memory), and runs it on the emulated device; returns the largest relative difference
+    from the interpreter. */
+double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr, bool drop_shared_stores = false) {
     Env env = build_env({c.out.contents()}, false);
     Buffer<float> out(c.sizes, "out");
     std::map<std::string, Expr> consts;
@@ -49,6 +51,23 @@ double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr)
             }
         } drop;
         lf.body = drop.mutate(lf.body);
+    }
+    if (drop_shared_stores) {
+        class Drop : public IRMutator {
+        public:
+            std::set<std::string> shared;
+
+        protected:
+            Stmt visit(const Allocate *op, const Stmt &s) override {
+                if (op->memory_type == MemoryType::GPUShared) shared.insert(op->name);
+                return IRMutator::visit(op, s);
+            }
+            Stmt visit(const Store *op, const Stmt &s) override {
+                return shared.count(op->name) ? Evaluate::make(Expr(0)) : s;
+            }
+        } drop;
+        lf.body = drop.mutate(lf.body);
+        EXPECT_FALSE(drop.shared.empty());
     }
     std::shared_ptr<CudaModule> m;
     try {
@@ -113,6 +132,14 @@ TEST(GPUEmulator, MissingBarrierChangesTheResult) {
     GpuCase with = blur_shared(64, 32), without = blur_shared(64, 32);
     EXPECT_LE(run_lowered(with, false), 1e-6);
     EXPECT_GT(run_lowered(without, true), 1e-3);
+}
+
+// Shared memory starts each block as all-ones bytes (NaN): a kernel that reads a staged tile
+// nothing wrote gives NaN, not a tile left over from another block or zeros.
+TEST(GPUEmulator, UnwrittenSharedMemoryReadsAsNaN) {
+    REQUIRE_EMULATOR();
+    GpuCase c = blur_shared(64, 32);
+    EXPECT_EQ(run_lowered(c, false, nullptr, true), 1e30);  // max_rel_diff's value for a NaN
 }
 
 // A failed assertion inside a kernel becomes a weft::Error (the launch fails), not an abort.
