@@ -5,6 +5,7 @@
 // unbounded. For the wrapping types (UInt*, Int8/16) any interval that is not a single point or
 // a pair of exactly computed constants is widened to the full range of the type.
 #include "ir/Interval.h"
+#include <set>
 
 #include <cmath>
 
@@ -625,6 +626,55 @@ protected:
 
 }  // namespace
 
+bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *out) {
+    class Vars : public IRVisitor {
+    public:
+        std::set<std::string> names;
+        bool other = false;  // loads, calls: not a function of the variables alone
+
+    protected:
+        void visit(const Variable *op) override { names.insert(op->name); }
+        void visit(const Load *) override { other = true; }
+        void visit(const Call *op) override {
+            other = other || op->call_type != Call::Intrinsic;
+            IRVisitor::visit(op);
+        }
+        void visit(const Let *) override { other = true; }
+    } vars;
+    vars.include(e);
+    if (vars.other || vars.names.empty()) return false;
+    std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ranges;
+    int64_t points = 1;
+    for (auto &n : vars.names) {
+        auto it = scope.find(n);
+        int64_t lo, hi;
+        if (it == scope.end() || !it->second.min.defined() || !it->second.max.defined() ||
+            !is_const_int(simplify(it->second.min), &lo) || !is_const_int(simplify(it->second.max), &hi) || hi < lo)
+            return false;
+        points *= hi - lo + 1;
+        if (points > limit) return false;
+        ranges.push_back({n, {lo, hi}});
+    }
+    std::vector<int64_t> at(ranges.size());
+    for (size_t i = 0; i < ranges.size(); i++) at[i] = ranges[i].second.first;
+    bool any = false;
+    int64_t best = 0;
+    for (int64_t p = 0; p < points; p++) {
+        std::map<std::string, Expr> subs;
+        for (size_t i = 0; i < ranges.size(); i++) subs[ranges[i].first] = Expr((int)at[i]);
+        int64_t v;
+        if (!is_const_int(simplify(substitute(subs, e)), &v)) return false;
+        best = any ? std::max(best, v) : v;
+        any = true;
+        for (size_t i = 0; i < ranges.size(); i++) {  // the next combination
+            if (++at[i] <= ranges[i].second.second) break;
+            at[i] = ranges[i].second.first;
+        }
+    }
+    *out = best;
+    return any;
+}
+
 bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     if (auto c = e.as<Cast>())
         if (c->value.type().is_int_or_uint()) e = c->value;
@@ -633,7 +683,15 @@ bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     e = simplify(Distribute().mutate(e));
     if (is_const_int(e, out)) return true;
     Interval I = bounds_of_expr_in_scope(e, scope);
-    return I.max.defined() && is_const_int(simplify(I.max), out);
+    int64_t bound = 0, exact = 0;
+    bool ok = I.max.defined() && is_const_int(simplify(I.max), &bound);
+    // Where the interval bound may be loose and the variables take few values: the exact one.
+    if (enumerated_max(e, scope, 64, &exact)) {
+        bound = ok ? std::min(bound, exact) : exact;
+        ok = true;
+    }
+    if (ok) *out = bound;
+    return ok;
 }
 
 }  // namespace internal

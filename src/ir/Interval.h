@@ -34,6 +34,11 @@ Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope);
     terms (a region's extent: (min(a, b) - c) is taken as min(a - c, b - c), so that the
     linear parts cancel). False where there is none. */
 bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out);
+/** The largest value of e over every combination of its variables' values, where each is in
+    scope with a constant range and there are at most `limit` combinations: exact where
+    interval arithmetic loses that two terms move together. False where e has a variable
+    without such a range, a load or a call, or more combinations. */
+bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *out);
 
 /** Smallest interval containing both (unbounded if either side is). */
 Interval interval_union(const Interval &a, const Interval &b);

@@ -61,6 +61,29 @@ protected:
         user_error("weft: Func \"" + user + "\".load_ahead(): " + why);
     }
 
+    // Around the loop: the lets, and the loops with constant ranges (their variables' values
+    // bound the size of the storage, where interval arithmetic alone would not).
+    LetStack outer_lets;
+    Scope outer_loops;
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        outer_lets.push_back({op->name, op->value});
+        Stmt r = IRMutator::visit(op, s);
+        outer_lets.pop_back();
+        return r;
+    }
+    Stmt enclosing_loop(const For *op, const Stmt &s) {
+        Expr extent = op->extent;  // a GPU loop's is wrapped (protect_gpu_loops)
+        if (auto c = extent.as<Call>())
+            if (c->is_intrinsic("gpu_loop_extent")) extent = c->args[0];
+        int64_t mn, ex;
+        bool known = is_const_int(simplify(substitute_lets(op->min, outer_lets)), &mn) &&
+                     is_const_int(simplify(substitute_lets(extent, outer_lets)), &ex) && ex > 0;
+        if (known) outer_loops[op->name] = Interval(Expr((int)mn), Expr((int)(mn + ex - 1)));
+        Stmt r = IRMutator::visit(op, s);
+        outer_loops.erase(op->name);
+        return r;
+    }
+
     // ---- one loop ----
     LetStack path_lets;  // lets from the loop body down to the production
     const Allocate *alloc = nullptr;
@@ -126,7 +149,7 @@ protected:
     }
 
     Stmt visit(const For *op, const Stmt &s) override {
-        if (!is_compute_loop(op->name) || !holds_allocation(op->body, func)) return IRMutator::visit(op, s);
+        if (!is_compute_loop(op->name) || !holds_allocation(op->body, func)) return enclosing_loop(op, s);
         if (op->for_type != ForType::Serial)
             fail("the loop it is computed at (" + op->name + ") is not a serial loop (unrolled, vectorized, parallel or "
                  "GPU loops cannot carry a production to their next iteration)");
@@ -152,8 +175,17 @@ protected:
             // Smaller at some iterations (a last partial step): the largest over the loop.
             Scope scope;
             scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
-            int64_t c = 0;
-            if (constant_upper_bound_in_scope(extent, scope, &c)) {
+            int64_t c = 0, e = 0;
+            bool bounded = constant_upper_bound_in_scope(extent, scope, &c);
+            // Exactly, over the enclosing loops' iterations too where they are few.
+            Scope all = outer_loops;
+            all[op->name] = Interval(simplify(substitute_lets(op->min, outer_lets)),
+                                     simplify(substitute_lets(op->min + op->extent - 1, outer_lets)));
+            if (enumerated_max(simplify(substitute_lets(extent, outer_lets)), all, 256, &e)) {
+                c = bounded ? std::min(c, e) : e;
+                bounded = true;
+            }
+            if (bounded) {
                 extent = make_const(extent.type(), c);
             } else {
                 Interval I = bounds_of_expr_in_scope(extent, scope);
