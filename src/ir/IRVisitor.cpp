@@ -379,6 +379,14 @@ void LoadsStores::visit(const Store *op) {
     writes.insert(op->name);
     IRVisitor::visit(op);
 }
+void flatten(const Stmt &s, std::vector<Stmt> &out) {
+    if (auto b = s.as<Block>()) {
+        flatten(b->first, out);
+        flatten(b->rest, out);
+    } else if (s.defined()) {
+        out.push_back(s);
+    }
+}
 bool expr_uses_var(const Expr &e, const std::string &name) {
     UsesVar u(name);
     u.include(e);

@@ -128,6 +128,8 @@ protected:
     void visit(const Load *op) override;
     void visit(const Store *op) override;
 };
+/** The statements of a sequence of Blocks, in order, appended to out. */
+void flatten(const Stmt &s, std::vector<Stmt> &out);
 /** Does e / s use variable `name`? */
 bool expr_uses_var(const Expr &e, const std::string &name);
 bool stmt_uses_var(const Stmt &s, const std::string &name);

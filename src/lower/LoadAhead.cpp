@@ -15,15 +15,6 @@ LoadsStores reads_writes(const Stmt &s) {
     return rw;
 }
 
-void flatten(const Stmt &s, std::vector<Stmt> &out) {
-    if (auto b = s.as<Block>()) {
-        flatten(b->first, out);
-        flatten(b->rest, out);
-    } else if (s.defined()) {
-        out.push_back(s);
-    }
-}
-
 /** Does s hold the allocation of `name` through lets, blocks and other allocations only (not
     inside a loop or a condition)? */
 bool holds_allocation(const Stmt &s, const std::string &name) {

@@ -337,17 +337,22 @@ inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1, int thr
 /** Row sums reduced across the threads of a block: rfactor splits the reduction into
     `threads` partial sums, one per thread, staged in shared memory; one thread adds them after
     the barrier. One block per row. */
-inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128) {
+inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128, bool max_op = false) {
     GpuCase c;
-    c.name = "row_sum_rfactor";
+    c.name = max_op ? "row_max_rfactor" : "row_sum_rfactor";
     c.inputs.push_back(ramp_buffer(w, h));
     Buffer<float> in = c.inputs[0];
     Var y("y"), u("u");
     RDom r(0, w, "r");
     RVar ro("ro"), ri("ri");
-    Func out("row_sum");
-    out(y) = 0.0f;
-    out(y) += in(r, y);
+    Func out(max_op ? "row_max" : "row_sum");
+    if (max_op) {
+        out(y) = -1e30f;
+        out(y) = max(out(y), in(r, y) * cast<float>(1 + (r + y) % 7));
+    } else {
+        out(y) = 0.0f;
+        out(y) += in(r, y);
+    }
     out.gpu_blocks(y);
     Func partial = out.update().split(r, ro, ri, threads).rfactor(ri, u);
     out.update().gpu_blocks(y);

@@ -280,12 +280,21 @@ TEST(GPUNvrtc, SingleThreadKernelsForAScalar) {
     EXPECT_NE(e.find("pointwise"), std::string::npos) << e;
 }
 
+// The partial sums are added up as a tree by the block's threads (64, 32, ..., 1 of them, a
+// barrier between steps), not by one thread's loop over all 128; with 100 threads the first
+// step combines the 36 past 64.
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
     check_case(c, 2);  // the initial value, then the update with its partial sums
     Built b = build(c);
     EXPECT_EQ(b.prog.kernels[1].block[0], 128);
+    size_t barriers = 0;
+    for (size_t at = 0; (at = b.prog.source.find("__syncthreads()", at)) != std::string::npos; at++) barriers++;
+    EXPECT_GE(barriers, 8u) << b.prog.source;  // after the partial sums, and after each of the 7 steps
+    EXPECT_EQ(b.prog.source.find("for (i32 w_row_sum_s1_ri"), std::string::npos) << b.prog.source;
+    Built odd = build(row_sum_rfactor(1000, 37, 100));
+    EXPECT_NE(odd.prog.source.find("< 36"), std::string::npos) << odd.prog.source;
 }
 
 // atomic() updates over RVars on GPU blocks and threads: atomicAdd on global memory, a

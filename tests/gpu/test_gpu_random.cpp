@@ -154,7 +154,7 @@ GpuCase random_other(Rng &r, std::ostream &d) {
         return elementwise_chain(w, h, rows, t);
     }
     case 3: {
-        int w = r.uniform(1, 2000), h = r.uniform(1, 40), t = pick(r, {16, 32, 64, 128, 256});
+        int w = r.uniform(1, 2000), h = r.uniform(1, 40), t = pick(r, {16, 32, 64, 100, 128, 256, 384});
         d << "row_sum_rfactor(" << w << "x" << h << ", threads=" << t << ")";
         return row_sum_rfactor(w, h, t);
     }

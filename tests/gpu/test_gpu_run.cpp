@@ -29,6 +29,12 @@ TEST(GPURun, OddSizesWithTails) {
     EXPECT_LE(compare_with_interpreter(b, t), 1e-6);
     GpuCase d = update_stage(333);
     EXPECT_LE(compare_with_interpreter(d, t), 1e-6);
+    // Partial sums added up as a tree: thread counts that are not powers of two.
+    for (int threads : {100, 48, 3}) {
+        GpuCase rs = row_sum_rfactor(501, 9, threads), rm = row_sum_rfactor(300, 5, threads, true);
+        EXPECT_LE(compare_with_interpreter(rs, t), 1e-5) << threads;
+        EXPECT_LE(compare_with_interpreter(rm, t), 0) << threads;  // max: exact in any order
+    }
     // Tiles shifted inwards at the edges, a last step of k of 8 (200 = 12 * 16 + 8): the
     // staged tiles' shared buffers and the register copies get the largest step's size. Tiles
     // larger than the matrix (40 < 64, 123 < 128): the edge threads' elements are cut off.
