@@ -160,8 +160,33 @@ int count_barriers(const Stmt &s) {
     barriers between the steps are put in like any others). The order of the operations
     changes: rfactor already asks for an associative op. */
 class TreeReductions : public IRMutator {
+public:
+    /** Ready for a kernel's body: the block's thread count (the tree uses no more threads). */
+    explicit TreeReductions(const Stmt &kernel_body) {
+        class Threads : public IRVisitor {
+        public:
+            int64_t product = 1, most = 1;
+            bool known = true;
+
+        protected:
+            void visit(const For *op) override {
+                if (op->for_type != ForType::GPUThread) return IRVisitor::visit(op);
+                int64_t e = 0;
+                if (!is_const_int(unwrap_extent(op->extent), &e)) known = false;
+                int64_t saved = product;
+                product *= std::max<int64_t>(e, 1);
+                most = std::max(most, product);
+                IRVisitor::visit(op);
+                product = saved;
+            }
+        } th;
+        th.include(kernel_body);
+        block_threads = th.known ? th.most : 0;
+    }
+
 protected:
     int counter = 0;
+    int64_t block_threads = 0;
     Stmt visit(const For *op, const Stmt &s) override {
         return op->for_type == ForType::GPUThread ? s : IRMutator::visit(op, s);  // the block level only
     }
@@ -218,6 +243,7 @@ protected:
         std::vector<Stmt> steps;
         int64_t len = T, half = 1;
         while (half * 2 < T) half *= 2;
+        if (half > block_threads) return Stmt();  // more threads than the block has: it stays serial
         for (; half >= 1; half /= 2) {  // elements [0, len) of S combined into [0, half)
             std::string name = S + ".tree" + std::to_string(counter++);
             Expr tid = Variable::make(Int(32), name);
@@ -509,7 +535,7 @@ public:
             }
         }
         for (int d = 0; d < 3; d++) grid_ext[d] = ext[d];
-        Stmt inner = block_level(TreeReductions().mutate(body));
+        Stmt inner = block_level(TreeReductions(body).mutate(body));
         int64_t threads = (int64_t)max_c[0] * max_c[1] * max_c[2];
         if (threads > lim.max_threads_per_block)
             user_error("weft: the GPU kernel of " + describe(kernel_name) + " uses " + std::to_string(max_c[0]) + "x" +

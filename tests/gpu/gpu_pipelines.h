@@ -337,7 +337,7 @@ inline GpuCase elementwise_chain(int w = 1024, int h = 64, int rows = 1, int thr
 /** Row sums reduced across the threads of a block: rfactor splits the reduction into
     `threads` partial sums, one per thread, staged in shared memory; one thread adds them after
     the barrier. One block per row. */
-inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128, bool max_op = false) {
+inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128, bool max_op = false, int per_thread = 1) {
     GpuCase c;
     c.name = max_op ? "row_max_rfactor" : "row_sum_rfactor";
     c.inputs.push_back(ramp_buffer(w, h));
@@ -356,8 +356,14 @@ inline GpuCase row_sum_rfactor(int w = 1000, int h = 37, int threads = 128, bool
     out.gpu_blocks(y);
     Func partial = out.update().split(r, ro, ri, threads).rfactor(ri, u);
     out.update().gpu_blocks(y);
-    partial.compute_at(out, y).gpu_threads(u);
-    partial.update().gpu_threads(u);
+    if (per_thread > 1) {  // each thread computes per_thread of the partial results
+        Var uo("uo"), ui("ui");
+        partial.compute_at(out, y).split(u, uo, ui, per_thread).gpu_threads(uo);
+        partial.update().split(u, uo, ui, per_thread).gpu_threads(uo);
+    } else {
+        partial.compute_at(out, y).gpu_threads(u);
+        partial.update().gpu_threads(u);
+    }
     c.out = out;
     c.sizes = {h};
     c.expect_shared = threads * 4;

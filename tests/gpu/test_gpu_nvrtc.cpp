@@ -295,6 +295,11 @@ TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     EXPECT_EQ(b.prog.source.find("for (i32 w_row_sum_s1_ri"), std::string::npos) << b.prog.source;
     Built odd = build(row_sum_rfactor(1000, 37, 100));
     EXPECT_NE(odd.prog.source.find("< 36"), std::string::npos) << odd.prog.source;
+    // 128 partial sums computed by 32 threads (4 each): a tree would need 64 threads, more
+    // than the block has, so one thread adds them up (the block stays at 32 threads).
+    Built few = build(row_sum_rfactor(1000, 37, 128, false, 4));
+    EXPECT_EQ(few.prog.kernels[1].block[0], 32);
+    EXPECT_NE(few.prog.source.find("for (i32 w_row_sum_s1_ri"), std::string::npos) << few.prog.source;
 }
 
 // atomic() updates over RVars on GPU blocks and threads: atomicAdd on global memory, a

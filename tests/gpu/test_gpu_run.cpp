@@ -35,6 +35,8 @@ TEST(GPURun, OddSizesWithTails) {
         EXPECT_LE(compare_with_interpreter(rs, t), 1e-5) << threads;
         EXPECT_LE(compare_with_interpreter(rm, t), 0) << threads;  // max: exact in any order
     }
+    GpuCase serial = row_sum_rfactor(501, 9, 128, false, 4);  // 32 threads: the last step stays serial
+    EXPECT_LE(compare_with_interpreter(serial, t), 1e-5);
     // Tiles shifted inwards at the edges, a last step of k of 8 (200 = 12 * 16 + 8): the
     // staged tiles' shared buffers and the register copies get the largest step's size. Tiles
     // larger than the matrix (40 < 64, 123 < 128): the edge threads' elements are cut off.
