@@ -440,15 +440,21 @@ inline GpuCase lut_gather(int w = 256, int h = 64) {
     return c;
 }
 
+/** A case named `name` whose input is a w x h ramp_buffer. */
+inline GpuCase case_with_ramp(const std::string &name, int w, int h) {
+    GpuCase c;
+    c.name = name;
+    c.inputs.push_back(ramp_buffer(w, h));
+    return c;
+}
+
 /** The bin of a ramp_buffer value (in [-0.25, 0.75)) among `bins`. */
 inline Expr bin_of(Expr v, int bins) { return clamp(cast<int>((v + 0.25f) * (float)bins), 0, bins - 1); }
 
 /** A histogram of an image: the update runs over the image (the RDom) on GPU blocks and
     threads, made atomic(): each thread adds its 1 with atomicAdd to global memory. */
 inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64, int tx = 32, int ty = 8) {
-    GpuCase c;
-    c.name = "histogram_atomic";
-    c.inputs.push_back(ramp_buffer(w, h));
+    GpuCase c = case_with_ramp("histogram_atomic", w, h);
     Buffer<float> in = c.inputs[0];
     Var x("x"), xo("xo"), xi("xi");
     RDom r(0, w, 0, h, "r");
@@ -467,9 +473,7 @@ inline GpuCase histogram_atomic(int w = 300, int h = 70, int bins = 64, int tx =
 /** The largest value per bin (a scatter-max): float max has no atomic instruction, so each
     thread's update is a compare-and-swap loop. */
 inline GpuCase scatter_max_atomic(int w = 256, int h = 40, int bins = 16) {
-    GpuCase c;
-    c.name = "scatter_max_atomic";
-    c.inputs.push_back(ramp_buffer(w, h));
+    GpuCase c = case_with_ramp("scatter_max_atomic", w, h);
     Buffer<float> in = c.inputs[0];
     Var x("x"), xo("xo"), xi("xi");
     RDom r(0, w, 0, h, "r");
@@ -488,9 +492,7 @@ inline GpuCase scatter_max_atomic(int w = 256, int h = 40, int bins = 16) {
     the row's values with atomicAdd on shared memory (threads over the RVar), and copy the bins
     out, with barriers between the three. */
 inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32, int threads = 128) {
-    GpuCase c;
-    c.name = "row_histogram_shared";
-    c.inputs.push_back(ramp_buffer(w, h));
+    GpuCase c = case_with_ramp("row_histogram_shared", w, h);
     Buffer<float> in = c.inputs[0];
     Var b("b"), y("y");
     RDom r(0, w, "r");
