@@ -661,7 +661,7 @@ bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *o
     int64_t best = 0;
     for (int64_t p = 0; p < points; p++) {
         std::map<std::string, Expr> subs;
-        for (size_t i = 0; i < ranges.size(); i++) subs[ranges[i].first] = Expr((int)at[i]);
+        for (size_t i = 0; i < ranges.size(); i++) subs[ranges[i].first] = make_const(Int(32), at[i]);
         int64_t v;
         if (!is_const_int(simplify(substitute(subs, e)), &v)) return false;
         best = any ? std::max(best, v) : v;
