@@ -48,9 +48,9 @@ if [ $HAVE_GTEST = 1 ]; then
     say "running the GPU tests (GPUNvrtc*, GPURun*)"
     timeout 300 "$B/weft_gpu_tests" --gtest_brief=1 || { say "GPU tests FAILED"; rc=1; }
 fi
-say "running weft_demo --target host-cuda (blur 2048x2048 and matmul 512x512 with the apps' GPU schedules)"
 DEMO_ARGS="--target host-cuda"
 [ -n "${WEFT_CUDA_EMULATOR:-}" ] && DEMO_ARGS="$DEMO_ARGS --size 128"  # a dry run on the CPU emulation: small
+say "running weft_demo $DEMO_ARGS (the apps' GPU schedules: blur, matmul, histogram)"
 demo=$(timeout 120 "$B/weft_demo" $DEMO_ARGS 2>&1); demo_rc=$?
 echo "$demo"
 if [ $demo_rc -ne 0 ] && ! grep -q "no CUDA driver" <<<"$demo"; then say "weft_demo FAILED"; rc=1; fi
