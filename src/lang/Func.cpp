@@ -619,6 +619,37 @@ Stage &Stage::gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar
     gpu_blocks(x, y);
     return gpu_blocks(z);
 }
+namespace {
+/** How often e reads Func f (its own calls, in an update of f) at the place `args` (the
+    update's left side) and elsewhere. */
+struct SelfReads {
+    int at_lhs = 0, elsewhere = 0;
+    int total() const { return at_lhs + elsewhere; }
+};
+SelfReads self_reads(const FunctionContents &f, const std::vector<Expr> &args, const Expr &e) {
+    class Count : public IRVisitor {
+    public:
+        const FunctionContents *f = nullptr;
+        const std::vector<Expr> *args = nullptr;
+        SelfReads r;
+
+    protected:
+        void visit(const Call *c) override {
+            if (c->call_type == Call::Func && !c->func && c->name == f->name) {
+                bool same = c->args.size() == args->size();
+                for (size_t i = 0; same && i < c->args.size(); i++) same = equal(c->args[i], (*args)[i]);
+                (same ? r.at_lhs : r.elsewhere)++;
+            }
+            IRVisitor::visit(c);
+        }
+    } c;
+    c.f = &f;
+    c.args = &args;
+    c.include(e);
+    return c.r;
+}
+}  // namespace
+
 Stage &Stage::atomic(bool override_associativity_test) {
     StageSchedule &s = sched_of(f_, stage_, spec_);
     const std::string what = "weft: " + stage_name(*f_, stage_) + ".atomic()";
@@ -628,33 +659,10 @@ Stage &Stage::atomic(bool override_associativity_test) {
     const Definition &d = stage_definition(*f_, stage_);
     // Every read of the Func itself must be of the element being written: that read, the
     // computation and the write are then done as one atomic operation.
-    class SelfReads : public IRVisitor {
-    public:
-        const FunctionContents *f = nullptr;
-        const std::vector<Expr> *args = nullptr;
-        int at_lhs = 0, elsewhere = 0;
-
-    protected:
-        void visit(const Call *c) override {
-            if (c->call_type == Call::Func && !c->func && c->name == f->name) {
-                bool same = c->args.size() == args->size();
-                for (size_t i = 0; same && i < c->args.size(); i++) same = equal(c->args[i], (*args)[i]);
-                (same ? at_lhs : elsewhere)++;
-            }
-            IRVisitor::visit(c);
-        }
-    };
-    auto reads = [&](const Expr &e) {
-        SelfReads r;
-        r.f = f_.get();
-        r.args = &d.args;
-        r.include(e);
-        return r;
-    };
+    auto reads = [&](const Expr &e) { return self_reads(*f_, d.args, e); };
     SelfReads all = reads(d.value);
     for (auto &a : d.args) {
-        SelfReads in_args = reads(a);
-        if (in_args.at_lhs + in_args.elsewhere)
+        if (reads(a).total())
             user_error(what + ": the place written depends on the Func's own values (" + to_string(a) + ")");
     }
     if (all.elsewhere)
@@ -669,7 +677,7 @@ Stage &Stage::atomic(bool override_associativity_test) {
             nt == IRNodeType::Sub) {
             auto b = static_cast<const BinaryExprNode *>(d.value.get());
             SelfReads ra = reads(b->a), rb = reads(b->b);
-            ok = (ra.at_lhs == 1 && ra.at_lhs + ra.elsewhere == 1 && b->a.as<Call>() && rb.at_lhs == 0) ||
+            ok = (ra.at_lhs == 1 && ra.total() == 1 && b->a.as<Call>() && rb.at_lhs == 0) ||
                  (nt != IRNodeType::Sub && rb.at_lhs == 1 && b->b.as<Call>() && ra.at_lhs == 0);
         }
         if (!ok)
@@ -1005,20 +1013,7 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
         user_error(what + ": the update is not f(x) = f(x) op e for an associative op (+, *, min, max): " +
                    to_string(d.value));
     }
-    class UsesSelf : public IRVisitor {
-    public:
-        std::string name;
-        bool found = false;
-
-    protected:
-        void visit(const Call *c) override {
-            if (c->call_type == Call::Func && !c->func && c->name == name) found = true;
-            IRVisitor::visit(c);
-        }
-    } us;
-    us.name = f.name;
-    us.include(rest);
-    if (us.found) user_error(what + ": the reduced value reads the Func itself again; it cannot be reordered");
+    if (self_reads(f, d.args, rest).total()) user_error(what + ": the reduced value reads the Func itself again; it cannot be reordered");
     Type t = f.type;
     Expr identity = op == IRNodeType::Add ? make_zero(t) : op == IRNodeType::Mul ? make_one(t)
                     : op == IRNodeType::Min ? t.max() : t.min();

@@ -121,11 +121,6 @@ bool intersects(const std::set<std::string> &a, const std::set<std::string> &b) 
     return false;
 }
 
-Expr unwrap_extent(const Expr &e) {
-    if (auto c = e.as<Call>())
-        if (c->is_intrinsic("gpu_loop_extent")) return c->args[0];
-    return e;
-}
 
 /** A constant upper bound of e (an integer), knowing the ranges in scope; block indices
     are >= 0. */
@@ -1209,6 +1204,12 @@ protected:
 };
 
 }  // namespace
+
+Expr unwrap_extent(const Expr &e) {
+    if (auto c = e.as<Call>())
+        if (c->is_intrinsic("gpu_loop_extent")) return c->args[0];
+    return e;
+}
 
 Stmt protect_gpu_loops(const Stmt &s) { return Protect().mutate(s); }
 

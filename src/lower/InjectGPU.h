@@ -41,6 +41,8 @@ Stmt inject_gpu(const Stmt &s, const Env &env, const GPULimits &limits = GPULimi
 /** Before the first simplification: hides GPU loop extents in an opaque intrinsic
     ("gpu_loop_extent") so that a GPU loop of extent 1 stays a loop. inject_gpu unwraps them. */
 Stmt protect_gpu_loops(const Stmt &s);
+/** A loop extent without protect_gpu_loops' wrapper (unchanged where there is none). */
+Expr unwrap_extent(const Expr &e);
 
 /** Does s contain a GPUBlock loop (a kernel)? */
 bool has_gpu_kernels(const Stmt &s);

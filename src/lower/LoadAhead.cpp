@@ -3,6 +3,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
+#include "lower/InjectGPU.h"
 
 namespace weft {
 namespace internal {
@@ -63,9 +64,7 @@ protected:
         return r;
     }
     Stmt enclosing_loop(const For *op, const Stmt &s) {
-        Expr extent = op->extent;  // a GPU loop's is wrapped (protect_gpu_loops)
-        if (auto c = extent.as<Call>())
-            if (c->is_intrinsic("gpu_loop_extent")) extent = c->args[0];
+        Expr extent = unwrap_extent(op->extent);  // a GPU loop's is wrapped (protect_gpu_loops)
         int64_t mn, ex;
         bool known = is_const_int(simplify(substitute_lets(op->min, outer_lets)), &mn) &&
                      is_const_int(simplify(substitute_lets(extent, outer_lets)), &ex) && ex > 0;
