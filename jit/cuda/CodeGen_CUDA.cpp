@@ -667,7 +667,7 @@ public:
         }
     }
 
-    /** An atomic read-modify-write (Stage::atomic()): CUDA's atomicAdd / atomicSub / atomicMin /
+    /** An atomic read-modify-write (Stage::atomic()): CUDA's atomicAdd (also for a subtraction) / atomicMin /
         atomicMax where one exists for the type and operation, else a compare-and-swap loop
         (on the enclosing 4-byte word for 1- and 2-byte types). A per-thread (register) array
         is private to its thread: a plain read-modify-write. */
