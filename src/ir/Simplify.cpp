@@ -1173,6 +1173,7 @@ public:
             double d;
             if (op->name == "abs" && cint(args[0], &x) && t.is_int_or_uint() && args[0].type() == t)
                 return mkc(t, x < 0 ? -x : x);
+            if (op->name == "likely" && is_c(args[0])) return args[0];  // a hint about a constant: the constant
             if (cflt(args[0], &d) && float_foldable(t) && args[0].type() == t) {
                 if (op->name == "abs") return mkf(t, std::fabs(d));
                 if (op->name == "floor") return mkf(t, std::floor(d));
@@ -1245,10 +1246,40 @@ public:
     }
     Stmt visit(const Allocate *op, const Stmt &s) override {
         Stmt r = IRMutator::visit(op, s);
-        if (auto *a = r.as<Allocate>())
+        if (auto *a = r.as<Allocate>()) {
             if (is_noop(a->body)) return noop();
+            // Storage that nothing reads (its reads were in branches found never to run, e.g.
+            // an unrolled copy past the end of a loop): its stores go, and the storage.
+            if (!refers_to(a->body, a->name)) return mutate(DropStores(a->name).mutate(a->body));
+        }
         return r;
     }
+    /** Does s load `name`, or use it as a variable or call name? */
+    static bool refers_to(const Stmt &s, const std::string &name) {
+        struct Refers : IRVisitor {
+            const std::string &name;
+            bool found = false;
+            explicit Refers(const std::string &n) : name(n) {}
+            void visit(const Load *op) override {
+                found = found || op->name == name;
+                IRVisitor::visit(op);
+            }
+            void visit(const Variable *op) override { found = found || op->name == name; }
+            void visit(const Call *op) override {
+                found = found || op->name == name;
+                IRVisitor::visit(op);
+            }
+        } r(name);
+        r.include(s);
+        return r.found;
+    }
+    struct DropStores : IRMutator {
+        std::string name;
+        explicit DropStores(std::string n) : name(std::move(n)) {}
+        Stmt visit(const Store *op, const Stmt &s) override {
+            return op->name == name ? Evaluate::make(make_const(Int(32), (int64_t)0)) : s;
+        }
+    };
     Stmt visit(const Realize *op, const Stmt &s) override {
         Stmt r = IRMutator::visit(op, s);
         if (auto *a = r.as<Realize>())

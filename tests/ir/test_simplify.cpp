@@ -251,6 +251,33 @@ TEST(Simplify, Vectors) {
     EXPECT_SIMP(md(r8, Broadcast::make(I(8), 8)), Ramp::make(I(0), I(1), 8));
 }
 
+// A branch hint about a constant is the constant (an unrolled copy past a loop's end goes);
+// storage that nothing reads any more goes with its stores; storage still read stays.
+TEST(Simplify, ConstantHintsAndUnreadStorage) {
+    Expr likely_false = Call::make_intrinsic(Bool(), "likely", {lt(I(8), I(8))});
+    EXPECT_SIMP(likely_false, B(false));
+    Expr x = V("x");
+    Stmt write_t = Store::make("t", x, I(0));
+    Stmt copy_out = Store::make("out", Load::make(Int(32), "t", I(0)), I(0));
+    auto text = [](const Stmt &s) {
+        std::ostringstream o;
+        o << s;
+        return o.str();
+    };
+    Stmt dead = Allocate::make("t", Int(32), I(1), MemoryType::Stack,
+                               Block::make(write_t, IfThenElse::make(likely_false, copy_out, Stmt())));
+    std::string got = text(simplify(dead));
+    EXPECT_EQ(got.find("t["), std::string::npos) << got;
+    EXPECT_EQ(got.find("allocate"), std::string::npos) << got;
+    Expr likely_x = Call::make_intrinsic(Bool(), "likely", {lt(x, I(8))});
+    Stmt live = Allocate::make("t", Int(32), I(1), MemoryType::Stack,
+                               Block::make(write_t, IfThenElse::make(likely_x, copy_out, Stmt())));
+    got = text(simplify(live));
+    EXPECT_NE(got.find("t[0] = x"), std::string::npos) << got;
+    EXPECT_NE(got.find("out[0] = t[0]"), std::string::npos) << got;
+    EXPECT_NE(got.find("likely"), std::string::npos) << got;  // a hint about a variable stays
+}
+
 TEST(Simplify, WithScope) {
     Expr x = V("x"), y = V("y");
     Scope s = range("x", 0, 9);
