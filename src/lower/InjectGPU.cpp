@@ -268,6 +268,7 @@ public:
         std::vector<Loop> loops;
         int nest_depth;            // the deepest thread nesting of the thread nest it is in
         std::vector<Expr> guards;  // the conditions of the branches it is in (a tile's edge)
+        bool write;
     };
     std::string name;
     std::vector<Access> accesses;
@@ -277,19 +278,19 @@ protected:
     std::vector<Loop> loops;
     LetStack lets;
     Expr with_lets(const Expr &e) const { return substitute_lets(e, lets); }
-    void record(const Expr &index) {
-        Access a{simplify(with_lets(index)), {}, nest_depth, {}};  // (terms of outer loops cancel)
+    void record(const Expr &index, bool write) {
+        Access a{simplify(with_lets(index)), {}, nest_depth, {}, write};  // (terms of outer loops cancel)
         if (a.index.type().lanes() > 1 && !a.index.as<Ramp>()) unsupported = true;
         for (auto &l : loops) a.loops.push_back({l.name, with_lets(l.min), with_lets(l.extent), l.thread});
         for (auto &c : conds) a.guards.push_back(simplify(with_lets(c)));
         accesses.push_back(a);
     }
     void visit(const Load *op) override {
-        if (op->name == name) record(op->index);
+        if (op->name == name) record(op->index, false);
         IRVisitor::visit(op);
     }
     void visit(const Store *op) override {
-        if (op->name == name) record(op->index);
+        if (op->name == name) record(op->index, true);
         IRVisitor::visit(op);
     }
     template <typename L>
@@ -388,15 +389,21 @@ class RebaseIndices : public IRMutator {
 public:
     std::string name;
     int64_t b0 = 0, c[3] = {0, 0, 0};
+    /** Where defined, the base instead of b0 + c . t: an Expr of the threads' coordinates
+        (the variables thread_coordinate(d)) and the block indices. */
+    Expr base;
+    static std::string thread_coordinate(int d) { return std::string("weft.thread_coordinate.") + kDim[d]; }
 
 protected:
     std::vector<std::pair<std::string, Expr>> threads;  // (loop variable, min), outermost first
     Expr offset() const {
-        Expr o = Expr((int)b0);
+        Expr o = base.defined() ? base : Expr((int)b0);
         int n = (int)threads.size();
         for (int i = 0; i < n; i++) {
             int d = n - 1 - i;
-            o = o + Expr((int)c[d]) * (Variable::make(Int(32), threads[i].first) - threads[i].second);
+            Expr t = Variable::make(Int(32), threads[i].first) - threads[i].second;
+            if (base.defined()) o = substitute(thread_coordinate(d), t, o);
+            else o = o + Expr((int)c[d]) * t;
         }
         return o;
     }
@@ -848,8 +855,12 @@ private:
             }
         }
         if (!ok) return std::nullopt;
-        // Each thread's elements are offsets from b0 + c.x * x + c.y * y + c.z * z, read off
-        // the block with the most elements (a whole tile): its threads' first elements.
+        // Each thread's elements are offsets from its base. Two choices of base: linear,
+        // b0 + c.x * x + c.y * y + c.z * z read off the block with the most elements (a whole
+        // tile: its threads' first elements); or where the threads' first elements are not
+        // linear in their coordinates (a tile's rows of 2 items each spread over the threads),
+        // the first write's index with its other loops at their minimums. The one with the
+        // smaller arrays is kept.
         size_t ref = std::max_element(block_size.begin(), block_size.end()) - block_size.begin();
         auto first = [&](int64_t x, int64_t y, int64_t z, int64_t *f) {
             auto it = elements.find({ref, x + 1024 * (y + 1024 * z)});
@@ -857,41 +868,83 @@ private:
             *f = *it->second.begin();
             return true;
         };
+        // The offsets used, over every thread of every block, with base_of(block, thread): a
+        // thread's array has a place for each (a thread at the edge of the image uses some of
+        // them); their digits; the arrays' size. Null where an element lies below its base.
+        auto layout = [&](const std::function<int64_t(size_t, int64_t)> &base_of) -> std::optional<std::pair<Digits, int64_t>> {
+            std::set<int64_t> offsets;
+            for (auto &[key, es] : elements) {
+                int64_t b = base_of(key.first, key.second);
+                if (*es.begin() < b) return std::nullopt;
+                for (int64_t e : es) offsets.insert(e - b);
+            }
+            int64_t span = *offsets.rbegin() + 1;
+            // Number the offsets densely where they have a digit structure (e.g. 2x2 groups of
+            // 4x4, 64 apart): the array then has as many elements as a thread uses.
+            Digits digits;
+            if (dense_ramps) digits = offset_digits(offsets);
+            for (auto &r : ramps) {
+                // A vector access stays a dense vector only if its lanes are consecutive elements.
+                int64_t rel = r.first_lane - base_of(r.block, r.thread);
+                for (int l = 0; l < r.lanes && !digits.empty(); l++)
+                    if (compact_offset<int64_t>(digits, rel + l) != compact_offset<int64_t>(digits, rel) + l) digits.clear();
+            }
+            if (!digits.empty()) {
+                span = 1;
+                for (auto &d : digits) span *= d.second;
+            }
+            if (span <= 0 || span > 4096) return std::nullopt;
+            return std::make_pair(digits, span);
+        };
         RebaseIndices rb;
         rb.name = op->name;
         rb.set_outer_lets(lets);
-        if (!first(0, 0, 0, &rb.b0)) return std::nullopt;
-        for (int d = 0; d < 3; d++) {
-            int64_t unit[3] = {0, 0, 0}, f = 0;
-            unit[d] = 1;
-            rb.c[d] = first(unit[0], unit[1], unit[2], &f) ? f - rb.b0 : 0;
+        std::optional<std::pair<Digits, int64_t>> best;
+        if (first(0, 0, 0, &rb.b0)) {
+            for (int d = 0; d < 3; d++) {
+                int64_t unit[3] = {0, 0, 0}, f = 0;
+                unit[d] = 1;
+                rb.c[d] = first(unit[0], unit[1], unit[2], &f) ? f - rb.b0 : 0;
+            }
+            best = layout([&](size_t, int64_t tid) {
+                return rb.b0 + rb.c[0] * (tid % 1024) + rb.c[1] * (tid / 1024 % 1024) + rb.c[2] * (tid / (1024 * 1024));
+            });
         }
-        auto thread_base = [&](int64_t tid) {
-            return rb.b0 + rb.c[0] * (tid % 1024) + rb.c[1] * (tid / 1024 % 1024) + rb.c[2] * (tid / (1024 * 1024));
-        };
-        // The offsets used, over every thread of every block: a thread's array has a place for
-        // each (a thread at the edge of the image uses some of them).
-        std::set<int64_t> offsets;
-        for (auto &[key, es] : elements) {
-            int64_t b = thread_base(key.second);
-            if (*es.begin() < b) return std::nullopt;
-            for (int64_t e : es) offsets.insert(e - b);
+        // The first write's index, its thread loops' variables as the thread coordinates, its
+        // other loops' at their minimums.
+        Expr base;
+        for (size_t ai = 0; ai < ba.accesses.size() && !base.defined(); ai++) {
+            auto &a = ba.accesses[ai];
+            if (!a.write) continue;
+            base = rs[ai].index;
+            if (auto ramp = base.as<Ramp>()) base = ramp->base;
+            int d = 0;
+            for (size_t j = a.loops.size(); j-- > 0;) {  // innermost first: a min may use an outer loop's variable
+                Expr v = rs[ai].mins[j];
+                if (a.loops[j].thread) v = Variable::make(Int(32), RebaseIndices::thread_coordinate(d++)) + v;
+                base = substitute(a.loops[j].name, v, base);
+            }
+            base = simplify(base);
         }
-        int64_t span = *offsets.rbegin() + 1;
-        // Number the offsets densely where they have a digit structure (e.g. 2x2 groups of
-        // 4x4, 64 apart): the array then has as many elements as a thread uses.
-        if (dense_ramps) rb.digits = offset_digits(offsets);
-        for (auto &r : ramps) {
-            // A vector access stays a dense vector only if its lanes are consecutive elements.
-            int64_t rel = r.first_lane - thread_base(r.thread);
-            for (int l = 0; l < r.lanes && !rb.digits.empty(); l++)
-                if (compact_offset<int64_t>(rb.digits, rel + l) != compact_offset<int64_t>(rb.digits, rel) + l) rb.digits.clear();
+        if (base.defined()) {
+            auto base_of = [&](size_t bi, int64_t tid) {
+                std::map<std::string, int64_t> vars = blocks[bi];
+                for (int d = 0; d < 3; d++) vars[RebaseIndices::thread_coordinate(d)] = d == 2 ? tid / (1024 * 1024) : tid / (d ? 1024 : 1) % 1024;
+                return interpret_scalar_int(base, vars);
+            };
+            std::optional<std::pair<Digits, int64_t>> other;
+            try {
+                other = layout(base_of);
+            } catch (const Error &) {
+            }
+            if (other && (!best || other->second < best->second)) {
+                best = other;
+                rb.base = base;
+            }
         }
-        if (!rb.digits.empty()) {
-            span = 1;
-            for (auto &d : rb.digits) span *= d.second;
-        }
-        if (span <= 0 || span > 4096) return std::nullopt;
+        if (!best) return std::nullopt;
+        rb.digits = best->first;
+        int64_t span = best->second;
         return Promotion{rb, span};
     }
 
