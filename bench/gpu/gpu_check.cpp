@@ -125,13 +125,14 @@ std::pair<size_t, double> fastest(std::vector<GpuCase> &cases, Buffer<float> &ou
 void bench_sgemm(int n) {
     std::printf("[gpu-check] SGEMM %dx%dx%d ...\n", n, n, n);
     std::fflush(stdout);
-    // Ten schedules: 8x8 accumulators per thread in 16x16-thread blocks; Halide's expert CUDA
+    // Twelve schedules: 8x8 accumulators per thread in 16x16-thread blocks; Halide's expert CUDA
     // matmul schedule (4x8 per thread, operands staged in registers with vector loads); tiles of
     // A and B staged in shared memory with the accumulators in registers (64x64 tiles, 16 steps
     // of k, 4x4 per thread; 128x128, 8 steps, 8x8); 128x128 tiles laid out for conflict-free
     // 16-byte reads (A transposed, 8x8 per thread as 2x2 groups of 4x4; 8 or 16 steps of k),
     // also with the next step's tiles loaded into registers while the current ones are used,
-    // or with the steps in pairs, each with its own copy of the tiles (double buffering).
+    // or with the steps in pairs, each with its own copy of the tiles (double buffering), or
+    // both (the registers then hold a pair of steps' tiles).
     // The fastest is compared with cuBLAS.
     Target t = Target::cuda();
     Buffer<float> out(n, n);
@@ -139,7 +140,8 @@ void bench_sgemm(int n) {
     std::vector<GpuCase> cases = {matmul_regs(n, 8), matmul_vectorized(n), matmul_shared_staged(n),
                                   matmul_shared_staged(n, 128, 8, 8), matmul_shared_vec(n), matmul_shared_vec(n, 16),
                                   matmul_shared_vec(n, 8, true), matmul_shared_vec(n, 16, true),
-                                  matmul_shared_vec(n, 8, false, true), matmul_shared_vec(n, 16, false, true)};
+                                  matmul_shared_vec(n, 8, false, true), matmul_shared_vec(n, 16, false, true),
+                                  matmul_shared_vec(n, 8, true, true), matmul_shared_vec(n, 16, true, true)};
     auto [best, weft_ms] = fastest(cases, out, 5, flops);
     GpuCase &c = cases[best];
     c.out.realize(out, t);  // the output compared with cuBLAS below comes from the fastest

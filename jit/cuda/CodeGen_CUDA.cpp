@@ -31,7 +31,7 @@ const char *kEmulationHeader = R"(// CPU emulation of the CUDA features weft's k
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static thread_local
@@ -930,7 +930,12 @@ protected:
                 poison += "    memset(" + g + ", 0xff, sizeof " + g + ");\n";
             }
         src << "// kernel for loop " << op->name << ": block " << k.block[0] << "x" << k.block[1] << "x" << k.block[2] << "\n";
-        src << "extern \"C\" __global__ void __launch_bounds__(" << threads << ") " << k.name << "(\n    " << sig << ") {\n";
+        // The launch bounds: the block's threads, and the blocks per multiprocessor where
+        // compile_kernels asks ptxas for more than one (a second argument of 1 is not the same
+        // as none to ptxas: it is left out).
+        std::string bounds = "WEFT_LAUNCH_BOUNDS_" + k.name;
+        src << "#ifndef " << bounds << "\n#define " << bounds << " " << threads << "\n#endif\n";
+        src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") " << k.name << "(\n    " << sig << ") {\n";
         for (auto &n : sh.order) {
             auto &a = sh.allocs[n];
             int64_t bytes = std::max<int64_t>(a.second, 1) * a.first.bytes();

@@ -143,7 +143,8 @@ std::string nvrtc_version() {
     return std::to_string(a) + "." + std::to_string(b);
 }
 
-NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bool ptx) {
+NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bool ptx,
+                          const std::vector<std::string> &defines) {
     const Nvrtc &n = nvrtc();
     if (!n.why.empty()) throw Error("weft: CUDA: " + n.why);
     NvrtcOutput o;
@@ -155,6 +156,9 @@ NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bo
     std::string a = ptx ? "--gpu-architecture=compute_" + arch.substr(3) : "--gpu-architecture=" + arch;
     std::vector<const char *> opts = {a.c_str(), "--std=c++17", "--device-as-default-execution-space"};
     if (!ptx) opts.push_back("--ptxas-options=-v");
+    std::vector<std::string> defs;
+    for (auto &d : defines) defs.push_back("-D" + d);
+    for (auto &d : defs) opts.push_back(d.c_str());
     r = n.compile(prog, (int)opts.size(), opts.data());
     size_t ls = 0;
     n.log_size(prog, &ls);
@@ -178,6 +182,51 @@ NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bo
         parse_usage(o.log, o);
     }
     n.destroy(&prog);
+    return o;
+}
+
+NvrtcOutput compile_kernels(const CudaProgram &p, const std::string &arch, const SmLimits &sm) {
+    NvrtcOutput o = nvrtc_compile(p.source, arch);
+    // The kernels to ask two blocks per multiprocessor of: registers are allocated per warp
+    // in units of 256 (8 per thread).
+    auto block_regs = [](const CudaKernel &k, const KernelUsage &u) {
+        int64_t threads = (int64_t)k.block[0] * k.block[1] * k.block[2];
+        return (threads + 31) / 32 * 32 * ((u.registers + 7) / 8 * 8);
+    };
+    std::set<std::string> two;
+    for (auto &k : p.kernels) {
+        auto it = o.usage.find(k.name);
+        if (it == o.usage.end() || it->second.registers <= 0) continue;
+        const KernelUsage &u = it->second;
+        int64_t threads = (int64_t)k.block[0] * k.block[1] * k.block[2];
+        int64_t per_block = block_regs(k, u);
+        int64_t cap = sm.regs / (2 * ((threads + 31) / 32 * 32)) / 8 * 8;  // per thread, for two blocks
+        bool one_block = per_block <= sm.regs && 2 * per_block > sm.regs;
+        if (one_block && 2 * threads <= sm.threads && 2 * (u.shared_bytes + 1024) <= sm.shared && cap >= 32 &&
+            u.registers <= cap + cap / 4 && u.spill_stores == 0 && u.spill_loads == 0)
+            two.insert(k.name);
+    }
+    // Twice at most: a kernel the cap does not suit is compiled again without it.
+    for (int round = 0; round < 2 && !two.empty(); round++) {
+        std::vector<std::string> defines;
+        for (auto &k : p.kernels)
+            if (two.count(k.name))
+                defines.push_back("WEFT_LAUNCH_BOUNDS_" + k.name + "=" + std::to_string(k.block[0] * k.block[1] * k.block[2]) + ",2");
+        NvrtcOutput capped = nvrtc_compile(p.source, arch, false, defines);
+        std::set<std::string> rejected;  // spilled, or still one block (ptxas caps for arch's multiprocessor)
+        for (auto &k : p.kernels) {
+            if (!two.count(k.name)) continue;
+            const KernelUsage &u = capped.usage[k.name];
+            if (u.spill_stores || u.spill_loads || u.stack_bytes > o.usage[k.name].stack_bytes ||
+                2 * block_regs(k, u) > sm.regs)
+                rejected.insert(k.name);
+        }
+        if (rejected.empty()) {
+            for (auto &n : two) capped.usage[n].min_blocks = 2;
+            return capped;
+        }
+        for (auto &n : rejected) two.erase(n);
+    }
     return o;
 }
 
@@ -459,6 +508,9 @@ void load_driver() {
     d.max_shared_per_block = attr(8);
     d.regs_per_block = attr(12);
     d.sm_count = attr(16);
+    d.per_sm.regs = attr(82);     // MAX_REGISTERS_PER_MULTIPROCESSOR
+    d.per_sm.threads = attr(39);  // MAX_THREADS_PER_MULTIPROCESSOR
+    d.per_sm.shared = attr(81);   // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
     char name[256] = {0};
     d.cuDeviceGetName(name, sizeof name, d.device);
     d.name = name;
@@ -519,7 +571,7 @@ std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *sour
         // NVRTC (where it exists) checks that the device code compiles and fits; the emulated
         // kernels are the same kernels as host C++.
         if (nvrtc_available()) {
-            m->compiled = nvrtc_compile(m->program.source, arch);
+            m->compiled = compile_kernels(m->program, arch, d.per_sm);
             check_kernel_resources(m->program, m->compiled, d.regs_per_block, d.max_shared_per_block);
         }
         auto *mod = emu::load(codegen_cuda(f, true));
@@ -528,7 +580,7 @@ std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *sour
         return m;
     }
     try {
-        m->compiled = nvrtc_compile(m->program.source, arch);
+        m->compiled = compile_kernels(m->program, arch, d.per_sm);
     } catch (Error &e) {
         // NVRTC may not know this device's architecture: PTX for the driver to finish.
         if (std::string(e.what()).find("invalid value for --gpu-architecture") == std::string::npos) throw;

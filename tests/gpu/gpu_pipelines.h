@@ -211,9 +211,11 @@ inline GpuCase matmul_shared_staged(int n = 128, int tile = 64, int reg = 4, int
     - both tiles are loaded by all 256 threads with 16-byte global loads (B's stored as
       vectors, A's transposed on the way);
     - the k steps inside a tile are unrolled, and the outputs are written as 16-byte vectors.
-    With double_buffer (not with prefetch), the steps go in unrolled pairs, each with its own
-    copy of the tiles in shared memory: one barrier per step instead of two, and nothing
-    between one step's multiply-adds and the next step's global loads. */
+    With prefetch, each thread loads its part of the next step's tiles into registers
+    (load_ahead) while the current step's are read. With double_buffer, the steps go in
+    unrolled pairs, each with its own copy of the tiles in shared memory: one barrier per step
+    instead of two; with both, the registers hold a pair of steps' tiles (loaded while the
+    second step of the pair is computed). */
 inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = false, bool double_buffer = false) {
     GpuCase c;
     c.name = "matmul_shared_vec" + (kstep == 8 ? std::string() : "_k" + std::to_string(kstep)) + (prefetch ? "_prefetch" : "") +
@@ -248,16 +250,20 @@ inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = fal
         .unroll(xh)
         .unroll(yh)
         .unroll(ki);
-    RVar at = ko;  // the loop the tiles are computed at
-    if (double_buffer && !prefetch) {
+    RVar at = ko, ahead = ko;  // the loops the tiles (and their next values in registers) are computed at
+    if (double_buffer) {
         upd.split(ko, koo, koi, 2).unroll(koi);
         at = koi;
+        ahead = koo;
     }
     // The tiles' loads: 4 consecutive values (16 bytes) per item, items spread over the 256
     // threads (the fastest-varying one along x for B, along k for A: coalesced reads).
-    Var v("v"), q("q"), t("t"), tq("tq"), tr("tr"), lx("lx"), ly("ly");
-    auto load_split = [&](Func &f) -> Func & {
-        return f.split(f.args()[0], q, v, 4)
+    Var v("v"), q("q"), t("t"), tq("tq"), tr("tr"), lx("lx"), ly("ly"), kq("kq"), kr("kr");
+    auto load_split = [&](Func &f, bool split_k = false) -> Func & {
+        // split_k (A's registers for two steps): the steps' halves outermost, each thread
+        // holding the items it copies into the shared tile at either step.
+        if (split_k) f.split(f.args()[0], kq, kr, kstep).unroll(kq);
+        return f.split(split_k ? kr : f.args()[0], q, v, 4)
             .vectorize(v)
             .fuse(q, f.args()[1], t)
             .split(t, tq, tr, 256)
@@ -273,8 +279,8 @@ inline GpuCase matmul_shared_vec(int n = 256, int kstep = 8, bool prefetch = fal
         Func Ar = A.in(), Br = B.in();
         As = Ar.in();
         Bs = Br.in();
-        load_split(Ar.compute_at(acc, ko).store_in(MemoryType::Register)).load_ahead();
-        load_split(Br.compute_at(acc, ko).store_in(MemoryType::Register)).load_ahead();
+        load_split(Ar.compute_at(acc, ahead).store_in(MemoryType::Register), double_buffer).load_ahead();
+        load_split(Br.compute_at(acc, ahead).store_in(MemoryType::Register)).load_ahead();
     } else {
         As = A.in();
         Bs = B.in();
@@ -522,7 +528,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return box_sum(); },               [] { return total_sum(); },
             [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); },
             [] { return histogram_atomic(); },      [] { return scatter_max_atomic(); },
-            [] { return row_histogram_shared(); }};
+            [] { return row_histogram_shared(); },  [] { return matmul_shared_vec(256, 8, true, true); }};
 }
 
 }  // namespace weft_gpu_test

@@ -121,7 +121,7 @@ GpuCase random_matmul(Rng &r, std::ostream &d) {
     }
     case 2: {
         int n = r.uniform(1, 300), kstep = pick(r, {4, 8, 16});
-        bool ahead = r.chance(0.5), twice = !ahead && r.chance(0.5);
+        bool ahead = r.chance(0.5), twice = r.chance(0.5);
         d << "matmul_shared_vec(n=" << n << ", kstep=" << kstep << ", load_ahead=" << ahead << ", double_buffer=" << twice << ")";
         return matmul_shared_vec(n, kstep, ahead, twice);
     }

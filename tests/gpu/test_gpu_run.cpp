@@ -45,7 +45,9 @@ TEST(GPURun, OddSizesWithTails) {
                                matmul_shared_vec(123), matmul_shared_staged(40), matmul_vectorized(39),
                                matmul_shared_vec(65, 16),  // edge threads' offsets with no digit structure
                                matmul_shared_vec(200, 8, false, true),  // double-buffered: 25 steps, the last alone
-                               matmul_shared_vec(119, 16, true)};       // load_ahead, the tile larger than the matrix
+                               matmul_shared_vec(119, 16, true),        // load_ahead, the tile larger than the matrix
+                               matmul_shared_vec(200, 8, true, true),   // both: 13 pairs, the last step alone
+                               matmul_shared_vec(72, 16, true, true)};  // both, one pair: its second step past k
     for (auto &m : ms) {
         SCOPED_TRACE(m.name + " n=" + std::to_string(m.sizes[0]));
         EXPECT_LE(compare_with_interpreter(m, t), 1e-5);
