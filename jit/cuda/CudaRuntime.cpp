@@ -212,7 +212,12 @@ NvrtcOutput compile_kernels(const CudaProgram &p, const std::string &arch, const
         for (auto &k : p.kernels)
             if (two.count(k.name))
                 defines.push_back("WEFT_LAUNCH_BOUNDS_" + k.name + "=" + std::to_string(k.block[0] * k.block[1] * k.block[2]) + ",2");
-        NvrtcOutput capped = nvrtc_compile(p.source, arch, false, defines);
+        NvrtcOutput capped;
+        try {
+            capped = nvrtc_compile(p.source, arch, false, defines);
+        } catch (const Error &) {
+            return o;  // (not seen) the first compile stands
+        }
         std::set<std::string> rejected;  // spilled, or still one block (ptxas caps for arch's multiprocessor)
         for (auto &k : p.kernels) {
             if (!two.count(k.name)) continue;
