@@ -190,6 +190,12 @@ __device__ __forceinline__ double weft_fmod(double a, double b) { return a - b *
 template <typename T> __device__ __forceinline__ T weft_min(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T weft_max(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T weft_abs(T a) { return a < 0 ? (T)(0 - a) : a; }
+// The bits of x as a To of the same width (reinterpret: fast_exp / fast_log build floats from their bits).
+template <typename To, typename From> __device__ __forceinline__ To weft_reinterpret(From x) {
+    union { From f; To t; } u;
+    u.f = x;
+    return u.t;
+}
 // Saturating float -> int (NaN gives 0): the cvt instructions saturate.
 __device__ __forceinline__ i32 weft_f2i32(double x) { return __double2int_rz(x); }
 __device__ __forceinline__ u32 weft_f2u32(double x) { return __double2uint_rz(x); }
@@ -514,6 +520,8 @@ public:
             if (t.is_uint()) return expr(op->args[0]);
             return "weft_abs<" + ctype(t) + ">(" + expr(op->args[0]) + ")";
         }
+        if (n == "reinterpret")
+            return "weft_reinterpret<" + ctype(t) + ", " + ctype(op->args[0].type()) + ">(" + expr(op->args[0]) + ")";
         static const std::map<std::string, std::string> f1 = {
             {"sqrt", "sqrt"}, {"exp", "exp"}, {"log", "log"}, {"sin", "sin"}, {"cos", "cos"}, {"tanh", "tanh"},
             {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}};

@@ -42,6 +42,25 @@ inline GpuCase pointwise(int w = 256, int h = 128, int tx = 32, int ty = 8) {
     return c;
 }
 
+/** Every float math intrinsic, and fast_exp / fast_log (made from their operands' bits with
+    reinterpret), vectorized by 4 inside 32x4-thread tiles. */
+inline GpuCase math_intrinsics(int w = 100, int h = 30) {
+    GpuCase c;
+    c.name = "math_intrinsics";
+    c.inputs.push_back(ramp_buffer(w, h, 4.0f));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("math_intrinsics");
+    Expr v = in(x, y), a = abs(v) + 0.25f;
+    f(x, y) = sqrt(a) + exp(v) + log(a) + pow(a, 1.5f) + sin(v) + cos(v) + tanh(v) + floor(v * 3.0f) + ceil(v * 3.0f) +
+              round(v * 5.0f) + fast_exp(v) + fast_log(a) + cast<float>(cast<int>(v * 100.0f) / 7 % 5);
+    f.gpu_tile(x, y, xo, yo, xi, yi, 128, 4).vectorize(xi, 4);
+    c.out = f;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
 /** The separable 3x3 blur over x and y of a w x h output: its input (one-pixel border) becomes
     c's input, by its output; returns {blur_x, blur_y}, to be scheduled. */
 inline std::pair<Func, Func> blur_algorithm(GpuCase &c, int w, int h) {
@@ -528,7 +547,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return box_sum(); },               [] { return total_sum(); },
             [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); },
             [] { return histogram_atomic(); },      [] { return scatter_max_atomic(); },
-            [] { return row_histogram_shared(); },  [] { return matmul_shared_vec(256, 8, true, true); }};
+            [] { return row_histogram_shared(); },  [] { return matmul_shared_vec(256, 8, true, true); },
+            [] { return math_intrinsics(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -412,6 +412,17 @@ TEST(GPUNvrtc, AtomicUpdatesOfEachType) {
     }
 }
 
+// Every float math intrinsic compiles, and fast_exp / fast_log, whose results are built from
+// bits (reinterpret: a union in the kernel), vectorized by 4.
+TEST(GPUNvrtc, MathIntrinsicsAndReinterpret) {
+    REQUIRE_NVRTC();
+    GpuCase c = math_intrinsics();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_NE(b.prog.source.find("weft_reinterpret<float, i32>("), std::string::npos) << b.prog.source;
+    EXPECT_NE(b.prog.source.find("weft_reinterpret<i32, float>("), std::string::npos) << b.prog.source;
+}
+
 TEST(GPUNvrtc, CompileErrorCarriesLogAndLine) {
     REQUIRE_NVRTC();
     std::string e = error_of([] { nvrtc_compile("extern \"C\" __global__ void k() {\n  int x = undefined_name;\n}\n", "sm_90"); });
