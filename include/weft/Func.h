@@ -281,7 +281,8 @@ public:
         depend on the order; floating-point sums still round differently from run to run).
         Loops of an atomic update are not vectorized (its stores are one element each). */
     Stage &atomic(bool override_associativity_test = false);
-    /** Prefetches the data of `src` that iteration at + offset of loop `at` will read. */
+    /** Prefetches the data of `src` that iteration at + offset of loop `at` will read (into the
+        CPU's caches; no effect in GPU kernels). */
     Stage &prefetch(const class Func &src, const VarOrRVar &at, Expr offset = 1);
     Stage &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);
     Stage &prefetch(const Buffer<void> &src, const VarOrRVar &at, Expr offset = 1);

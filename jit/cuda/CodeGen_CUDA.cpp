@@ -667,6 +667,8 @@ public:
                     os << ind() << "__syncthreads();\n";
                     return;
                 }
+            if (auto c = op->value.as<Call>())
+                if (c->is_intrinsic("prefetch")) return;  // a CPU cache hint (Func::prefetch): nothing on a GPU
             if (is_const(op->value)) return;
             os << ind() << "(void)" << expr(op->value) << ";\n";
             return;

@@ -42,6 +42,24 @@ inline GpuCase pointwise(int w = 256, int h = 128, int tx = 32, int ty = 8) {
     return c;
 }
 
+/** CPU-only schedule hints on a GPU-scheduled Func: prefetch() and store_nontemporal() have
+    no effect in a kernel, a parallel loop inside it runs serially in each thread. */
+inline GpuCase cpu_hints(int w = 90, int h = 20) {
+    GpuCase c;
+    c.name = "cpu_hints";
+    c.inputs.push_back(ramp_buffer(w, h));
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), xi("xi"), yo("yo"), yi("yi");
+    Func f("cpu_hints");
+    f(x, y) = in(x, y) * 3.0f - 1.0f;
+    f.split(y, yo, yi, 4).split(x, xo, xi, 32).reorder(xi, yi, xo, yo).gpu_blocks(xo, yo).gpu_threads(xi).parallel(yi);
+    f.prefetch(in, yi, 2).store_nontemporal();
+    c.out = f;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
 /** Every float math intrinsic, and fast_exp / fast_log (made from their operands' bits with
     reinterpret), vectorized by 4 inside 32x4-thread tiles. */
 inline GpuCase math_intrinsics(int w = 100, int h = 30) {
@@ -548,7 +566,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); },
             [] { return histogram_atomic(); },      [] { return scatter_max_atomic(); },
             [] { return row_histogram_shared(); },  [] { return matmul_shared_vec(256, 8, true, true); },
-            [] { return math_intrinsics(); }};
+            [] { return math_intrinsics(); },       [] { return cpu_hints(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -423,6 +423,15 @@ TEST(GPUNvrtc, MathIntrinsicsAndReinterpret) {
     EXPECT_NE(b.prog.source.find("weft_reinterpret<i32, float>("), std::string::npos) << b.prog.source;
 }
 
+// prefetch() and store_nontemporal() are CPU hints: nothing of them in the kernel.
+TEST(GPUNvrtc, CpuHintsHaveNoEffectInKernels) {
+    REQUIRE_NVRTC();
+    GpuCase c = cpu_hints();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_EQ(b.prog.source.find("prefetch"), std::string::npos) << b.prog.source;
+}
+
 TEST(GPUNvrtc, CompileErrorCarriesLogAndLine) {
     REQUIRE_NVRTC();
     std::string e = error_of([] { nvrtc_compile("extern \"C\" __global__ void k() {\n  int x = undefined_name;\n}\n", "sm_90"); });
