@@ -2,6 +2,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include <algorithm>
+#include <climits>
 
 namespace weft {
 namespace internal {
@@ -46,29 +47,43 @@ protected:
     }
     Stmt visit(const Realize *op, const Stmt &s) override {
         Stmt body = mutate(op->body);
-        Expr size = Expr(1);
-        Expr known = Expr(1);  // the same size from the bounds themselves, to decide stack or heap
+        // The number of elements, in 64 bits (flat indices are 32-bit: more than 2^31 - 1
+        // elements is an error, at compile time where the extents are constants, else when
+        // run, before anything is allocated or written).
+        Expr size = make_const(Int(64), (int64_t)1);
         auto fold = env.folds.find(op->name);
         Region bounds = op->bounds;
         if (fold != env.folds.end()) bounds[fold->second.first].extent = Expr((int)fold->second.second);
+        const int64_t cap = (int64_t)1 << 62;  // (the constant product saturates there)
+        int64_t n = 1;
+        bool constant = true;
         for (size_t d = 0; d < bounds.size(); d++) {
-            size = size * field(op->name, "extent", d);
-            known = known * bounds[d].extent;
+            size = size * Cast::make(Int(64), field(op->name, "extent", d));
+            int64_t e = 0;
+            if (!is_const_int(simplify(bounds[d].extent), &e)) constant = false;
+            else n = (int64_t)std::min<__int128>((__int128)n * std::max<int64_t>(e, 0), cap);
         }
-        int64_t n = 0;
-        bool constant = is_const_int(simplify(known), &n);
-        if (constant) size = Expr((int)n);
+        auto fit = env.index.find(op->name);
+        const std::string user = fit != env.index.end() ? env.funcs[fit->second].contents->name : op->name;
+        const std::string too_large = "Func \"" + user + "\" needs storage for % elements, more than the 2147483647 that "
+                                      "32-bit indices address; compute it in smaller pieces (compute_at an inner loop)";
+        if (constant && n > INT32_MAX) {
+            std::string msg = too_large;
+            msg.replace(msg.find('%'), 1, n == cap ? "2^62 or more" : std::to_string(n));
+            user_error("weft: " + msg);
+        }
+        if (constant) size = make_const(Int(64), n);
         MemoryType m = op->memory_type;
         bool small = constant && n * op->type.bytes() <= 64 * 1024;
         if (m == MemoryType::Register) m = small || cuda ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
         else if (m == MemoryType::Auto || m == MemoryType::Stack) m = small ? MemoryType::Stack : MemoryType::Heap;
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
-        Stmt a = Allocate::make(op->name, op->type, Cast::make(Int(64), size), m, body);
+        Stmt a = Allocate::make(op->name, op->type, size, m, body);
+        if (!constant) a = Block::make(AssertStmt::make(size <= make_const(Int(64), (int64_t)INT32_MAX), too_large, {size}), a);
         // Bind extents, mins and dense strides (innermost first).
         std::vector<std::pair<std::string, Expr>> lets;
         // Dense strides in storage order (reorder_storage; innermost first).
         std::vector<size_t> order;
-        auto fit = env.index.find(op->name);
         if (fit != env.index.end()) {
             const LFunc &f = env.funcs[fit->second];
             for (auto &n : f.sched.storage_order) {

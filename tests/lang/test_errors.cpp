@@ -380,6 +380,36 @@ TEST(Errors, BufferAccessOutOfRange) {
     EXPECT_THROW(b.dim(5), Error);
 }
 
+// An intermediate Func whose storage needs 2^31 elements or more (65536 x 65537 here: its
+// 32-bit element count wraps to 65536, and it was allocated that small, then written far past
+// its end): an error naming it, when compiling where the shapes fix the size, when called
+// (before anything is allocated or written) where a Param does; smaller sizes still run.
+TEST(Errors, IntermediateStorageTooLargeFor32BitIndices) {
+    Var x("x"), y("y");
+    Func g("huge_intermediate"), f("reads_huge");
+    g(x, y) = x + y;
+    f(x, y) = g(x * 65535, y * 65536);
+    g.compute_root();
+    std::string m = error_of([&] { f.realize({2, 2}); });
+    EXPECT_CONTAINS(m, "huge_intermediate");
+    EXPECT_CONTAINS(m, "4295032832 elements");
+
+    Param<int> p("p", 3);
+    Func g2("huge_at_run_time"), f2("reads_huge_at_run_time");
+    g2(x, y) = x + y;
+    f2(x, y) = g2(clamp(x * p, 0, 70000), clamp(y * (p + 1), 0, 70000));
+    g2.compute_root();
+    Buffer<int> out(2, 2);
+    f2.realize(out);
+    EXPECT_EQ(out(1, 1), 3 + 4);
+    p.set(65535);
+    out(1, 1) = -1;
+    m = error_of([&] { f2.realize(out); });
+    EXPECT_CONTAINS(m, "huge_at_run_time");
+    EXPECT_CONTAINS(m, "4295032832 elements");
+    EXPECT_EQ(out(1, 1), -1);  // nothing written
+}
+
 TEST(Errors, LibraryStillWorksAfterErrors) {
     Var x("x");
     Func f("after_errors");
