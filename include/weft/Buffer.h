@@ -1,6 +1,7 @@
 // weft public API: Buffer<T>.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <map>
@@ -103,6 +104,12 @@ public:
         if ((int)mins.size() > dimensions())
             internal::buffer_error("Buffer \"" + name() + "\": set_min given " + std::to_string(mins.size()) +
                                    " values for " + std::to_string(dimensions()) + " dimensions");
+        for (size_t i = 0; i < mins.size(); i++)  // coordinates are 32-bit, and so is the end of a loop over them
+            if ((int64_t)mins[i] + contents_->dim[i].extent > INT32_MAX)
+                internal::buffer_error("Buffer \"" + name() + "\": set_min(" + std::to_string(mins[i]) + ") in dimension " +
+                                       std::to_string(i) + ": min + extent = " +
+                                       std::to_string((int64_t)mins[i] + contents_->dim[i].extent) +
+                                       " is past the largest 32-bit integer");
         for (size_t i = 0; i < mins.size(); i++) contents_->dim[i].min = mins[i];
     }
 

@@ -1,5 +1,6 @@
 // Func, Stage, Var, RDom, ImageParam, Param, Buffer: turning user code into definitions and schedules.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -127,10 +128,13 @@ RDom::RDom(const std::vector<std::pair<Expr, Expr>> &ranges, const std::string &
                        ex.type().str());
         mi = cast(Int(32), mi);
         ex = cast(Int(32), ex);
-        int64_t e;
+        int64_t e, m;
         if (is_const_int(ex, &e) && e < 0)
             user_error("weft: RDom \"" + dom_->name + "\" dimension " + std::to_string(i) + " has negative extent " +
                        std::to_string(e));
+        if (is_const_int(ex, &e) && is_const_int(mi, &m) && m + e > INT32_MAX)  // 32-bit coordinates, and loop ends
+            user_error("weft: RDom \"" + dom_->name + "\" dimension " + std::to_string(i) + ": min + extent = " +
+                       std::to_string(m + e) + " is past the largest 32-bit integer");
         dom_->domain.push_back({dom_->name + suffix[i], mi, ex});
     }
     init();

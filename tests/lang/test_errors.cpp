@@ -410,6 +410,31 @@ TEST(Errors, IntermediateStorageTooLargeFor32BitIndices) {
     EXPECT_EQ(out(1, 1), -1);  // nothing written
 }
 
+// Coordinates are 32-bit and so are the ends of loops over them: a buffer or an RDom whose
+// min + extent is past INT32_MAX is an error (such an output was written past its end, such an
+// RDom's loop never ended); up to INT32_MAX runs.
+TEST(Errors, CoordinatesPastInt32) {
+    Var x("x");
+    Buffer<int> out(10);
+    std::string m = error_of([&] { out.set_min(INT32_MAX - 5); });
+    EXPECT_CONTAINS(m, "2147483652");
+    EXPECT_EQ(out.dim(0).min(), 0);  // unchanged
+    out.set_min(INT32_MAX - 10);
+    Func f("near_the_top");
+    f(x) = x - (INT32_MAX - 10);
+    f.realize(out);
+    EXPECT_EQ(out(INT32_MAX - 1), 9);
+
+    m = error_of([&] { RDom r(INT32_MAX - 5, 6); });
+    EXPECT_CONTAINS(m, "min + extent = 2147483648");
+    RDom r(INT32_MAX - 5, 5, "near_top");
+    Func g("sums_near_the_top");
+    g(x) = 0;
+    g(x) = g(x) + (r - (INT32_MAX - 5));
+    Buffer<int> o = g.realize({1});
+    EXPECT_EQ(o(0), 0 + 1 + 2 + 3 + 4);
+}
+
 TEST(Errors, LibraryStillWorksAfterErrors) {
     Var x("x");
     Func f("after_errors");
