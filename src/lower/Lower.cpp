@@ -22,26 +22,30 @@ static Expr field(const std::string &name, const char *f, int d, const std::map<
     return it != consts.end() ? it->second : Variable::make(Int(32), n);
 }
 
-/** Reading outside an input fails with a clear message before anything is written. */
+/** Reading outside an input fails with a clear message before anything is written; so does
+    reading an output (a Func that is an output and also used by another Func, or an update
+    of it reading elsewhere) outside its buffer, which holds all of it there is. */
 static std::vector<Stmt> input_checks(const Stmt &s, const Env &env, const std::map<std::string, Expr> &consts) {
     std::vector<Stmt> checks;
-    for (auto &in : env.inputs) {
-        Box req = box_required(s, in.name);
+    auto check = [&](const std::string &name, const std::string &what, const std::string &shown) {
+        Box req = box_required(s, name);
         for (size_t d = 0; d < req.size(); d++) {
             if (!req[d].is_bounded())
-                user_error("weft: input \"" + in.name + "\" dimension " + std::to_string(d) +
+                user_error("weft: " + what + " \"" + shown + "\" dimension " + std::to_string(d) +
                            ": cannot bound the region the pipeline reads (" +
                            (req[d].min.defined() ? to_string(req[d].min) : std::string("-inf")) + " to " +
                            (req[d].max.defined() ? to_string(req[d].max) : std::string("+inf")) +
                            "); clamp the coordinates, e.g. with BoundaryConditions");
-            Expr mn = field(in.name, "min", (int)d, consts), ex = field(in.name, "extent", (int)d, consts);
+            Expr mn = field(name, "min", (int)d, consts), ex = field(name, "extent", (int)d, consts);
             Expr mx = simplify(mn + ex - 1);
             Expr lo = simplify(req[d].min), hi = simplify(req[d].max);
             checks.push_back(AssertStmt::make(simplify(lo >= mn && hi <= mx),
-                "input \"" + in.name + "\" dimension " + std::to_string(d) + ": pipeline reads [%, %], buffer holds [%, %]",
+                what + " \"" + shown + "\" dimension " + std::to_string(d) + ": pipeline reads [%, %], buffer holds [%, %]",
                 {lo, hi, mn, mx}));
         }
-    }
+    };
+    for (auto &in : env.inputs) check(in.name, "input", in.name);
+    for (auto &o : env.outputs) check(o, "output", env.funcs[env.index.at(o)].contents->name);
     return checks;
 }
 

@@ -435,6 +435,25 @@ TEST(Errors, CoordinatesPastInt32) {
     EXPECT_EQ(o(0), 0 + 1 + 2 + 3 + 4);
 }
 
+// A Func that is an output and also used by another output: its buffer holds all of it there
+// is, so reading past it is an error naming it (the consumer read past the end of the output
+// buffer); within it, both are computed.
+TEST(Errors, OutputReadPastItsBufferByAnotherOutput) {
+    Var x("x");
+    Func f("shared_output"), g("reads_shared_output");
+    f(x) = x;
+    g(x) = f(x + 1) + 1;
+    Buffer<int> a(4), b(4);
+    b(3) = -1;
+    std::string m = error_of([&] { Pipeline({f, g}).realize({a, b}); });
+    EXPECT_CONTAINS(m, "output \"shared_output\" dimension 0: pipeline reads [1, 4], buffer holds [0, 3]");
+    EXPECT_EQ(b(3), -1);  // nothing written
+    Buffer<int> c(3);
+    Pipeline({f, g}).realize({a, c});
+    EXPECT_EQ(c(2), 4);
+    EXPECT_EQ(a(3), 3);
+}
+
 TEST(Errors, LibraryStillWorksAfterErrors) {
     Var x("x");
     Func f("after_errors");
