@@ -127,9 +127,15 @@ public:
         : Buffer<void>(type_of<T>(), extents, name) {}
     template <typename... Ints, typename = std::enable_if_t<(std::is_integral_v<Ints> && ...)>>
     explicit Buffer(int e0, Ints... rest) : Buffer(std::vector<int>{e0, (int)rest...}) {}
-    /** Wraps memory it does not own (dense, dimension 0 innermost). */
+    /** Wraps memory it does not own (dense, dimension 0 innermost); data must not be null. */
     Buffer(T *data, const std::vector<int> &extents, const std::string &name = "")
-        : Buffer<void>(internal::make_buffer(type_of<T>(), extents, data, name)) {}
+        : Buffer<void>(internal::make_buffer(type_of<T>(), extents, checked(data, name), name)) {}
+    /** data, or an Error where it is null (make_buffer would allocate instead: not what was asked). */
+    static T *checked(T *data, const std::string &name) {
+        if (!data) internal::buffer_error("Buffer" + (name.empty() ? std::string() : " \"" + name + "\"") +
+                                          "(data, extents): data is a null pointer");
+        return data;
+    }
     /** From an untyped buffer: throws Error if the element type differs. */
     Buffer(const Buffer<void> &b) : Buffer<void>(b.contents()) {
         if (contents_ && contents_->type != type_of<T>())

@@ -35,6 +35,16 @@ int64_t BufferContents::num_elements() const {
 }
 void buffer_error(const std::string &msg) { throw Error("weft: " + msg); }
 
+void check_supported_type(Type t, const std::string &what) {
+    Type e = t.element_of();
+    if (e.is_bool() || e.is_handle()) return;
+    int b = e.bits();
+    if (e.is_float() && b == 16) user_error("weft: " + what + ": 16-bit floats are not supported yet (float32 and float64 are)");
+    if (e.is_float() ? (b != 32 && b != 64) : (b != 8 && b != 16 && b != 32 && b != 64))
+        user_error("weft: " + what + ": " + e.str() + " is not a supported type (integers have 8, 16, 32 or 64 bits, "
+                   "floats 32 or 64)");
+}
+
 std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &extents, void *data, const std::string &name) {
     if (extents.size() > (size_t)kMaxDims)
         buffer_error("Buffer \"" + name + "\": " + std::to_string(extents.size()) + " dimensions; at most " +
@@ -44,6 +54,7 @@ std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &exte
     b->type = t;
     b->dims = (int)extents.size();
     b->name = name.empty() ? unique_name('b') : name;
+    check_supported_type(t, "Buffer \"" + b->name + "\"");
     int64_t stride = 1;
     for (size_t i = 0; i < extents.size(); i++) {
         if (extents[i] < 0)
@@ -200,6 +211,7 @@ RDom RDom::where(Expr cond) {
 // ---------------- ImageParam ----------------
 ImageParam::ImageParam(Type t, int dims, const std::string &name) : c_(std::make_shared<ImageParamContents>()) {
     if (dims < 0 || dims > kMaxDims) user_error("weft: ImageParam \"" + name + "\": bad dimension count " + std::to_string(dims));
+    check_supported_type(t, "ImageParam \"" + name + "\"");
     c_->name = name.empty() ? unique_name('i') : name;
     c_->type = t;
     c_->dims = dims;

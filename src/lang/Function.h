@@ -108,5 +108,9 @@ Definition &stage_definition(FunctionContents &f, int stage);
 /** Type coercion for binary operators, per API.md. */
 void match_types(Expr &a, Expr &b, const char *op);
 
+/** Throws Error unless t (its element type) is one weft computes with: Bool, 8/16/32/64-bit
+    integers, 32/64-bit floats. `what` names where it was given. */
+void check_supported_type(Type t, const std::string &what);
+
 }  // namespace internal
 }  // namespace weft

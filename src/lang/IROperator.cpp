@@ -217,6 +217,7 @@ Expr pow(Expr a, Expr b) {
 Expr cast(Type t, Expr e) {
     check_defined(e, "cast");
     if (t.is_handle() || e.type().is_handle()) user_error("weft: cannot cast to or from a handle");
+    check_supported_type(t, "cast to " + t.str());
     t = t.with_lanes(e.type().lanes());
     if (e.type() == t) return e;
     if (is_literal(e)) {

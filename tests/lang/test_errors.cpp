@@ -454,6 +454,21 @@ TEST(Errors, OutputReadPastItsBufferByAnotherOutput) {
     EXPECT_EQ(a(3), 3);
 }
 
+// Element types weft does not compute with (16-bit floats come later; odd integer widths) are
+// refused where they are given, and wrapping a null pointer is an error (it allocated instead).
+TEST(Errors, UnsupportedTypesAndNullData) {
+    Var x("x");
+    EXPECT_CONTAINS(error_of([&] { cast(Float(16), Expr(3)); }), "16-bit floats are not supported yet");
+    EXPECT_CONTAINS(error_of([&] { cast(Int(7), x); }), "int7 is not a supported type");
+    EXPECT_CONTAINS(error_of([&] { Buffer<void> b(Float(16), {4}, "half_buffer"); }), "half_buffer");
+    EXPECT_CONTAINS(error_of([&] { ImageParam p(UInt(12), 2, "odd_param"); }), "odd_param");
+    EXPECT_CONTAINS(error_of([&] { Buffer<int> b((int *)nullptr, {4, 4}, "null_wrap"); }), "null pointer");
+    Func f("supported_types");
+    f(x) = cast<uint8_t>(x) + cast(UInt(8), 1);
+    Buffer<uint8_t> o = f.realize({3});
+    EXPECT_EQ(o(2), 3);
+}
+
 TEST(Errors, LibraryStillWorksAfterErrors) {
     Var x("x");
     Func f("after_errors");
