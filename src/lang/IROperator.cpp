@@ -309,6 +309,7 @@ using namespace internal;
 
 Expr reinterpret(Type t, Expr e) {
     if (!e.defined()) user_error("weft: reinterpret of an undefined Expr");
+    check_supported_type(t, "reinterpret as " + t.str());
     t = t.with_lanes(e.type().lanes());
     if (t.bits() != e.type().bits() || t.is_bool() || e.type().is_bool())
         user_error("weft: reinterpret from " + e.type().str() + " to " + t.str() + ": the widths must match");
