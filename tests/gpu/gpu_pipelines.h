@@ -26,11 +26,17 @@ inline Buffer<float> ramp_buffer(int w, int h, float scale = 1.0f, const std::st
     return b;
 }
 
+/** A case named `name` whose input is a w x h ramp_buffer. */
+inline GpuCase case_with_ramp(const std::string &name, int w, int h, float scale = 1.0f) {
+    GpuCase c;
+    c.name = name;
+    c.inputs.push_back(ramp_buffer(w, h, scale));
+    return c;
+}
+
 /** out = in * 2 + 1 over a 2-D gpu_tile of tx x ty threads. */
 inline GpuCase pointwise(int w = 256, int h = 128, int tx = 32, int ty = 8) {
-    GpuCase c;
-    c.name = "pointwise";
-    c.inputs.push_back(ramp_buffer(w, h));
+    GpuCase c = case_with_ramp("pointwise", w, h);
     Buffer<float> in = c.inputs[0];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     Func f("pointwise");
@@ -45,9 +51,7 @@ inline GpuCase pointwise(int w = 256, int h = 128, int tx = 32, int ty = 8) {
 /** CPU-only schedule hints on a GPU-scheduled Func: prefetch() and store_nontemporal() have
     no effect in a kernel, a parallel loop inside it runs serially in each thread. */
 inline GpuCase cpu_hints(int w = 90, int h = 20) {
-    GpuCase c;
-    c.name = "cpu_hints";
-    c.inputs.push_back(ramp_buffer(w, h));
+    GpuCase c = case_with_ramp("cpu_hints", w, h);
     Buffer<float> in = c.inputs[0];
     Var x("x"), y("y"), xo("xo"), xi("xi"), yo("yo"), yi("yi");
     Func f("cpu_hints");
@@ -63,9 +67,7 @@ inline GpuCase cpu_hints(int w = 90, int h = 20) {
 /** Every float math intrinsic, and fast_exp / fast_log (made from their operands' bits with
     reinterpret), vectorized by 4 inside 32x4-thread tiles. */
 inline GpuCase math_intrinsics(int w = 100, int h = 30) {
-    GpuCase c;
-    c.name = "math_intrinsics";
-    c.inputs.push_back(ramp_buffer(w, h, 4.0f));
+    GpuCase c = case_with_ramp("math_intrinsics", w, h, 4.0f);
     Buffer<float> in = c.inputs[0];
     Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
     Func f("math_intrinsics");
@@ -480,14 +482,6 @@ inline GpuCase lut_gather(int w = 256, int h = 64) {
     c.sizes = {w, h};
     c.expect_shared = 64 * 4 * 4;
     c.expect_barrier = true;
-    return c;
-}
-
-/** A case named `name` whose input is a w x h ramp_buffer. */
-inline GpuCase case_with_ramp(const std::string &name, int w, int h) {
-    GpuCase c;
-    c.name = name;
-    c.inputs.push_back(ramp_buffer(w, h));
     return c;
 }
 
