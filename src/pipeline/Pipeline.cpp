@@ -213,9 +213,9 @@ std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::stri
         if (!cuda_src.empty()) std::fprintf(stderr, "// ---- CUDA source ----\n%s\n", cuda_src.c_str());
         if (cuda)
             for (auto &[kn, u] : k->cuda->compiled.usage)  // ptxas' report (where NVRTC compiled the kernels)
-                std::fprintf(stderr, "// %s: %d registers, %lld bytes shared, %lld/%lld bytes spilled, %d block(s) per "
-                             "multiprocessor asked\n", kn.c_str(), u.registers, (long long)u.shared_bytes,
-                             (long long)u.spill_stores, (long long)u.spill_loads, u.min_blocks);
+                std::fprintf(stderr, "// %s: %d registers, %lld bytes shared, %lld/%lld bytes spilled%s\n", kn.c_str(),
+                             u.registers, (long long)u.shared_bytes, (long long)u.spill_stores, (long long)u.spill_loads,
+                             u.min_blocks > 1 ? ", registers capped for 2 blocks per multiprocessor" : "");
         if (!llvm_ir.empty()) std::fprintf(stderr, "// ---- LLVM IR ----\n%s\n", llvm_ir.c_str());
     }
     return k;
