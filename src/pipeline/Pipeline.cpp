@@ -1,8 +1,11 @@
 // Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
 #include "weft/Pipeline.h"
 #include <cstdio>
+#include <pthread.h>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
+#include <optional>
 #include "cache/KernelCache.h"
 #include "cuda/CudaRuntime.h"
 #include "interp/Interpreter.h"
@@ -42,6 +45,36 @@ struct CallBinding {
 
 static std::atomic<uint64_t> g_pipeline_ids{1};
 
+/** f() run on a thread of its own with a 512 MiB stack (reserved, not committed), its result or
+    exception handed back: lowering and code generation recurse over expressions, and a deep one
+    (a chain of thousands of operations, or of inlined Funcs) overflowed the caller's stack. */
+template <typename R, typename F>
+R on_large_stack(F &&f) {
+    struct Job {
+        F *f;
+        std::optional<R> result;
+        std::exception_ptr error;
+    } job{&f, std::nullopt, nullptr};
+    auto run = [](void *p) -> void * {
+        Job *j = static_cast<Job *>(p);
+        try {
+            j->result.emplace((*j->f)());
+        } catch (...) {
+            j->error = std::current_exception();
+        }
+        return nullptr;
+    };
+    pthread_attr_t attr;
+    pthread_t thread;
+    bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, (size_t)512 << 20) == 0 &&
+                   pthread_create(&thread, &attr, run, &job) == 0;
+    pthread_attr_destroy(&attr);
+    if (!started) return f();  // (no thread to be had) on this one
+    pthread_join(thread, nullptr);
+    if (job.error) std::rethrow_exception(job.error);
+    return std::move(*job.result);
+}
+
 struct PipelineContents {
     const uint64_t id = g_pipeline_ids.fetch_add(1);  // never reused (unlike an address)
     std::vector<std::shared_ptr<FunctionContents>> outputs;
@@ -56,7 +89,7 @@ struct PipelineContents {
         }
         auto p = std::make_shared<Prepared>();
         p->epoch = epoch;
-        p->env = build_env(outputs, false);
+        p->env = on_large_stack<Env>([&] { return build_env(outputs, false); });  // (recursion over deep Exprs)
         p->algo = p->env.canonical;
         std::lock_guard<std::mutex> l(m);
         prepared = p;
@@ -179,8 +212,16 @@ std::map<std::string, Expr> shape_consts(const Env &env) {
     return m;
 }
 
+std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
+                                             bool generic);
+
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
                                         bool generic) {
+    return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic); });
+}
+
+std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
+                                             bool generic) {
     static std::atomic<int> counter{0};
     std::string name = "weft_pipeline_" + std::to_string(counter++);
     bool dbg = debug_enabled();

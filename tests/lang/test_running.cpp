@@ -208,4 +208,17 @@ TEST(Running, LoweredIRIsText) {
     EXPECT_CONTAINS(ir, "lowered_f");
 }
 
+// A deep expression (a chain of 12,000 operations, as a long unrolled polynomial or a chain
+// of inlined Funcs makes): lowering and code generation recurse over it, on a thread with a
+// large stack (on the caller's 8 MiB they overflowed at about 10,000).
+TEST(Running, DeepExpressionCompiles) {
+    Var x("x");
+    Expr e = cast<float>(x);
+    for (int i = 0; i < 12000; i++) e = e * 0.5f + 1.0f;
+    Func f("deep_chain");
+    f(x) = e;
+    Buffer<float> o = f.realize({4});
+    EXPECT_NEAR(o(3), 2.0f, 1e-4f);  // the fixed point of v * 0.5 + 1
+}
+
 }  // namespace
