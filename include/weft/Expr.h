@@ -77,6 +77,10 @@ struct ExprNode;
 enum class IRNodeType : uint8_t;
 IRNodeType node_type_of(const ExprNode *n);
 Type type_of_node(const ExprNode *n);
+/** Destroys the last reference to an IR node without recursing: the nodes only it holds are
+    destroyed in turn by a loop on this thread (a chain of a million operations would overflow the
+    stack as a recursion). */
+void release_last(std::shared_ptr<const void> p) noexcept;
 }  // namespace internal
 
 /** An expression: a handle to an immutable IR node. */
@@ -87,6 +91,25 @@ public:
     Expr(float v);
     Expr(double v);
     explicit Expr(std::shared_ptr<const internal::ExprNode> p) : ptr(std::move(p)) {}
+    Expr(const Expr &) = default;
+    Expr(Expr &&) noexcept = default;
+    Expr &operator=(const Expr &o) {
+        if (this != &o) {
+            std::shared_ptr<const internal::ExprNode> old = std::move(ptr);
+            ptr = o.ptr;  // (o may be part of old's node: copied before old goes)
+            drop(old);
+        }
+        return *this;
+    }
+    Expr &operator=(Expr &&o) noexcept {
+        if (this != &o) {
+            std::shared_ptr<const internal::ExprNode> old = std::move(ptr);
+            ptr = std::move(o.ptr);
+            drop(old);
+        }
+        return *this;
+    }
+    ~Expr() { drop(ptr); }
     bool defined() const { return (bool)ptr; }
     Type type() const { return internal::type_of_node(ptr.get()); }
     const internal::ExprNode *get() const { return ptr.get(); }
@@ -100,6 +123,11 @@ public:
     bool same_as(const Expr &o) const { return ptr == o.ptr; }
 
     std::shared_ptr<const internal::ExprNode> ptr;
+
+private:
+    static void drop(std::shared_ptr<const internal::ExprNode> &p) {
+        if (p && p.use_count() == 1) internal::release_last(std::move(p));
+    }
 };
 
 // Arithmetic. Integer / and % round toward negative infinity; division by zero gives 0.

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 #include "ir/Simplify.h"
 
 namespace weft {
@@ -420,6 +421,7 @@ public:
     }
 
     std::string expr(const Expr &e) {
+        if (stack_low()) return on_large_stack<std::string>([&] { return expr(e); });
         const ExprNode *n = e.get();
         if (n->type.is_vector())
             throw Error("weft internal error: CUDA codegen: vector expression outside a vector store: " + to_string(e));
@@ -537,6 +539,7 @@ public:
     // ---- statements ----
     void stmt(const Stmt &s) {
         if (!s.defined()) return;
+        if (stack_low()) return on_large_stack_void([&] { stmt(s); });
         const StmtNode *n = s.get();
         switch (n->node_type) {
         case IRNodeType::LetStmt: {
@@ -817,6 +820,7 @@ public:
 Expr lane_of(const Expr &e, int i, const std::map<const ExprNode *, std::string> &vec_loads) {
     Type t = e.type();
     if (t.is_scalar()) return e;
+    if (stack_low()) return on_large_stack<Expr>([&] { return lane_of(e, i, vec_loads); });
     const ExprNode *n = e.get();
     switch (n->node_type) {
     case IRNodeType::Ramp: {

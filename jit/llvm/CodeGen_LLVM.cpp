@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 #include "weft/Func.h"
 
 #include <llvm/ADT/StringMap.h>
@@ -345,6 +346,7 @@ private:
     // ================================================================== Exprs
     llvm::Value *codegen(const Expr &e) {
         if (!e.defined()) fail("undefined Expr in codegen");
+        if (stack_low()) return on_large_stack<llvm::Value *>([&] { return codegen(e); });
         const ExprNode *n = e.get();
         Type t = e.type();
         switch (n->node_type) {
@@ -970,6 +972,7 @@ private:
     // ================================================================== Stmts
     void codegen(const Stmt &s) {
         if (!s.defined()) return;
+        if (stack_low()) return on_large_stack_void([&] { codegen(s); });
         const StmtNode *n = s.get();
         switch (n->node_type) {
         case IRNodeType::LetStmt: {

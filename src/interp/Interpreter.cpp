@@ -4,6 +4,7 @@
 #include <optional>
 #include <limits>
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 
 namespace weft {
 namespace internal {
@@ -101,6 +102,7 @@ public:
     }
 
     Val eval(const Expr &e) {
+        if (stack_low()) return on_large_stack<Val>([&] { return eval(e); });
         const ExprNode *n = e.get();
         if (n->type.is_vector()) throw Error("weft internal error: the interpreter runs scalar code only");
         switch (n->node_type) {
@@ -341,6 +343,7 @@ public:
     void exec(const Stmt &s) {
         const StmtNode *n = s.get();
         if (!n) return;
+        if (stack_low()) return on_large_stack_void([&] { exec(s); });
         switch (n->node_type) {
         case IRNodeType::LetStmt: {
             auto op = static_cast<const LetStmt *>(n);

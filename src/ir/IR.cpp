@@ -2,9 +2,35 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 namespace weft {
 namespace internal {
+
+namespace {
+/** The nodes waiting to be destroyed by the outermost release_last() running on this thread. */
+thread_local std::vector<std::shared_ptr<const void>> *tl_pending = nullptr;
+}  // namespace
+
+void release_last(std::shared_ptr<const void> p) noexcept {
+    if (tl_pending) {
+        try {
+            tl_pending->push_back(std::move(p));  // destroyed by the loop below, not by recursion
+        } catch (...) {
+            p.reset();  // (out of memory: destroyed here)
+        }
+        return;
+    }
+    std::vector<std::shared_ptr<const void>> pending;
+    tl_pending = &pending;
+    p.reset();  // the node's own Exprs and Stmts that held their last reference land in pending
+    while (!pending.empty()) {
+        std::shared_ptr<const void> q = std::move(pending.back());
+        pending.pop_back();
+        q.reset();
+    }
+    tl_pending = nullptr;
+}
 
 IRNodeType node_type_of(const ExprNode *n) { return n->node_type; }
 Type type_of_node(const ExprNode *n) {

@@ -41,6 +41,25 @@ class Stmt {
 public:
     Stmt() = default;
     explicit Stmt(std::shared_ptr<const StmtNode> p) : ptr(std::move(p)) {}
+    Stmt(const Stmt &) = default;
+    Stmt(Stmt &&) noexcept = default;
+    Stmt &operator=(const Stmt &o) {
+        if (this != &o) {
+            std::shared_ptr<const StmtNode> old = std::move(ptr);
+            ptr = o.ptr;
+            drop(old);
+        }
+        return *this;
+    }
+    Stmt &operator=(Stmt &&o) noexcept {
+        if (this != &o) {
+            std::shared_ptr<const StmtNode> old = std::move(ptr);
+            ptr = std::move(o.ptr);
+            drop(old);
+        }
+        return *this;
+    }
+    ~Stmt() { drop(ptr); }  // (as Expr: a long Block chain is released by a loop)
     bool defined() const { return (bool)ptr; }
     const StmtNode *get() const { return ptr.get(); }
     template <typename T>
@@ -50,6 +69,11 @@ public:
     }
     bool same_as(const Stmt &o) const { return ptr == o.ptr; }
     std::shared_ptr<const StmtNode> ptr;
+
+private:
+    static void drop(std::shared_ptr<const StmtNode> &p) {
+        if (p && p.use_count() == 1) release_last(std::move(p));
+    }
 };
 
 struct FunctionContents;

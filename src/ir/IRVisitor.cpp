@@ -1,4 +1,5 @@
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 
 namespace weft {
 namespace internal {
@@ -8,6 +9,7 @@ namespace internal {
 
 void IRVisitor::include(const Expr &e) {
     if (!e.defined()) return;
+    if (stack_low()) return on_large_stack_void([&] { include(e); });
     const ExprNode *n = e.get();
     switch (n->node_type) {
         DISPATCH_EXPR(IntImm) DISPATCH_EXPR(UIntImm) DISPATCH_EXPR(FloatImm) DISPATCH_EXPR(StringImm)
@@ -22,6 +24,7 @@ void IRVisitor::include(const Expr &e) {
 }
 void IRVisitor::include(const Stmt &s) {
     if (!s.defined()) return;
+    if (stack_low()) return on_large_stack_void([&] { include(s); });
     const StmtNode *n = s.get();
     switch (n->node_type) {
         DISPATCH_EXPR(LetStmt) DISPATCH_EXPR(AssertStmt) DISPATCH_EXPR(For) DISPATCH_EXPR(Store)
@@ -107,6 +110,7 @@ void IRVisitor::visit(const Evaluate *op) { include(op->value); }
 
 Expr IRMutator::mutate(const Expr &e) {
     if (!e.defined()) return e;
+    if (stack_low()) return on_large_stack<Expr>([&] { return mutate(e); });
     const ExprNode *n = e.get();
     switch (n->node_type) {
         DISPATCH_M(IntImm) DISPATCH_M(UIntImm) DISPATCH_M(FloatImm) DISPATCH_M(StringImm) DISPATCH_M(Variable)
@@ -123,6 +127,7 @@ Expr IRMutator::mutate(const Expr &e) {
     case IRNodeType::T: return visit(static_cast<const T *>(n), s);
 Stmt IRMutator::mutate(const Stmt &s) {
     if (!s.defined()) return s;
+    if (stack_low()) return on_large_stack<Stmt>([&] { return mutate(s); });
     const StmtNode *n = s.get();
     switch (n->node_type) {
         DISPATCH_S(LetStmt) DISPATCH_S(AssertStmt) DISPATCH_S(For) DISPATCH_S(Store) DISPATCH_S(Provide)

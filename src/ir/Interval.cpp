@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 #include "ir/Simplify.h"
 
 namespace weft {
@@ -107,6 +108,7 @@ enum BOp { BADD, BSUB, BMUL, BDIV, BMIN, BMAX };
 // Node count of e, stopping early once it exceeds `limit`.
 int expr_size(const Expr &e, int limit) {
     if (!e.defined() || limit <= 0) return 0;
+    if (stack_low()) return on_large_stack<int>([&] { return expr_size(e, limit); });
     const ExprNode *n = e.get();
     int s = 1;
     auto sub = [&](const Expr &c) {
@@ -434,6 +436,7 @@ public:
     }
 
     Interval get_raw(const Expr &e) {
+        if (stack_low()) return on_large_stack<Interval>([&] { return get_raw(e); });
         const ExprNode *n = e.get();
         switch (n->node_type) {
         case IRNodeType::IntImm:

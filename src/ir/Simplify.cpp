@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 
 namespace weft {
 namespace internal {
@@ -151,6 +152,7 @@ bool eqbin(const ExprNode *x, const ExprNode *y) {
 bool eq(const Expr &a, const Expr &b) {
     if (a.same_as(b)) return true;
     if (!a.defined() || !b.defined()) return false;
+    if (stack_low()) return on_large_stack<bool>([&] { return eq(a, b); });
     const ExprNode *x = a.get(), *y = b.get();
     if (x->node_type != y->node_type || !(x->type == y->type)) return false;
     switch (x->node_type) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <set>
+#include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
 #include "lang/Function.h"
 
@@ -202,7 +203,7 @@ RDom RDom::where(Expr cond) {
         }
     } strip;
     strip.d = dom_.get();
-    cond = strip.mutate(cond);
+    cond = strip.mutate(bind_shared_subexpressions(cond));
     dom_->predicate = dom_->predicate.defined() ? (dom_->predicate && cond) : cond;
     bump_epoch();
     return *this;
@@ -353,6 +354,7 @@ FuncRef &FuncRef::operator=(Expr value) {
         user_error("weft: Func \"" + f.name + "\" must have a scalar value, got " + value.type().str());
     for (auto &a : args_)
         if (!a.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined argument");
+    value = bind_shared_subexpressions(value);  // (a graph with an exponentially larger tree)
     CollectDefVars cv;
     cv.fname = f.name;
     if (!f.defined) {
@@ -521,6 +523,7 @@ Stage Stage::specialize(Expr cond) {
     StageSchedule &cur = sched_of(f_, stage_, spec_);
     if (!cond.defined() || !cond.type().is_bool() || cond.type().is_vector())
         user_error("weft: " + name() + ".specialize(): the condition must be a scalar bool Expr");
+    cond = bind_shared_subexpressions(cond);
     CollectDefVars cv;
     cv.fname = f_->name;
     cv.include(cond);

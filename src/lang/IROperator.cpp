@@ -1,5 +1,6 @@
 // Expr operators with API.md's type rules, math functions and inline reductions.
 #include <set>
+#include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
 #include "lang/Function.h"
 
@@ -269,6 +270,7 @@ protected:
 
 Expr inline_reduction(Expr e, const char *kind) {
     if (!e.defined()) user_error(std::string("weft: ") + kind + "() of an undefined Expr");
+    e = bind_shared_subexpressions(e);  // (before walking it: a graph with an exponentially larger tree)
     FindVars fv;
     fv.include(e);
     if (!fv.rdom)

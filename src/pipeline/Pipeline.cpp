@@ -1,7 +1,6 @@
 // Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
 #include "weft/Pipeline.h"
 #include <cstdio>
-#include <pthread.h>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -10,6 +9,7 @@
 #include "cuda/CudaRuntime.h"
 #include "interp/Interpreter.h"
 #include "ir/IRVisitor.h"
+#include "ir/Stack.h"
 #include "lower/Lower.h"
 
 namespace weft {
@@ -45,35 +45,6 @@ struct CallBinding {
 
 static std::atomic<uint64_t> g_pipeline_ids{1};
 
-/** f() run on a thread of its own with a 512 MiB stack (reserved, not committed), its result or
-    exception handed back: lowering and code generation recurse over expressions, and a deep one
-    (a chain of thousands of operations, or of inlined Funcs) overflowed the caller's stack. */
-template <typename R, typename F>
-R on_large_stack(F &&f) {
-    struct Job {
-        F *f;
-        std::optional<R> result;
-        std::exception_ptr error;
-    } job{&f, std::nullopt, nullptr};
-    auto run = [](void *p) -> void * {
-        Job *j = static_cast<Job *>(p);
-        try {
-            j->result.emplace((*j->f)());
-        } catch (...) {
-            j->error = std::current_exception();
-        }
-        return nullptr;
-    };
-    pthread_attr_t attr;
-    pthread_t thread;
-    bool started = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, (size_t)512 << 20) == 0 &&
-                   pthread_create(&thread, &attr, run, &job) == 0;
-    pthread_attr_destroy(&attr);
-    if (!started) return f();  // (no thread to be had) on this one
-    pthread_join(thread, nullptr);
-    if (job.error) std::rethrow_exception(job.error);
-    return std::move(*job.result);
-}
 
 struct PipelineContents {
     const uint64_t id = g_pipeline_ids.fetch_add(1);  // never reused (unlike an address)

@@ -81,6 +81,24 @@ inline GpuCase math_intrinsics(int w = 100, int h = 30) {
     return c;
 }
 
+/** Newton steps for 1/sqrt(a), 30 of them: each step uses the last three times, so the value is
+    a graph of about 250 nodes whose tree has about 10^15 (its shared steps are bound to Lets when
+    it is defined). */
+inline GpuCase newton_steps(int w = 64, int h = 8) {
+    GpuCase c = case_with_ramp("newton_steps", w, h);
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("newton_steps");
+    Expr a = abs(in(x, y)) + 0.5f, r = 1.0f / (a + 1.0f);
+    for (int i = 0; i < 30; i++) r = r * (1.5f - 0.5f * a * r * r);
+    f(x, y) = r;
+    f.gpu_tile(x, y, xo, yo, xi, yi, 32, 4);
+    c.out = f;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
 /** The separable 3x3 blur over x and y of a w x h output: its input (one-pixel border) becomes
     c's input, by its output; returns {blur_x, blur_y}, to be scheduled. */
 inline std::pair<Func, Func> blur_algorithm(GpuCase &c, int w, int h) {
@@ -560,7 +578,8 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return lut_gather(); },            [] { return matmul_shared_vec(256, 8, false, true); },
             [] { return histogram_atomic(); },      [] { return scatter_max_atomic(); },
             [] { return row_histogram_shared(); },  [] { return matmul_shared_vec(256, 8, true, true); },
-            [] { return math_intrinsics(); },       [] { return cpu_hints(); }};
+            [] { return math_intrinsics(); },       [] { return cpu_hints(); },
+            [] { return newton_steps(); }};
 }
 
 }  // namespace weft_gpu_test

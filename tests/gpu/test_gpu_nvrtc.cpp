@@ -432,6 +432,15 @@ TEST(GPUNvrtc, CpuHintsHaveNoEffectInKernels) {
     EXPECT_EQ(b.prog.source.find("prefetch"), std::string::npos) << b.prog.source;
 }
 
+// A value whose tree is exponentially larger than its graph: one line per step in the kernel.
+TEST(GPUNvrtc, SharedSubexpressionsOnce) {
+    REQUIRE_NVRTC();
+    GpuCase c = newton_steps();
+    check_case(c, 1);
+    Built b = build(c);
+    EXPECT_LT(b.prog.source.size(), 20000u) << b.prog.source;
+}
+
 TEST(GPUNvrtc, CompileErrorCarriesLogAndLine) {
     REQUIRE_NVRTC();
     std::string e = error_of([] { nvrtc_compile("extern \"C\" __global__ void k() {\n  int x = undefined_name;\n}\n", "sm_90"); });

@@ -1,0 +1,106 @@
+#include "ir/BindShared.h"
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+#include "ir/IRVisitor.h"
+#include "weft/Func.h"
+
+namespace weft {
+namespace internal {
+
+namespace {
+
+struct NodeInfo {
+    uint64_t tree_size = 0;    // nodes of the node's tree (saturating)
+    int parents = 0;           // how many times the graph refers to it
+    bool uses_inner_let = false;  // refers to a name bound by a Let inside the expression
+};
+
+constexpr uint64_t kSaturate = (uint64_t)1 << 62;
+
+/** One walk over the graph (each node once): tree sizes, parent counts, names bound inside.
+    (An IRMutator that changes nothing: its visits reach every child of every node type.) */
+class Measure : public IRMutator {
+public:
+    std::unordered_map<const ExprNode *, NodeInfo> info;
+    std::set<std::string> let_names;
+
+    Expr mutate(const Expr &e) override {
+        if (!e.defined()) return e;
+        auto it = info.find(e.get());
+        if (it != info.end()) {
+            it->second.parents++;
+            add(it->second);
+            return e;
+        }
+        if (auto l = e.as<Let>()) let_names.insert(l->name);  // (before its body: uses come after)
+        uint64_t saved_size = size_;
+        bool saved_inner = inner_;
+        size_ = 0;
+        inner_ = false;
+        IRMutator::mutate(e);  // children's sizes and flags accumulate in size_ and inner_
+        NodeInfo n;
+        n.tree_size = std::min(kSaturate, size_ + 1);
+        n.parents = 1;
+        n.uses_inner_let = inner_;
+        if (auto v = e.as<Variable>()) n.uses_inner_let = let_names.count(v->name) > 0;
+        info[e.get()] = n;
+        size_ = saved_size;
+        inner_ = saved_inner;
+        add(n);
+        return e;
+    }
+
+private:
+    uint64_t size_ = 0;
+    bool inner_ = false;
+    void add(const NodeInfo &n) {
+        size_ = std::min(kSaturate, size_ + n.tree_size);
+        inner_ = inner_ || n.uses_inner_let;
+    }
+};
+
+/** Rebuilds the graph once per node, a shared node of some size becoming a name bound in order. */
+class Bind : public IRMutator {
+public:
+    explicit Bind(const std::unordered_map<const ExprNode *, NodeInfo> &info) : info_(info) {}
+    std::vector<std::pair<std::string, Expr>> bindings;  // innermost dependency first
+
+    Expr mutate(const Expr &e) override {
+        if (!e.defined()) return e;
+        auto m = done_.find(e.get());
+        if (m != done_.end()) return m->second;
+        Expr r = IRMutator::mutate(e);
+        const NodeInfo &n = info_.at(e.get());
+        if (n.parents > 1 && n.tree_size >= 4 && !n.uses_inner_let && !r.as<Variable>()) {
+            std::string name = unique_name('s');
+            bindings.push_back({name, r});
+            r = Variable::make(r.type(), name);
+        }
+        done_[e.get()] = r;
+        return r;
+    }
+
+private:
+    const std::unordered_map<const ExprNode *, NodeInfo> &info_;
+    std::unordered_map<const ExprNode *, Expr> done_;
+};
+
+}  // namespace
+
+Expr bind_shared_subexpressions(const Expr &e) {
+    if (!e.defined()) return e;
+    Measure m;
+    m.mutate(e);
+    uint64_t tree = m.info.at(e.get()).tree_size, graph = m.info.size();
+    if (tree < kMinTreeSize || tree < kMinTreeRatio * graph) return e;
+    Bind b(m.info);
+    Expr body = b.mutate(e);
+    for (auto it = b.bindings.rbegin(); it != b.bindings.rend(); ++it) body = Let::make(it->first, it->second, body);
+    return body;
+}
+
+}  // namespace internal
+}  // namespace weft
