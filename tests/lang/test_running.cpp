@@ -208,16 +208,16 @@ TEST(Running, LoweredIRIsText) {
     EXPECT_CONTAINS(ir, "lowered_f");
 }
 
-// A deep expression (a chain of 12,000 operations, as a long unrolled polynomial or a chain
-// of inlined Funcs makes): lowering and code generation recurse over it, on a thread with a
-// large stack (on the caller's 8 MiB they overflowed at about 10,000). Under AddressSanitizer,
-// whose stack frames are several times larger, the chain is shorter: the test's own thread
-// destroys the Expr recursively, and that would overflow first.
+// A deep expression (a chain of 120,000 operations, as a long unrolled polynomial or a chain of
+// inlined Funcs makes): defining, lowering, compiling and releasing it recurse over it, deeper
+// than the test thread's 8 MiB stack holds (about 50,000 levels defining it, 10,000 compiling):
+// each recursion moves to a thread with a large stack when the stack runs low, and the Expr is
+// released by a loop. (Shorter under AddressSanitizer, slower with its larger frames.)
 TEST(Running, DeepExpressionCompiles) {
 #if defined(__SANITIZE_ADDRESS__)
-    const int depth = 2000;
+    const int depth = 30000;
 #else
-    const int depth = 12000;
+    const int depth = 120000;
 #endif
     Var x("x");
     Expr e = cast<float>(x);
