@@ -1,4 +1,6 @@
 #include "ir/BindShared.h"
+#include <algorithm>
+#include <iterator>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -13,15 +15,23 @@ namespace internal {
 namespace {
 
 struct NodeInfo {
-    uint64_t tree_size = 0;    // nodes of the node's tree (saturating)
-    int parents = 0;           // how many times the graph refers to it
-    bool uses_inner_let = false;  // refers to a name bound by a Let inside the expression
+    uint64_t tree_size = 0;  // nodes of the node's tree (saturating)
+    int parents = 0;         // how many times the graph refers to it
+    std::vector<std::string> free_inner;  // names bound by Lets inside the expression it uses freely (sorted)
 };
 
 constexpr uint64_t kSaturate = (uint64_t)1 << 62;
 
-/** One walk over the graph (each node once): tree sizes, parent counts, names bound inside.
-    (An IRMutator that changes nothing: its visits reach every child of every node type.) */
+void merge_into(std::vector<std::string> &a, const std::vector<std::string> &b) {
+    if (b.empty()) return;
+    std::vector<std::string> r;
+    std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(r));
+    a.swap(r);
+}
+
+/** One walk over the graph (each node once): tree sizes, parent counts, the names bound inside
+    that each node uses freely. (An IRMutator that changes nothing: its visits reach every child of
+    every node type.) */
 class Measure : public IRMutator {
 public:
     std::unordered_map<const ExprNode *, NodeInfo> info;
@@ -35,30 +45,40 @@ public:
             add(it->second);
             return e;
         }
-        if (auto l = e.as<Let>()) let_names.insert(l->name);  // (before its body: uses come after)
         uint64_t saved_size = size_;
-        bool saved_inner = inner_;
+        std::vector<std::string> saved_free;
+        saved_free.swap(free_);
         size_ = 0;
-        inner_ = false;
-        IRMutator::mutate(e);  // children's sizes and flags accumulate in size_ and inner_
+        if (auto l = e.as<Let>()) {
+            let_names.insert(l->name);  // (before its body: the uses come after)
+            mutate(l->value);
+            std::vector<std::string> of_value;
+            of_value.swap(free_);
+            mutate(l->body);
+            free_.erase(std::remove(free_.begin(), free_.end(), l->name), free_.end());
+            merge_into(free_, of_value);
+        } else {
+            IRMutator::mutate(e);  // children's sizes and names accumulate in size_ and free_
+            if (auto v = e.as<Variable>())
+                if (let_names.count(v->name)) free_ = {v->name};
+        }
         NodeInfo n;
         n.tree_size = std::min(kSaturate, size_ + 1);
         n.parents = 1;
-        n.uses_inner_let = inner_;
-        if (auto v = e.as<Variable>()) n.uses_inner_let = let_names.count(v->name) > 0;
-        info[e.get()] = n;
+        n.free_inner.swap(free_);
         size_ = saved_size;
-        inner_ = saved_inner;
+        free_.swap(saved_free);
         add(n);
+        info.emplace(e.get(), std::move(n));
         return e;
     }
 
 private:
     uint64_t size_ = 0;
-    bool inner_ = false;
+    std::vector<std::string> free_;
     void add(const NodeInfo &n) {
         size_ = std::min(kSaturate, size_ + n.tree_size);
-        inner_ = inner_ || n.uses_inner_let;
+        merge_into(free_, n.free_inner);
     }
 };
 
@@ -74,7 +94,7 @@ public:
         if (m != done_.end()) return m->second;
         Expr r = IRMutator::mutate(e);
         const NodeInfo &n = info_.at(e.get());
-        if (n.parents > 1 && n.tree_size >= 4 && !n.uses_inner_let && !r.as<Variable>()) {
+        if (n.parents > 1 && n.tree_size >= 4 && n.free_inner.empty() && !r.as<Variable>()) {
             std::string name = unique_name('s');
             bindings.push_back({name, r});
             r = Variable::make(r.type(), name);

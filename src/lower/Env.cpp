@@ -2,7 +2,10 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
 
 namespace weft {
 namespace internal {
@@ -99,18 +102,114 @@ protected:
     }
 };
 
+/** Replaces the calls to f by its value. Each node of a graph is visited once (what is shared stays
+    shared), and calls with the same arguments get the same replacement, so a chain of inlined Funcs
+    each using the last several times (f2(x) = f1(x) * f1(x) + f1(x)) is a graph of the chain's size
+    (the callers' Lets are then bound by bind_shared_subexpressions) instead of a tree exponential
+    in its length. */
 class Inliner : public IRMutator {
 public:
     const LFunc *f;
 
+    Expr mutate(const Expr &e) override {
+        if (!e.defined()) return e;
+        auto it = done_.find(e.get());
+        if (it != done_.end()) return it->second.second;
+        Expr r = IRMutator::mutate(e);
+        done_.emplace(e.get(), std::make_pair(e, r));  // (e held: its address stays its own)
+        return r;
+    }
+    using IRMutator::mutate;
+
 protected:
+    Expr visit(const Let *op, const Expr &e) override {
+        lets_.push_back(op->name);
+        Expr r = IRMutator::visit(op, e);
+        lets_.pop_back();
+        return r;
+    }
     Expr visit(const Call *op, const Expr &e) override {
         Expr r = IRMutator::visit(op, e);
         auto c = r.as<Call>();
         if (c->call_type != Call::Func || c->name != f->name) return r;
+        std::vector<Expr> args = c->args;
+        std::string key = args_key(args);  // (args simplified: x - 1 + 1 and x are one key)
+        if (!key.empty()) {
+            auto it = by_args_.find(key);
+            if (it != by_args_.end()) return it->second;
+        }
         std::map<std::string, Expr> m;
-        for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = c->args[i];
-        return substitute(m, f->stages[0].value);
+        for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = args[i];
+        Expr v = substitute_graph(m, f->stages[0].value);
+        if (!key.empty()) by_args_.emplace(key, v);
+        return v;
+    }
+
+    /** substitute(m, e), each node of e's graph once (sharing kept); as substitute() where a Let
+        inside e rebinds one of m's names. */
+    static Expr substitute_graph(const std::map<std::string, Expr> &m, const Expr &e) {
+        class Once : public IRMutator {
+        public:
+            explicit Once(const std::map<std::string, Expr> &m) : m_(m) {}
+            bool rebinds = false;
+            Expr mutate(const Expr &e) override {
+                if (!e.defined()) return e;
+                auto it = done_.find(e.get());
+                if (it != done_.end()) return it->second;
+                Expr r = IRMutator::mutate(e);
+                done_.emplace(e.get(), r);  // (e's nodes are held by e for as long as this runs)
+                return r;
+            }
+            using IRMutator::mutate;
+
+        protected:
+            Expr visit(const Variable *op, const Expr &e) override {
+                auto it = m_.find(op->name);
+                return it == m_.end() ? e : it->second;
+            }
+            Expr visit(const Let *op, const Expr &e) override {
+                rebinds = rebinds || m_.count(op->name) > 0;
+                return IRMutator::visit(op, e);
+            }
+
+        private:
+            const std::map<std::string, Expr> &m_;
+            std::unordered_map<const ExprNode *, Expr> done_;
+        } once(m);
+        Expr r = once.mutate(e);
+        return once.rebinds ? substitute(m, e) : r;
+    }
+
+private:
+    std::unordered_map<const ExprNode *, std::pair<Expr, Expr>> done_;
+    std::map<std::string, Expr> by_args_;
+    std::vector<std::string> lets_;
+
+    /** The arguments' printed form, simplified (and args with them), where they are small and use no
+        name bound by a Let around the call (the same text could mean another value under another
+        Let); else empty. */
+    std::string args_key(std::vector<Expr> &args) const {
+        class Small : public IRMutator {
+        public:
+            int nodes = 0;
+            std::set<std::string> vars;
+            Expr mutate(const Expr &e) override {
+                if (!e.defined() || ++nodes > 64) return e;
+                if (auto v = e.as<Variable>()) vars.insert(v->name);
+                return IRMutator::mutate(e);
+            }
+            using IRMutator::mutate;
+        } small;
+        for (auto &a : args) small.mutate(a);
+        if (small.nodes > 64) return "";
+        for (auto &l : lets_)
+            if (small.vars.count(l)) return "";
+        std::string key;
+        for (auto &a : args) {
+            a = simplify(a);
+            key += to_string(a) + ";";
+        }
+        return key;
     }
 };
 
@@ -416,14 +515,21 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     };
     for (auto &o : env.outputs) dfs(o);
 
-    // Inline, producers first, into everything after them.
-    for (size_t i = 0; i < topo.size(); i++) {
+    // Inline, consumers first, into everything after them: a consumer's value, its calls to
+    // producers still in it, goes into its callers, whose calls to a producer with the same
+    // (simplified) arguments then get one replacement: a chain of inlined stencils (f2(x) =
+    // f1(x - 1) + f1(x) + f1(x + 1), ...) is a graph of the chain's length squared.
+    for (size_t i = topo.size(); i-- > 0;) {
         if (!inlined.count(topo[i])) continue;
         Inliner in;
         in.f = &all[all_index[topo[i]]];
         for (size_t j = 0; j < topo.size(); j++) {
             if (j == i) continue;
-            for (auto &s : all[all_index[topo[j]]].stages) for_each_expr(s, [&](Expr &e) { e = in.mutate(e); });
+            for (auto &s : all[all_index[topo[j]]].stages)
+                for_each_expr(s, [&](Expr &e) {
+                    Expr r = in.mutate(e);
+                    if (!r.same_as(e)) e = bind_shared_subexpressions(r);
+                });
         }
     }
     for (auto &n : topo) {

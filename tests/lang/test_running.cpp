@@ -229,3 +229,53 @@ TEST(Running, DeepExpressionCompiles) {
 }
 
 }  // namespace
+
+namespace {
+
+// Inlined chains whose trees are exponential in their length: each Func using the last three
+// times at one point (80 Funcs: 3^80 as a tree), or at three neighbouring points (a 3-point
+// stencil 24 deep: 3^24). Calls with the same (simplified) arguments share one replacement and
+// shared values are bound to Lets, so both compile in well under a second.
+TEST(Running, InlinedChainsStayGraphs) {
+    Var x("x");
+    {
+        const int n = 80;
+        Func prev("c0");
+        prev(x) = cast<float>(x) * 0.01f;
+        for (int i = 1; i <= n; i++) {
+            Func f("c" + std::to_string(i));
+            f(x) = prev(x) * prev(x) * 0.5f + prev(x) * 0.25f + 0.1f;  // (to about 0.148)
+            prev = f;
+        }
+        Buffer<float> o = prev.realize({16});
+        for (int i = 0; i < 16; i++) {
+            double v = i * 0.01;
+            for (int k = 0; k < n; k++) v = v * v * 0.5 + v * 0.25 + 0.1;
+            EXPECT_NEAR(o(i), v, 1e-5) << i;
+        }
+    }
+    {
+        const int n = 24, w = 40;
+        Func prev("s0");
+        prev(x) = cast<float>(x % 7) + cast<float>(x % 3) * 0.5f;
+        for (int i = 1; i <= n; i++) {
+            Func f("s" + std::to_string(i));
+            f(x) = (prev(x - 1) + prev(x) * 2.0f + prev(x + 1)) * 0.25f;
+            prev = f;
+        }
+        Buffer<float> o = prev.realize({w});
+        std::vector<double> v(w + 2 * n);
+        for (int i = 0; i < (int)v.size(); i++) {
+            int xi = i - n;  // (weft's % rounds toward negative infinity)
+            v[i] = (double)(((xi % 7) + 7) % 7) + (double)(((xi % 3) + 3) % 3) * 0.5;
+        }
+        for (int k = 0; k < n; k++) {
+            std::vector<double> u(v.size(), 0.0);
+            for (size_t i = 1; i + 1 < v.size(); i++) u[i] = (v[i - 1] + 2 * v[i] + v[i + 1]) * 0.25;
+            v = u;
+        }
+        for (int i = 0; i < w; i++) EXPECT_NEAR(o(i), v[i + n], 1e-4) << i;
+    }
+}
+
+}  // namespace
