@@ -11,8 +11,8 @@ namespace internal {
     exponentially many. Where e's tree is much larger than its graph (kMinTreeSize nodes or more,
     and kMinTreeRatio times its graph's), each shared subexpression of some size is bound to a Let
     at the top of e and used by name: the result's tree is about as large as e's graph. Other
-    expressions come back unchanged. Subexpressions using a name bound by a Let inside e stay where
-    they are. */
+    expressions come back unchanged. A subexpression using a name that a Let inside e binds (free in
+    it: not bound within it) stays where it is. */
 Expr bind_shared_subexpressions(const Expr &e);
 
 constexpr uint64_t kMinTreeSize = 4096;
