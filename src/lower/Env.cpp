@@ -515,10 +515,10 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     };
     for (auto &o : env.outputs) dfs(o);
 
-    // Inline, consumers first, into everything after them: a consumer's value, its calls to
-    // producers still in it, goes into its callers, whose calls to a producer with the same
-    // (simplified) arguments then get one replacement: a chain of inlined stencils (f2(x) =
-    // f1(x - 1) + f1(x) + f1(x + 1), ...) is a graph of the chain's length squared.
+    // Inline each inlined Func into every other, consumers first: a consumer's value, with its
+    // calls to producers still in it, goes into its callers, whose calls to a producer with the
+    // same (simplified) arguments then get one replacement: a chain of inlined stencils (f2(x) =
+    // f1(x - 1) + f1(x) + f1(x + 1), ...) is a graph of about the chain's length squared.
     for (size_t i = topo.size(); i-- > 0;) {
         if (!inlined.count(topo[i])) continue;
         Inliner in;
