@@ -1,4 +1,5 @@
 #include "ir/IR.h"
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -11,6 +12,12 @@ namespace {
 /** The nodes waiting to be destroyed by the outermost release_last() running on this thread. */
 thread_local std::vector<std::shared_ptr<const void>> *tl_pending = nullptr;
 }  // namespace
+
+// (declared in weft/Func.h; here, with the IR, so that src/ir stands alone, as the fuzzer builds it)
+std::string unique_name(char prefix) {
+    static std::atomic<int> counter{0};
+    return std::string(1, prefix) + std::to_string(counter++);
+}
 
 void release_last(std::shared_ptr<const void> p) noexcept {
     if (tl_pending) {

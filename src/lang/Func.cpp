@@ -14,11 +14,6 @@ using namespace internal;
 namespace internal {
 std::atomic<uint64_t> g_definition_epoch{1};
 
-std::string unique_name(char prefix) {
-    static std::atomic<int> counter{0};
-    return std::string(1, prefix) + std::to_string(counter++);
-}
-
 std::string stage_name(const FunctionContents &f, int stage) {
     return stage == 0 ? "Func \"" + f.name + "\"" : "Func \"" + f.name + "\".update(" + std::to_string(stage - 1) + ")";
 }
