@@ -19,8 +19,7 @@ bool have_nvrtc(std::string *why) { return nvrtc_available(why); }
         if (!have_nvrtc(&why)) GTEST_SKIP() << "NVRTC is not available: " << why;   \
     } while (0)
 
-void check_case(const GpuCase &c, size_t kernels) {
-    Built b = build(c);
+void check_built(const GpuCase &c, const Built &b, size_t kernels) {
     SCOPED_TRACE(b.prog.source);
     ASSERT_EQ(b.prog.kernels.size(), kernels);
     EXPECT_FALSE(b.out.binary.empty());
@@ -43,6 +42,14 @@ void check_case(const GpuCase &c, size_t kernels) {
     check_kernel_resources(b.prog, b.out);  // within sm_90's limits: no throw
 }
 
+/** c compiled once, checked as check_built() says, and handed back for the test's own checks. */
+Built checked(const GpuCase &c, size_t kernels) {
+    Built b = build(c);
+    check_built(c, b, kernels);
+    return b;
+}
+void check_case(const GpuCase &c, size_t kernels) { checked(c, kernels); }
+
 std::string error_of(const std::function<void()> &f) {
     try {
         f();
@@ -57,8 +64,7 @@ std::string error_of(const std::function<void()> &f) {
 TEST(GPUNvrtc, Pointwise) {
     REQUIRE_NVRTC();
     GpuCase c = pointwise();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_EQ(b.prog.kernels[0].block[0], 32);
     EXPECT_EQ(b.prog.kernels[0].block[1], 8);
 }
@@ -66,8 +72,7 @@ TEST(GPUNvrtc, Pointwise) {
 TEST(GPUNvrtc, BlurStagedInSharedMemoryHasBarrier) {
     REQUIRE_NVRTC();
     GpuCase c = blur_shared();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_NE(b.prog.source.find("__shared__"), std::string::npos);
     // The producer's thread nest (32x10) and the consumer's (32x8) share one block.
     EXPECT_EQ(b.prog.kernels[0].block[0], 32);
@@ -77,8 +82,7 @@ TEST(GPUNvrtc, BlurStagedInSharedMemoryHasBarrier) {
 TEST(GPUNvrtc, BlurVectorizedStoresFloat4) {
     REQUIRE_NVRTC();
     GpuCase c = blur_vectorized();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_EQ(b.prog.kernels[0].block[0], 32);
     EXPECT_EQ(b.prog.kernels[0].block[1], 10);
     EXPECT_NE(b.prog.source.find("*reinterpret_cast<float4 *>(&w_blur_y["), std::string::npos) << b.prog.source;
@@ -87,8 +91,7 @@ TEST(GPUNvrtc, BlurVectorizedStoresFloat4) {
 TEST(GPUNvrtc, MatmulRegisterBlocked) {
     REQUIRE_NVRTC();
     GpuCase c = matmul_regs();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_EQ(b.prog.kernels[0].block[0] * b.prog.kernels[0].block[1], 256);
     EXPECT_EQ(b.prog.source.find("__syncthreads()"), std::string::npos);
 }
@@ -101,16 +104,14 @@ TEST(GPUNvrtc, UpdateStageIsTwoKernels) {
 TEST(GPUNvrtc, ElementwiseVectorized) {
     REQUIRE_NVRTC();
     GpuCase c = elementwise_chain();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_NE(b.prog.source.find("float4"), std::string::npos) << b.prog.source;
 }
 
 TEST(GPUNvrtc, MatmulOperandsStagedInRegistersWithVectorLoads) {
     REQUIRE_NVRTC();
     GpuCase c = matmul_vectorized();
-    check_case(c, 1);  // no spills: accumulators and staged operands fit in registers
-    Built b = build(c);
+    Built b = checked(c, 1);  // no spills: accumulators and staged operands fit in registers
     EXPECT_EQ(b.prog.kernels[0].block[0] * b.prog.kernels[0].block[1], 32);
     size_t vec_loads = 0;
     const std::string load = "reinterpret_cast<const float4 *>";
@@ -124,8 +125,7 @@ TEST(GPUNvrtc, MatmulStagedInSharedMemoryHasLoopBarriers) {
     REQUIRE_NVRTC();
     check_case(matmul_shared_staged(256, 128, 8, 8), 1);  // 8x8 accumulators: no spills either
     GpuCase c = matmul_shared_staged();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     const std::string &src = b.prog.source;
     size_t loop = src.find("for (i32 w_acc_s1_ko");
     ASSERT_NE(loop, std::string::npos) << src;
@@ -150,8 +150,7 @@ TEST(GPUNvrtc, MatmulStagedTilesReadAsVectors) {
     for (auto [kstep, ahead] : {std::pair{8, false}, {16, false}, {8, true}, {16, true}}) {
         GpuCase c = matmul_shared_vec(256, kstep, ahead);
         SCOPED_TRACE(c.name);
-        check_case(c, 1);
-        Built b = build(c);
+        Built b = checked(c, 1);
         const std::string &src = b.prog.source;
         EXPECT_EQ(b.prog.kernels[0].block[0] * b.prog.kernels[0].block[1], 256);
         EXPECT_NE(src.find("float w_acc[64];"), std::string::npos) << src;
@@ -208,8 +207,7 @@ TEST(GPUNvrtc, BlockLevelRegisterStorageIsPerThreadWhenPrivate) {
 TEST(GPUNvrtc, DoubleBufferedTilesHaveTheirOwnStorage) {
     REQUIRE_NVRTC();
     GpuCase c = matmul_shared_vec(256, 8, false, true);
-    check_case(c, 1);  // 2 x (A's and B's 128 x 8 tiles)
-    Built b = build(c);
+    Built b = checked(c, 1);  // 2 x (A's and B's 128 x 8 tiles)
     EXPECT_NE(b.prog.source.find("w_A_in_u1["), std::string::npos) << b.prog.source;
     EXPECT_NE(b.prog.source.find("w_B_in_u1["), std::string::npos);
     Built single = build(matmul_shared_vec(256, 8));
@@ -233,8 +231,7 @@ TEST(GPUNvrtc, DoubleBufferedTilesHaveTheirOwnStorage) {
 TEST(GPUNvrtc, LoadAheadWithDoubleBuffering) {
     REQUIRE_NVRTC();
     GpuCase c = matmul_shared_vec(256, 8, true, true);
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     const std::string &src = b.prog.source;
     EXPECT_NE(src.find("float w_A_in[8];"), std::string::npos) << src;
     EXPECT_NE(src.find("float w_B_in[8];"), std::string::npos) << src;
@@ -332,8 +329,7 @@ TEST(GPUNvrtc, InlineReductionInsideKernel) {
 TEST(GPUNvrtc, SingleThreadKernelsForAScalar) {
     REQUIRE_NVRTC();
     GpuCase c = total_sum();
-    check_case(c, 4);  // partial sums: initial values, update; the scalar: initial value, update
-    Built b = build(c);
+    Built b = checked(c, 4);  // partial sums: initial values, update; the scalar: initial value, update
     EXPECT_EQ(b.prog.kernels[2].block[0] * b.prog.kernels[2].block[1] * b.prog.kernels[2].block[2], 1);
     EXPECT_EQ(b.prog.kernels[3].block[0] * b.prog.kernels[3].block[1] * b.prog.kernels[3].block[2], 1);
     GpuCase bad = pointwise(64, 8);
@@ -349,8 +345,7 @@ TEST(GPUNvrtc, SingleThreadKernelsForAScalar) {
 TEST(GPUNvrtc, ReductionAcrossThreadsWithRfactor) {
     REQUIRE_NVRTC();
     GpuCase c = row_sum_rfactor();
-    check_case(c, 2);  // the initial value, then the update with its partial sums
-    Built b = build(c);
+    Built b = checked(c, 2);  // the initial value, then the update with its partial sums
     EXPECT_EQ(b.prog.kernels[1].block[0], 128);
     size_t barriers = 0;
     for (size_t at = 0; (at = b.prog.source.find("__syncthreads()", at)) != std::string::npos; at++) barriers++;
@@ -403,8 +398,7 @@ TEST(GPUNvrtc, AtomicUpdatesOfEachType) {
         c.out = a.f;
         c.sizes = {10};
         c.expect_shared = 0;
-        check_case(c, 2);
-        std::string src = build(c).prog.source;
+        std::string src = checked(c, 2).prog.source;
         bool narrow = a.f.type().bits() < 32, cas = a.name == "max_f32" || a.name == "product_u32" || a.name == "double_plus_one";
         EXPECT_EQ(src.find("weft_atomic_cas_narrow(&") != std::string::npos, narrow) << src;
         EXPECT_EQ(src.find("weft_atomic_cas(&") != std::string::npos, cas) << src;
@@ -417,8 +411,7 @@ TEST(GPUNvrtc, AtomicUpdatesOfEachType) {
 TEST(GPUNvrtc, MathIntrinsicsAndReinterpret) {
     REQUIRE_NVRTC();
     GpuCase c = math_intrinsics();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_NE(b.prog.source.find("weft_reinterpret<float, i32>("), std::string::npos) << b.prog.source;
     EXPECT_NE(b.prog.source.find("weft_reinterpret<i32, float>("), std::string::npos) << b.prog.source;
 }
@@ -427,8 +420,7 @@ TEST(GPUNvrtc, MathIntrinsicsAndReinterpret) {
 TEST(GPUNvrtc, CpuHintsHaveNoEffectInKernels) {
     REQUIRE_NVRTC();
     GpuCase c = cpu_hints();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_EQ(b.prog.source.find("prefetch"), std::string::npos) << b.prog.source;
 }
 
@@ -436,8 +428,7 @@ TEST(GPUNvrtc, CpuHintsHaveNoEffectInKernels) {
 TEST(GPUNvrtc, SharedSubexpressionsOnce) {
     REQUIRE_NVRTC();
     GpuCase c = newton_steps();
-    check_case(c, 1);
-    Built b = build(c);
+    Built b = checked(c, 1);
     EXPECT_LT(b.prog.source.size(), 20000u) << b.prog.source;
 }
 
