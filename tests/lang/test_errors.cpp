@@ -470,6 +470,28 @@ TEST(Errors, UnsupportedTypesAndNullData) {
     EXPECT_EQ(o(2), 3);
 }
 
+// Errors found deep in a deep expression, or in one whose tree is exponentially larger than its
+// graph, are weft::Errors like any other (thrown where the walk over it ran on a thread of its own
+// with a large stack, and handed back).
+TEST(Errors, DeepAndSharedExpressionsReportErrors) {
+    Var x("x"), y("y");
+#if defined(__SANITIZE_ADDRESS__)
+    const int depth = 30000;
+#else
+    const int depth = 120000;
+#endif
+    Expr deep = cast<float>(y);  // y is not an argument of the Func below
+    for (int i = 0; i < depth; i++) deep = deep * 0.5f + 1.0f;
+    Func f("deep_bad");
+    EXPECT_CONTAINS(error_of([&] { f(x) = deep; }), "uses Var \"y\"");
+    Expr shared = cast<float>(y);
+    for (int i = 0; i < 40; i++) shared = (shared + shared) * 0.5f;
+    Func g("shared_bad");
+    EXPECT_CONTAINS(error_of([&] { g(x) = shared; }), "uses Var \"y\"");
+    Func h("shared_in_sum");
+    EXPECT_CONTAINS(error_of([&] { h(x) = sum(shared); }), "uses no RDom");
+}
+
 TEST(Errors, LibraryStillWorksAfterErrors) {
     Var x("x");
     Func f("after_errors");
