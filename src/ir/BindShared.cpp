@@ -94,7 +94,7 @@ public:
         if (m != done_.end()) return m->second;
         Expr r = IRMutator::mutate(e);
         const NodeInfo &n = info_.at(e.get());
-        if (n.parents > 1 && n.tree_size >= 4 && n.free_inner.empty() && !r.as<Variable>()) {
+        if (n.parents > 1 && n.tree_size >= kMinBoundSize && n.free_inner.empty() && !r.as<Variable>()) {
             std::string name = unique_name('s');
             bindings.push_back({name, r});
             r = Variable::make(r.type(), name);
