@@ -988,6 +988,110 @@ protected:
     }
 };
 
+/** Splits the host code (kernels already replaced by gpu_launch) into what drives the kernels
+    and host stages: each largest run of statements that stores something and launches
+    nothing becomes a CPU pipeline of its own (CudaHostStage), called by host_stage(index). */
+class SplitHostStages {
+public:
+    SplitHostStages(const LoweredFunc &f, CudaProgram &p) : prog(p) {
+        for (auto &a : f.args)
+            if (a.kind == LoweredArg::Buffer) pipeline_buffers[a.name] = a.dims;
+    }
+
+    Stmt split(const Stmt &s) {
+        if (!s.defined()) return s;
+        if (stack_low()) return on_large_stack<Stmt>([&] { return split(s); });
+        Scan sc = scan(s);
+        if (!sc.store) return s;
+        if (!sc.launch) return stage(s);
+        if (s.as<Block>()) {
+            std::vector<Stmt> items, out, run;
+            flatten(s, items);
+            bool run_stores = false;
+            auto flush = [&] {
+                if (run.empty()) return;
+                Stmt r = Block::make(run);
+                out.push_back(run_stores ? stage(r) : r);
+                run.clear();
+                run_stores = false;
+            };
+            for (auto &it : items) {
+                Scan c = scan(it);
+                if (c.launch) {
+                    flush();
+                    out.push_back(split(it));
+                } else {
+                    run.push_back(it);
+                    run_stores |= c.store;
+                }
+            }
+            flush();
+            return Block::make(out);
+        }
+        if (auto op = s.as<For>()) return For::make(op->name, op->min, op->extent, op->for_type, split(op->body));
+        if (auto op = s.as<LetStmt>()) return LetStmt::make(op->name, op->value, split(op->body));
+        if (auto op = s.as<IfThenElse>()) return IfThenElse::make(op->condition, split(op->then_case), split(op->else_case));
+        if (auto op = s.as<Allocate>()) return Allocate::make(op->name, op->type, op->extent, op->memory_type, split(op->body));
+        throw Error("weft internal error: CUDA codegen: host statement with stores and kernels cannot be split");
+    }
+
+private:
+    CudaProgram &prog;
+    std::map<std::string, int> pipeline_buffers;
+
+    struct Scan {
+        bool store = false, launch = false;
+    };
+    static Scan scan(const Stmt &s) {
+        class V : public IRVisitor {
+        public:
+            Scan r;
+
+        protected:
+            void visit(const Store *op) override { r.store = true; }
+            void visit(const Call *op) override {
+                if (op->is_intrinsic("gpu_launch")) r.launch = true;
+                IRVisitor::visit(op);
+            }
+        } v;
+        v.include(s);
+        return v.r;
+    }
+    static void flatten(const Stmt &s, std::vector<Stmt> &items) {
+        if (auto b = s.as<Block>()) {
+            flatten(b->first, items);
+            flatten(b->rest, items);
+        } else if (s.defined()) {
+            items.push_back(s);
+        }
+    }
+    Stmt stage(const Stmt &body) {
+        KernelUses uses;
+        uses.include(body);
+        CudaHostStage st;
+        int idx = (int)prog.stages.size();
+        st.fn.name = "host_stage_" + std::to_string(idx);
+        st.fn.body = body;
+        std::set<std::string> from_buffers;  // fields of the pipeline's buffers: read from their weft_buffer_t
+        for (auto &b : uses.buffers) {
+            auto it = pipeline_buffers.find(b);
+            int dims = it == pipeline_buffers.end() ? 0 : it->second;
+            st.fn.args.push_back({b, LoweredArg::Buffer, uses.buffer_type[b], dims});
+            st.written.push_back(uses.written.count(b) > 0);
+            for (int d = 0; d < dims; d++)
+                for (const char *fld : {".min.", ".extent.", ".stride."}) from_buffers.insert(b + fld + std::to_string(d));
+        }
+        for (auto &v : uses.vars) {
+            if (from_buffers.count(v.first)) continue;
+            if (v.second.is_handle() || v.second.is_vector())
+                throw Error("weft internal error: CUDA codegen: host stage uses " + v.first + " of an unsupported type");
+            st.fn.args.push_back({v.first, LoweredArg::Scalar, v.second, 0});
+        }
+        prog.stages.push_back(std::move(st));
+        return Evaluate::make(Call::make_intrinsic(Int(32), "host_stage", {Expr(idx)}));
+    }
+};
+
 }  // namespace
 
 CudaProgram codegen_cuda(const LoweredFunc &f, bool emulate) {
@@ -997,6 +1101,7 @@ CudaProgram codegen_cuda(const LoweredFunc &f, bool emulate) {
     ex.prefix = f.name;
     ex.emulate = emulate;
     prog.host = ex.mutate(f.body);
+    if (!prog.kernels.empty()) prog.host = SplitHostStages(f, prog).split(prog.host);
     prog.source = (emulate ? std::string(kEmulationHeader) : std::string()) + kPrelude + ex.src.str();
     return prog;
 }

@@ -25,11 +25,23 @@ struct CudaKernel {
     std::string loop;                    // the original outermost gpu_blocks loop (for messages)
 };
 
+/** A part of the host code that computes something itself (a Func, or a stage of one, with
+    no GPU schedule): it runs on the CPU, on the host copies of the buffers it touches. */
+struct CudaHostStage {
+    /** Its code as a CPU pipeline: the buffers it loads or stores (in that order in fn.args,
+        dims 0 except for the pipeline's own buffers), then the host variables it uses (loop
+        variables, lets, Params). */
+    LoweredFunc fn;
+    std::vector<bool> written;  // per buffer argument
+};
+
 struct CudaProgram {
     std::string source;
-    /** The host code: each kernel replaced by Evaluate(gpu_launch(index)). */
+    /** The host code: each kernel replaced by Evaluate(gpu_launch(index)), each host stage by
+        Evaluate(host_stage(index)). */
     Stmt host;
     std::vector<CudaKernel> kernels;
+    std::vector<CudaHostStage> stages;
 };
 
 /** Generates CUDA C for every kernel of f (which must have been lowered with cuda = true).

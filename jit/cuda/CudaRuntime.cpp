@@ -565,11 +565,22 @@ CudaModule::~CudaModule() {
     g_driver.cuModuleUnload(module);
 }
 
-std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source) {
+std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source, const CPUTargetInfo *cpu,
+                                         std::string *llvm_ir) {
     auto m = std::make_shared<CudaModule>();
     m->program = codegen_cuda(f);
     if (source) *source = m->program.source;
     if (m->program.kernels.empty()) return m;
+    if (!m->program.stages.empty()) {
+        CPUTargetInfo host = cpu ? *cpu : host_cpu_info();
+        for (auto &st : m->program.stages) {
+            LoweredFunc sf = st.fn;
+            sf.name = f.name + "_" + st.fn.name;
+            std::string ir;
+            m->stages.push_back(compile_llvm(sf, host, llvm_ir ? &ir : nullptr));
+            if (llvm_ir) *llvm_ir += ir;
+        }
+    }
     CudaDriver &d = cuda_driver();
     std::string arch = "sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor);
     if (cuda_emulated()) {
@@ -625,10 +636,129 @@ struct HostRun {
     CudaDriver &d;
     std::map<std::string, int64_t> ivars;
     std::map<std::string, double> fvars;
-    std::map<std::string, CUdeviceptr_t> bufs;
+    /** A buffer of the pipeline (its BufferContents keeps which copy is newest) or one of its
+        internal allocations (host and device copies made when first needed). */
+    struct Buf {
+        BufferContents *arg = nullptr;
+        const weft_buffer_t *w = nullptr;  // the pipeline's buffers
+        size_t bytes = 0;
+        CUdeviceptr_t dev = 0;
+        std::shared_ptr<void> host;
+        bool host_newer = false, dev_newer = false;
+    };
+    std::map<std::string, Buf> bufs;
     struct Fail {
         int32_t code;
     };
+
+    Buf &buf(const std::string &name) {
+        auto it = bufs.find(name);
+        if (it == bufs.end()) throw Error("weft internal error: CUDA: no buffer " + name);
+        return it->second;
+    }
+    /** The device copy, current. */
+    CUdeviceptr_t on_device(Buf &b, const std::string &name) {
+        if (b.arg) {
+            ensure_device_copy(*b.arg, true);
+            return b.arg->device;
+        }
+        if (!b.dev)
+            cuda_check(d.cuMemAlloc(&b.dev, std::max<size_t>(b.bytes, 1)),
+                       "cuMemAlloc(" + std::to_string(b.bytes) + " bytes for " + name + ")");
+        if (b.host_newer && b.bytes) cuda_check(d.cuMemcpyHtoD(b.dev, b.host.get(), b.bytes), "cuMemcpyHtoD(" + name + ")");
+        b.host_newer = false;
+        return b.dev;
+    }
+    /** The host copy, current. */
+    void *on_host(Buf &b, const std::string &name) {
+        if (b.arg) {
+            buffer_copy_to_host(*b.arg);
+            return b.arg->host;
+        }
+        if (!b.host) {
+            void *p = std::aligned_alloc(64, (std::max<size_t>(b.bytes, 1) + 63) / 64 * 64);
+            if (!p) throw Error("weft: out of host memory (" + std::to_string(b.bytes) + " bytes for " + name + ")");
+            b.host = std::shared_ptr<void>(p, std::free);
+        }
+        if (b.dev_newer && b.bytes)
+            cuda_check(d.cuMemcpyDtoH(b.host.get(), b.dev, b.bytes),
+                       "cuMemcpyDtoH(" + name + "; kernels run asynchronously, so this may be the error of a kernel that "
+                       "wrote it: WEFT_CUDA_SYNC=1 reports such errors at the call that launched it)");
+        b.dev_newer = false;
+        return b.host.get();
+    }
+    void written_on_device(Buf &b) {
+        if (b.arg) {
+            b.arg->device_dirty = true;
+            b.arg->host_dirty = false;
+        } else {
+            b.dev_newer = true;
+            b.host_newer = false;
+        }
+    }
+    void written_on_host(Buf &b) {
+        if (b.arg) {
+            b.arg->host_dirty = true;
+            b.arg->device_dirty = false;
+        } else {
+            b.host_newer = true;
+            b.dev_newer = false;
+        }
+    }
+
+    /** Runs host stage k on the CPU. */
+    void run_stage(int k) {
+        const CudaHostStage &st = m.program.stages[k];
+        const LoweredFunc &fn = st.fn;
+        std::vector<weft_buffer_t> wb;
+        std::vector<uint64_t> slots;
+        std::vector<void *> args(fn.args.size());
+        size_t nb = 0;
+        for (auto &a : fn.args) nb += a.kind == LoweredArg::Buffer;
+        wb.resize(nb);
+        slots.resize(fn.args.size() - nb);
+        for (size_t i = 0, bi = 0, si = 0; i < fn.args.size(); i++) {
+            const LoweredArg &a = fn.args[i];
+            if (a.kind == LoweredArg::Buffer) {
+                Buf &b = buf(a.name);
+                weft_buffer_t &w = wb[bi++];
+                if (b.w) w = *b.w;
+                else std::memset(&w, 0, sizeof w);
+                w.host = on_host(b, a.name);
+                args[i] = &w;
+                continue;
+            }
+            slots[si] = scalar_bits(a.name, a.type);
+            args[i] = &slots[si++];
+        }
+        int32_t rc = m.stages[k] ? m.stages[k]->fn(args.data(), ctx) : interpret_lowered(fn, args.data(), ctx);
+        if (rc != 0) throw Fail{rc};
+        for (size_t i = 0, bi = 0; i < fn.args.size(); i++)
+            if (fn.args[i].kind == LoweredArg::Buffer)
+                if (st.written[bi++]) written_on_host(buf(fn.args[i].name));
+    }
+    /** A host variable's value as an argument slot holds it (a kernel's or a host stage's). */
+    uint64_t scalar_bits(const std::string &name, Type t) {
+        uint64_t bits = 0;
+        auto f = fvars.find(name);
+        auto i = ivars.find(name);
+        if (i == ivars.end() && (f == fvars.end() || !t.is_float()))
+            throw Error("weft internal error: CUDA: host variable " + name + " is unbound");
+        if (t.is_float()) {
+            double v = f != fvars.end() ? f->second : (double)i->second;
+            if (t.bits() == 32) {
+                float x = (float)v;
+                std::memcpy(&bits, &x, 4);
+            } else {
+                std::memcpy(&bits, &v, 8);
+            }
+        } else {
+            int64_t v = i->second;
+            if (t.is_bool()) v = v != 0;
+            std::memcpy(&bits, &v, 8);  // little-endian: the low bytes hold narrower types
+        }
+        return bits;
+    }
 
     Expr with_floats(const Expr &e) {
         if (fvars.empty()) return e;
@@ -670,32 +800,14 @@ struct HostRun {
         std::vector<void *> ptrs(K.params.size());
         for (size_t i = 0; i < K.params.size(); i++) {
             const CudaKernelParam &p = K.params[i];
-            uint64_t bits = 0;
-            if (p.is_buffer) {
-                auto it = bufs.find(p.name);
-                if (it == bufs.end()) throw Error("weft internal error: CUDA: no device buffer " + p.name);
-                bits = it->second;
-            } else if (p.type.is_float()) {
-                double v = fvars.count(p.name) ? fvars[p.name] : (double)ivars.at(p.name);
-                if (p.type.bits() == 32) {
-                    float f = (float)v;
-                    std::memcpy(&bits, &f, 4);
-                } else {
-                    std::memcpy(&bits, &v, 8);
-                }
-            } else {
-                auto it = ivars.find(p.name);
-                if (it == ivars.end()) throw Error("weft internal error: CUDA: kernel parameter " + p.name + " is unbound");
-                int64_t v = it->second;
-                if (p.type.is_bool()) v = v != 0;
-                std::memcpy(&bits, &v, 8);  // little-endian: the low bytes hold narrower types
-            }
-            slots[i] = bits;
+            slots[i] = p.is_buffer ? on_device(buf(p.name), p.name) : scalar_bits(p.name, p.type);
             ptrs[i] = &slots[i];
         }
         cuda_check(d.cuLaunchKernel(m.functions[k], grid[0], grid[1], grid[2], K.block[0], K.block[1], K.block[2], 0,
                                     nullptr, ptrs.data(), nullptr),
                    "cuLaunchKernel(" + K.name + ", loop " + K.loop + ")");
+        for (auto &p : K.params)
+            if (p.is_buffer && p.written) written_on_device(buf(p.name));
     }
 
     void exec(const Stmt &s) {
@@ -734,26 +846,32 @@ struct HostRun {
             }
             ivars.erase(op->name);
         } else if (auto op = s.as<Allocate>()) {
-            int64_t n = std::max<int64_t>(ieval(op->extent), 1);
-            CUdeviceptr_t p = 0;
-            cuda_check(d.cuMemAlloc(&p, (size_t)n * op->type.bytes()), "cuMemAlloc(" + std::to_string(n * op->type.bytes()) +
-                                                                           " bytes for " + op->name + ")");
-            auto saved = bufs.count(op->name) ? std::optional<CUdeviceptr_t>(bufs[op->name]) : std::nullopt;
-            bufs[op->name] = p;
+            // Host and device copies are made where first used (on_host, on_device).
+            Buf b;
+            b.bytes = (size_t)std::max<int64_t>(ieval(op->extent), 1) * op->type.bytes();
+            auto saved = bufs.count(op->name) ? std::optional<Buf>(bufs[op->name]) : std::nullopt;
+            auto release = [&] {
+                Buf &mine = bufs[op->name];
+                if (mine.dev) {
+                    d.cuCtxSynchronize();
+                    d.cuMemFree(mine.dev);
+                }
+                if (saved) bufs[op->name] = *saved;
+                else bufs.erase(op->name);
+            };
+            bufs[op->name] = b;
             try {
                 exec(op->body);
             } catch (...) {
-                d.cuCtxSynchronize();
-                d.cuMemFree(p);
+                release();
                 throw;
             }
-            d.cuCtxSynchronize();
-            d.cuMemFree(p);
-            if (saved) bufs[op->name] = *saved;
-            else bufs.erase(op->name);
+            release();
         } else if (auto op = s.as<Evaluate>()) {
-            if (auto c = op->value.as<Call>())
+            if (auto c = op->value.as<Call>()) {
                 if (c->is_intrinsic("gpu_launch")) launch((int)*as_const_int(c->args[0]));
+                else if (c->is_intrinsic("host_stage")) run_stage((int)*as_const_int(c->args[0]));
+            }
         } else if (s.as<Store>()) {
             throw Error("weft internal error: CUDA: a store in host code");
         }
@@ -786,20 +904,14 @@ int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_c
                   const BufferContents *const *bufs) {
     CudaDriver &d = cuda_driver();
     HostRun run{m, ctx, d, {}, {}, {}};
-    std::set<std::string> written;
-    for (auto &k : m.program.kernels)
-        for (auto &p : k.params)
-            if (p.is_buffer && p.written) written.insert(p.name);
-    std::vector<BufferContents *> outs;
     size_t bi = 0;
     for (size_t i = 0; i < f.args.size(); i++) {
         const LoweredArg &a = f.args[i];
         if (a.kind == LoweredArg::Buffer) {
             auto *w = (weft_buffer_t *)args[i];
-            BufferContents *b = const_cast<BufferContents *>(bufs[bi++]);
-            ensure_device_copy(*b, true);
-            run.bufs[a.name] = b->device;
-            if (written.count(a.name)) outs.push_back(b);
+            HostRun::Buf &b = run.bufs[a.name];
+            b.arg = const_cast<BufferContents *>(bufs[bi++]);
+            b.w = w;
             for (int dd = 0; dd < w->dims; dd++) {
                 run.ivars[a.name + ".min." + std::to_string(dd)] = w->dim[dd].min;
                 run.ivars[a.name + ".extent." + std::to_string(dd)] = w->dim[dd].extent;
@@ -831,10 +943,6 @@ int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_c
         return e && *e && std::strcmp(e, "0") != 0;
     }();
     if (sync_each || debug_enabled()) cuda_check(d.cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)");
-    for (auto *b : outs) {
-        b->device_dirty = true;
-        b->host_dirty = false;
-    }
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 #include "cuda/CodeGen_CUDA.h"
+#include "llvm/CodeGen_LLVM.h"
 #include "runtime/Runtime.h"
 #include "weft/Buffer.h"
 
@@ -123,19 +124,26 @@ struct CudaModule {
     NvrtcOutput compiled;
     void *module = nullptr;
     std::vector<void *> functions;
+    /** The host stages compiled for the CPU (null where this build has no LLVM: the
+        interpreter runs them). */
+    std::vector<std::shared_ptr<CompiledModule>> stages;
     ~CudaModule();
 };
-/** Generates, compiles (NVRTC) and loads the kernels of a LoweredFunc lowered for CUDA.
-    If source is non-null it receives the CUDA C. */
-std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source = nullptr);
+/** Generates, compiles (NVRTC) and loads the kernels of a LoweredFunc lowered for CUDA, and
+    compiles its host stages for cpu (the host's CPU when null). If source is non-null it
+    receives the CUDA C; llvm_ir, the host stages' LLVM IR. */
+std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source = nullptr,
+                                         const CPUTargetInfo *cpu = nullptr, std::string *llvm_ir = nullptr);
 
 /** Makes sure b has a device allocation (same layout as the host's); with copy, also that
     the device copy is current (copies the host's when host_dirty or new). */
 void ensure_device_copy(BufferContents &b, bool copy);
 
-/** Runs a CUDA pipeline: its host code here, its kernels on the device. bufs: the
-    BufferContents of the buffer arguments, in the order they appear in f.args. Inputs are
-    copied to the device when needed; outputs are left device_dirty. */
+/** Runs a CUDA pipeline: its host code here, its kernels on the device, its host stages on
+    the CPU. bufs: the BufferContents of the buffer arguments, in the order they appear in
+    f.args. Each buffer (the pipeline's and its internal ones) is copied between host and
+    device only where the side about to use it does not have the newest copy; outputs written
+    by kernels are left device_dirty, those written last by host stages host_dirty. */
 int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_context_t *ctx,
                   const BufferContents *const *bufs);
 

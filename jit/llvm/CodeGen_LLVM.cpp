@@ -1195,6 +1195,8 @@ std::string sanitize(const std::string &s) {
 
 }  // namespace
 
+bool llvm_backend_available() { return true; }
+
 CPUTargetInfo host_cpu_info() {
     static const CPUTargetInfo info = [] {
         CPUTargetInfo t;

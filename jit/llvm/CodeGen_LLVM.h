@@ -21,6 +21,10 @@ struct CPUTargetInfo {
     std::string features;            // LLVM feature string, e.g. "+avx2,+avx512f,..."
 };
 
+/** False in a build without LLVM (WEFT_WITH_LLVM=OFF): CPU code then runs in the interpreter,
+    which runs scalar code only (lower() with host_vectors false). */
+bool llvm_backend_available();
+
 /** The host CPU as LLVM sees it (name and feature string). */
 CPUTargetInfo host_cpu_info();
 

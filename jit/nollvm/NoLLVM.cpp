@@ -8,6 +8,8 @@
 namespace weft {
 namespace internal {
 
+bool llvm_backend_available() { return false; }
+
 CPUTargetInfo host_cpu_info() {
     CPUTargetInfo info;
     info.cpu = "generic";

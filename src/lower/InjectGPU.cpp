@@ -1231,21 +1231,6 @@ protected:
     }
 };
 
-/** Host code with kernels must not compute anything itself. */
-class HostStores : public IRVisitor {
-public:
-    std::string found;
-
-protected:
-    void visit(const For *op) override {
-        if (op->for_type == ForType::GPUBlock) return;
-        IRVisitor::visit(op);
-    }
-    void visit(const Store *op) override {
-        if (found.empty()) found = op->name;
-    }
-};
-
 class Protect : public IRMutator {
 protected:
     Stmt visit(const For *op, const Stmt &s) override {
@@ -1269,20 +1254,9 @@ Stmt protect_gpu_loops(const Stmt &s) { return Protect().mutate(s); }
 bool has_gpu_kernels(const Stmt &s) { return find_loops(s).block; }
 
 Stmt inject_gpu(const Stmt &s, const Env &env, const GPULimits &limits) {
-    Inject in(env, limits);
-    Stmt r = in.mutate(s);
-    if (in.kernels > 0) {
-        HostStores hs;
-        hs.include(r);
-        if (!hs.found.empty()) {
-            auto it = env.index.find(hs.found);
-            std::string user = it != env.index.end() ? env.funcs[it->second].contents->name : hs.found;
-            user_error("weft: Func \"" + user + "\" would be computed on the host in a pipeline for a CUDA target; "
-                       "give it a GPU schedule (gpu_tile, or gpu_blocks + gpu_threads), compute it inside a GPU "
-                       "kernel (compute_at a gpu_blocks or gpu_threads loop), or leave it inlined");
-        }
-    }
-    return r;
+    // What stays outside the kernels runs on the host: loops that launch them, and host
+    // stages (Funcs or stages with no GPU schedule), which the CUDA backend runs on the CPU.
+    return Inject(env, limits).mutate(s);
 }
 
 }  // namespace internal

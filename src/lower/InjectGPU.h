@@ -32,8 +32,9 @@ struct GPULimits {
       only appears at block level (never inside a thread nest).
     - Allocate nodes at block level have memory_type GPUShared, inside thread nests
       Register; both have constant extents.
-    - Code outside kernels is host code; allocations there are device memory. With kernels
-      present, the host code stores nothing (every Func is computed in a kernel or inlined).
+    - Code outside kernels is host code: loops that launch kernels, and stores of Funcs (or
+      stages) with no GPU schedule, which run on the CPU (the CUDA backend's host stages);
+      allocations there get a host and a device copy, each where it is used.
     Throws weft::Error (naming the Func and loop) for an illegal GPU schedule. A Stmt with no
     GPU loops is returned unchanged. */
 Stmt inject_gpu(const Stmt &s, const Env &env, const GPULimits &limits = GPULimits());

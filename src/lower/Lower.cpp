@@ -69,7 +69,7 @@ static void log_pass(std::string *log, const char *name, const Stmt &s) {
 }
 
 LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std::string &fn_name, std::string *log,
-                  bool cuda) {
+                  bool cuda, bool host_vectors) {
     // Buffer fields used in definitions (boundary conditions, RDom over a buffer) become constants.
     if (!consts.empty())
         for (auto &f : env.funcs)
@@ -116,7 +116,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     for (auto &f : env.funcs)
         if (f.sched.load_ahead) ahead.insert(f.name);
     s = unroll_loops(s, cuda, ahead);
-    s = vectorize_loops(s, cuda);
+    s = vectorize_loops(s, cuda, host_vectors);
     s = simplify(s);
     log_pass(log, "unroll, vectorize, simplify", s);
 

@@ -152,10 +152,11 @@ bool is_likely(const Expr &e) {
 
 class Vectorize : public IRMutator {
 public:
-    explicit Vectorize(bool u) : unrolled_fallback(u) {}
+    Vectorize(bool u, bool hv) : unrolled_fallback(u), host_vectors(hv) {}
 
 private:
-    bool unrolled_fallback;
+    bool unrolled_fallback, host_vectors;
+    int in_kernel = 0;
     Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body_in, const Stmt &serial) {
         // Lets that depend on the loop variable are inlined so that tail guards are seen.
         Stmt body = body_in;
@@ -180,7 +181,12 @@ private:
 
 protected:
     Stmt visit(const For *op, const Stmt &s) override {
+        bool block = op->for_type == ForType::GPUBlock;
+        in_kernel += block;
         Stmt body = mutate(op->body);
+        in_kernel -= block;
+        if (op->for_type == ForType::Vectorized && !host_vectors && !in_kernel)
+            return For::make(op->name, op->min, op->extent, ForType::Serial, body);
         if (op->for_type != ForType::Vectorized)
             return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
         Stmt serial = For::make(op->name, op->min, op->extent, ForType::Serial, body);
@@ -202,7 +208,9 @@ protected:
 
 }  // namespace
 
-Stmt vectorize_loops(const Stmt &s, bool unrolled_fallback) { return Vectorize(unrolled_fallback).mutate(s); }
+Stmt vectorize_loops(const Stmt &s, bool unrolled_fallback, bool host_vectors) {
+    return Vectorize(unrolled_fallback, host_vectors).mutate(s);
+}
 
 }  // namespace internal
 }  // namespace weft

@@ -200,20 +200,20 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     std::string log;
     LoweredFunc lf;
     try {
-        lf = lower(env, consts, name, dbg ? &log : nullptr, cuda);
+        lf = lower(env, consts, name, dbg ? &log : nullptr, cuda, llvm_backend_available());
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;
     }
     auto k = std::make_shared<CompiledKernel>();
-    std::string cuda_src;
+    std::string cuda_src, llvm_ir;
     if (cuda) {
-        k->cuda = compile_cuda(lf, dbg ? &cuda_src : nullptr);
+        CPUTargetInfo cpu = cpu_info_for(t);
+        k->cuda = compile_cuda(lf, dbg ? &cuda_src : nullptr, &cpu, dbg ? &llvm_ir : nullptr);
         // The current call's buffers, in argument order (inputs, then outputs): the call
         // happens on this thread right after bind() and fill_args().
         k->cuda_buffers = [] { return scratch.bufs.data(); };
     }
-    std::string llvm_ir;
     if (!cuda || k->cuda->program.kernels.empty())
         k->module = compile_llvm(lf, cpu_info_for(t), dbg ? &llvm_ir : nullptr);  // null: the interpreter runs it
     k->lowered = std::move(lf);
@@ -223,6 +223,9 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         std::fprintf(stderr, "// weft: compiled %s for %s%s\n%s\n", name.c_str(), t.str().c_str(),
                      generic ? " (shape-generic)" : "", log.c_str());
         if (!cuda_src.empty()) std::fprintf(stderr, "// ---- CUDA source ----\n%s\n", cuda_src.c_str());
+        if (cuda && !k->cuda->program.kernels.empty())
+            std::fprintf(stderr, "// ---- host code (gpu_launch(k): kernel k; host_stage(i): host stage i, on the CPU) ----\n%s\n",
+                         to_string(k->cuda->program.host).c_str());
         if (cuda)
             for (auto &[kn, u] : k->cuda->compiled.usage)  // ptxas' report (where NVRTC compiled the kernels)
                 std::fprintf(stderr, "// %s: %d registers, %lld bytes shared, %lld/%lld bytes spilled%s\n", kn.c_str(),

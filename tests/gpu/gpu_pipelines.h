@@ -566,6 +566,29 @@ inline GpuCase row_histogram_shared(int w = 500, int h = 24, int bins = 32, int 
     return c;
 }
 
+/** Stages with no GPU schedule in a CUDA pipeline run on the host (host stages): `pre` on
+    the CPU (rows in parallel, vectorized), `mid` on the device from it, the output's pure
+    stage on the device from `mid` and its update (a scan along x, serial) on the CPU after
+    it: copies host to device, then device to host, within one call. */
+inline GpuCase host_stages(int w = 200, int h = 64) {
+    GpuCase c = case_with_ramp("host_stages", w + 1, h);
+    Buffer<float> in = c.inputs[0];
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func pre("hs_pre"), mid("hs_mid"), out("host_stages");
+    pre(x, y) = in(x, y) * 2.0f + 1.0f;
+    mid(x, y) = pre(x, y) + pre(x + 1, y) * 0.5f;
+    out(x, y) = mid(x, y) - 3.0f;
+    RDom r(1, w - 1, "r");
+    out(r, y) = out(r, y) + out(r - 1, y) * 0.5f;
+    pre.compute_root().parallel(y).vectorize(x, 8);
+    mid.compute_root().gpu_tile(x, y, xo, yo, xi, yi, 32, 4);
+    out.gpu_tile(x, y, xo, yo, xi, yi, 32, 4);  // its update has no GPU schedule
+    c.out = out;
+    c.sizes = {w, h};
+    c.expect_shared = 0;
+    return c;
+}
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },
@@ -579,7 +602,7 @@ inline std::vector<std::function<GpuCase()>> all_cases() {
             [] { return histogram_atomic(); },      [] { return scatter_max_atomic(); },
             [] { return row_histogram_shared(); },  [] { return matmul_shared_vec(256, 8, true, true); },
             [] { return math_intrinsics(); },       [] { return cpu_hints(); },
-            [] { return newton_steps(); }};
+            [] { return newton_steps(); },          [] { return host_stages(); }};
 }
 
 }  // namespace weft_gpu_test

@@ -28,7 +28,8 @@ int pick(Rng &r, std::vector<int> v) { return r.pick(v); }
 /** The 3x3 blur: blur_y in random tiles of threads, 1, 2 or 4 outputs per thread along x
     (vectorized or unrolled) and 1, 2 or 4 rows per thread; blur_x inlined, in its own kernel,
     staged per block (shared memory, or Register where that is possible) with its own
-    threads, or computed by each thread for itself. */
+    threads, computed by each thread for itself, or on the host (a host stage: no GPU
+    schedule; vectorized and parallel or not). */
 GpuCase random_blur(Rng &r, std::ostream &d) {
     GpuCase c;
     c.name = "random_blur";
@@ -58,8 +59,22 @@ GpuCase random_blur(Rng &r, std::ostream &d) {
         d << ", " << rows << " rows unrolled";
     }
     by.gpu_blocks(xo, yo).gpu_threads(thx, thy);
-    switch (r.uniform(0, 3)) {
+    switch (r.uniform(0, 4)) {
     case 0: d << "; blur_x inlined"; break;
+    case 4: {
+        bx.compute_root();
+        d << "; blur_x on the host";
+        if (r.chance(0.5)) {
+            int v = pick(r, {4, 8, 16});
+            bx.vectorize(x, v);
+            d << ", vectorized by " << v;
+        }
+        if (r.chance(0.5)) {
+            bx.parallel(y);
+            d << ", rows in parallel";
+        }
+        break;
+    }
     case 1: {
         int rx = pick(r, {4, 8, 16, 32, 64}), ry = pick(r, {1, 2, 4, 8});
         bx.compute_root().gpu_tile(x, y, xo, yo, xi, yi, rx, ry);

@@ -96,6 +96,62 @@ TEST(GPURun, BuffersCopyOnlyWhenNeeded) {
     EXPECT_FALSE(out.device_dirty());
 }
 
+// Host stages (stages with no GPU schedule) in a CUDA pipeline: each buffer is copied only to
+// the side about to use it, when that side's copy is older.
+TEST(GPURun, HostStagesCopyOnlyWhatTheyUse) {
+    REQUIRE_DEVICE();
+    Target t = Target::cuda();
+    const int w = 100, h = 37;
+    Buffer<float> in = ramp_buffer(w, h, 1.0f, "in"), in2 = ramp_buffer(w, h, 3.0f, "in2");
+    Param<float> gain("gain", 2.0f);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), yi("yi"), xi("xi"), yio("yio"), yii("yii");
+    // `a` computed on the host at each row strip of `out`'s host loop, `out` on the device.
+    Func a("a"), out("out");
+    a(x, y) = in(x, y) * gain + in2(x, y);
+    out(x, y) = a(x, y) + 1.0f;
+    out.split(y, yo, yi, 8).gpu_tile(x, yi, xo, yio, xi, yii, 16, 4);
+    a.compute_at(out, yo).vectorize(x, 8);
+    auto expect_out = [&](Buffer<float> &o, float g) {
+        for (int j = 0; j < h; j++)
+            for (int i = 0; i < w; i++) ASSERT_FLOAT_EQ(o(i, j), in(i, j) * g + in2(i, j) + 1.0f) << i << "," << j;
+    };
+    Buffer<float> o(w, h);
+    out.realize(o, t);
+    EXPECT_FALSE(in.has_device_allocation());   // read on the host only
+    EXPECT_FALSE(in2.has_device_allocation());
+    EXPECT_TRUE(o.device_dirty());              // written by the kernel
+    expect_out(o, 2.0f);
+    in(5, 6) = 40.0f;  // the host copy is the one the host stage reads
+    gain.set(3.0f);
+    out.realize(o, t);
+    expect_out(o, 3.0f);
+    EXPECT_FALSE(in.has_device_allocation());
+
+    // An output whose last stage is on the host: its host copy is the newest after the call.
+    Func g("g");
+    g(x, y) = in(x, y) + 1.0f;
+    RDom r(1, w - 1, "r");
+    g(r, y) = g(r, y) + g(r - 1, y);
+    g.gpu_tile(x, y, xo, yo, xi, yi, 16, 4);
+    Buffer<float> go(w, h);
+    g.realize(go, t);
+    EXPECT_TRUE(go.has_device_allocation());
+    EXPECT_FALSE(go.device_dirty());
+    EXPECT_TRUE(go.host_dirty());
+    EXPECT_TRUE(in.has_device_allocation());  // now read by a kernel
+    for (int j = 0; j < h; j++) {
+        float acc = in(0, j) + 1.0f;
+        EXPECT_FLOAT_EQ(go(0, j), acc);
+        for (int i = 1; i < w; i++) {
+            acc = in(i, j) + 1.0f + acc;
+            ASSERT_FLOAT_EQ(go(i, j), acc) << i << "," << j;
+        }
+    }
+    // The device copy is brought up to date on request.
+    go.copy_to_device();
+    EXPECT_FALSE(go.host_dirty());
+}
+
 TEST(GPURun, CachedSecondCall) {
     REQUIRE_DEVICE();
     Target t = Target::cuda();
