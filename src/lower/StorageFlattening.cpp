@@ -17,6 +17,7 @@ public:
     Flatten(const Env &e, bool c) : env(e), cuda(c) {}
     const Env &env;
     bool cuda;
+    int in_kernel = 0;  // inside a gpu_blocks loop
 
     Expr flat_index(const std::string &name, const std::vector<Expr> &args) const {
         Expr idx;
@@ -45,7 +46,21 @@ protected:
         bool nt = f != env.index.end() && env.funcs[f->second].sched.nontemporal;
         return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt, op->atomic);
     }
+    Stmt visit(const For *op, const Stmt &s) override {
+        bool block = op->for_type == ForType::GPUBlock;
+        in_kernel += block;
+        Stmt r = IRMutator::visit(op, s);
+        in_kernel -= block;
+        return r;
+    }
     Stmt visit(const Realize *op, const Stmt &s) override {
+        if (cuda && op->memory_type == MemoryType::GPUShared && !in_kernel) {
+            auto f = env.index.find(op->name);
+            std::string user = f != env.index.end() ? env.funcs[f->second].contents->name : op->name;
+            user_error("weft: Func \"" + user + "\" is stored in GPU shared memory (store_in(GPUShared)) but its storage is "
+                       "outside every GPU kernel; shared memory belongs to one block: compute it (and store it) at a "
+                       "gpu_blocks loop of its consumer, or store it elsewhere");
+        }
         Stmt body = mutate(op->body);
         // The number of elements, in 64 bits (flat indices are 32-bit: more than 2^31 - 1
         // elements is an error, at compile time where the extents are constants, else when

@@ -559,6 +559,29 @@ TEST(GPUNvrtc, LoadAheadWithTileLargerThanTheMatrix) {
     }
 }
 
+// Shared memory is a block's: storage of a GPUShared Func outside every kernel (computed at
+// root, on the host or in a kernel, or stored at root) is refused; on a CPU target the same
+// schedule runs (GPU schedules are plain loops there).
+TEST(GPUNvrtcErrors, SharedStorageOutsideKernels) {
+    Buffer<float> in = ramp_buffer(64, 64);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    for (int placement = 0; placement < 3; placement++) {
+        Func g("staged"), f("consumer");
+        g(x, y) = in(x, y) * 2.0f;
+        f(x, y) = g(x, y) + 1.0f;
+        f.gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
+        if (placement == 0) g.compute_root().store_in(MemoryType::GPUShared);
+        if (placement == 1) g.compute_root().store_in(MemoryType::GPUShared).gpu_tile(x, y, xo, yo, xi, yi, 16, 16);
+        if (placement == 2) g.store_root().compute_at(f, xo).store_in(MemoryType::GPUShared).gpu_threads(x, y);
+        GpuCase c{"t", f, {64, 64}, {in}};
+        std::string e = error_of([&] { lower_case(c); });
+        EXPECT_NE(e.find("\"staged\""), std::string::npos) << placement << ": " << e;
+        EXPECT_NE(e.find("outside every GPU kernel"), std::string::npos) << placement << ": " << e;
+        Buffer<float> out = f.realize({64, 64});  // Target::host()
+        EXPECT_FLOAT_EQ(out(5, 7), in(5, 7) * 2.0f + 1.0f);
+    }
+}
+
 TEST(GPUNvrtcErrors, GpuLoopsOnCpuTargetRunSerially) {
     GpuCase c = blur_shared(64, 32);
     Buffer<float> out = c.out.realize(c.sizes);  // Target::host(): GPU loops are plain loops
