@@ -150,6 +150,20 @@ TEST(GPURun, HostStagesCopyOnlyWhatTheyUse) {
     // The device copy is brought up to date on request.
     go.copy_to_device();
     EXPECT_FALSE(go.host_dirty());
+
+    // A GPU schedule for one specialization only: the other runs on the host.
+    Param<int> p("p", 1);
+    Func s("s");
+    s(x, y) = in(x, y) * 2.0f + cast<float>(p);
+    s.specialize(p > 0).gpu_tile(x, y, xo, yo, xi, yi, 16, 4);
+    Buffer<float> so(w, h);
+    s.realize(so, t);
+    EXPECT_TRUE(so.device_dirty());
+    EXPECT_FLOAT_EQ(so(3, 4), in(3, 4) * 2.0f + 1.0f);
+    p.set(-2);
+    s.realize(so, t);
+    EXPECT_TRUE(so.host_dirty());
+    EXPECT_FLOAT_EQ(so(3, 4), in(3, 4) * 2.0f - 2.0f);
 }
 
 TEST(GPURun, CachedSecondCall) {
