@@ -760,30 +760,53 @@ struct HostRun {
         return bits;
     }
 
-    Expr with_floats(const Expr &e) {
-        if (fvars.empty()) return e;
-        std::map<std::string, Expr> m;
-        for (auto &kv : fvars)
-            if (expr_uses_var(e, kv.first)) m[kv.first] = Variable::make(Float(64), kv.first);
-        if (m.empty()) return e;
-        std::map<std::string, Expr> c;
-        for (auto &kv : m) c[kv.first] = FloatImm::make(Float(64), fvars[kv.first]);
-        // Variables keep their own types: rebuild each as a constant of that type.
-        class Sub : public IRMutator {
+    /** e with the values the interpreter of scalar Exprs cannot look up made constants: float
+        host variables, and loads (a loop's extent read from a buffer, e.g. an RDom's), read
+        from the buffer's host copy. */
+    Expr resolved(const Expr &e) {
+        class Resolve : public IRMutator {
         public:
-            std::map<std::string, double> *f;
+            explicit Resolve(HostRun &r) : run(r) {}
+            HostRun &run;
 
         protected:
             Expr visit(const Variable *op, const Expr &e) override {
-                auto it = f->find(op->name);
-                return it == f->end() ? e : FloatImm::make(op->type, it->second);
+                auto it = run.fvars.find(op->name);
+                return it == run.fvars.end() ? e : FloatImm::make(op->type, it->second);
             }
-        } s;
-        s.f = &fvars;
-        return s.mutate(e);
+            Expr visit(const Load *op, const Expr &e) override {
+                int64_t i = interpret_scalar_int(mutate(op->index), run.ivars);
+                const char *p = (const char *)run.on_host(run.buf(op->name), op->name) + i * op->type.bytes();
+                Type t = op->type;
+                if (t.is_float()) {
+                    if (t.bits() == 32) return FloatImm::make(t, *(const float *)p);
+                    return FloatImm::make(t, *(const double *)p);
+                }
+                int64_t v = 0;
+                switch (t.bytes()) {
+                case 1: v = t.is_int() ? *(const int8_t *)p : *(const uint8_t *)p; break;
+                case 2: v = t.is_int() ? *(const int16_t *)p : *(const uint16_t *)p; break;
+                case 4: v = t.is_int() ? *(const int32_t *)p : *(const uint32_t *)p; break;
+                default: v = *(const int64_t *)p;
+                }
+                return t.is_bool() ? make_const(t, (int64_t)(v != 0)) : make_const(t, v);
+            }
+        };
+        class Needs : public IRVisitor {
+        public:
+            explicit Needs(const std::map<std::string, double> &f) : fvars(f) {}
+            const std::map<std::string, double> &fvars;
+            bool yes = false;
+
+        protected:
+            void visit(const Variable *op) override { yes |= fvars.count(op->name) > 0; }
+            void visit(const Load *op) override { yes = true; }
+        } needs(fvars);
+        needs.include(e);
+        return needs.yes ? Resolve(*this).mutate(e) : e;
     }
-    int64_t ieval(const Expr &e) { return interpret_scalar_int(with_floats(e), ivars); }
-    double feval(const Expr &e) { return interpret_scalar_float(with_floats(e), ivars); }
+    int64_t ieval(const Expr &e) { return interpret_scalar_int(resolved(e), ivars); }
+    double feval(const Expr &e) { return interpret_scalar_float(resolved(e), ivars); }
 
     void launch(int k) {
         const CudaKernel &K = m.program.kernels[k];

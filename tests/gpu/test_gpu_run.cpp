@@ -166,6 +166,43 @@ TEST(GPURun, HostStagesCopyOnlyWhatTheyUse) {
     EXPECT_FLOAT_EQ(so(3, 4), in(3, 4) * 2.0f - 2.0f);
 }
 
+// A host loop whose extent is read from a buffer (an RDom over n(0) elements, its loop outside
+// the kernels): the host reads it from the buffer's host copy, after a copy back where the
+// device's is newer.
+TEST(GPURun, HostLoopExtentReadFromABuffer) {
+    REQUIRE_DEVICE();
+    Target t = Target::cuda();
+    Buffer<int> n(1);
+    Buffer<float> in(10);
+    for (int i = 0; i < 10; i++) in(i) = (float)i;
+    Var x("x"), xo("xo"), xi("xi");
+    for (int count : {5, 0, 10}) {
+        n(0) = count;
+        Func f("f");
+        RDom r(0, n(Expr(0)), "r");
+        f(x) = 0.0f;
+        f(x) += in(clamp(r, 0, 9)) + cast<float>(x);
+        f.gpu_tile(x, xo, xi, 8);
+        f.update().reorder(x, r).gpu_tile(x, xo, xi, 8);  // r: a host loop around the kernel
+        Buffer<float> o = f.realize({16}, t);
+        for (int i = 0; i < 16; i++) EXPECT_FLOAT_EQ(o(i), count * (count - 1) / 2.0f + (float)(count * i)) << count << " " << i;
+    }
+    // The count written by a kernel of an earlier call: its device copy is the newest.
+    Func c("c");
+    c(x) = 7;
+    c.gpu_tile(x, xo, xi, 8);
+    c.realize(n, t);
+    ASSERT_TRUE(n.device_dirty());
+    Func g("g");
+    RDom r(0, n(Expr(0)), "r");
+    g(x) = 0.0f;
+    g(x) += in(clamp(r, 0, 9));
+    g.gpu_tile(x, xo, xi, 8);
+    g.update().reorder(x, r).gpu_tile(x, xo, xi, 8);
+    Buffer<float> o = g.realize({16}, t);
+    EXPECT_FLOAT_EQ(o(3), 21.0f);  // 0 + 1 + ... + 6
+}
+
 TEST(GPURun, CachedSecondCall) {
     REQUIRE_DEVICE();
     Target t = Target::cuda();
