@@ -1210,12 +1210,10 @@ public:
     Inject(const Env &e, const GPULimits &l) : env(e), lim(l) {}
     const Env &env;
     const GPULimits &lim;
-    int kernels = 0;
 
 protected:
     Stmt visit(const For *op, const Stmt &s) override {
         if (op->for_type == ForType::GPUBlock) {
-            kernels++;
             KernelBuilder kb(env, lim);
             return kb.make_kernel(op);
         }
