@@ -687,23 +687,12 @@ struct HostRun {
         b.dev_newer = false;
         return b.host.get();
     }
-    void written_on_device(Buf &b) {
-        if (b.arg) {
-            b.arg->device_dirty = true;
-            b.arg->host_dirty = false;
-        } else {
-            b.dev_newer = true;
-            b.host_newer = false;
-        }
-    }
-    void written_on_host(Buf &b) {
-        if (b.arg) {
-            b.arg->host_dirty = true;
-            b.arg->device_dirty = false;
-        } else {
-            b.host_newer = true;
-            b.dev_newer = false;
-        }
+    /** b was written on the device (else on the host): that copy is now the newest. */
+    void written(Buf &b, bool on_device) {
+        bool &host_newer = b.arg ? b.arg->host_dirty : b.host_newer;
+        bool &dev_newer = b.arg ? b.arg->device_dirty : b.dev_newer;
+        dev_newer = on_device;
+        host_newer = !on_device;
     }
 
     /** Runs host stage k on the CPU. */
@@ -735,7 +724,7 @@ struct HostRun {
         if (rc != 0) throw Fail{rc};
         for (size_t i = 0, bi = 0; i < fn.args.size(); i++)
             if (fn.args[i].kind == LoweredArg::Buffer)
-                if (st.written[bi++]) written_on_host(buf(fn.args[i].name));
+                if (st.written[bi++]) written(buf(fn.args[i].name), false);
     }
     /** A host variable's value as an argument slot holds it (a kernel's or a host stage's). */
     uint64_t scalar_bits(const std::string &name, Type t) {
@@ -830,7 +819,7 @@ struct HostRun {
                                     nullptr, ptrs.data(), nullptr),
                    "cuLaunchKernel(" + K.name + ", loop " + K.loop + ")");
         for (auto &p : K.params)
-            if (p.is_buffer && p.written) written_on_device(buf(p.name));
+            if (p.is_buffer && p.written) written(buf(p.name), true);
     }
 
     void exec(const Stmt &s) {
