@@ -515,16 +515,19 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     };
     for (auto &o : env.outputs) dfs(o);
 
-    // Inline each inlined Func into every other, consumers first: a consumer's value, with its
-    // calls to producers still in it, goes into its callers, whose calls to a producer with the
-    // same (simplified) arguments then get one replacement: a chain of inlined stencils (f2(x) =
-    // f1(x - 1) + f1(x) + f1(x + 1), ...) is a graph of about the chain's length squared.
+    // Inline each inlined Func into the Funcs that are computed, consumers first: a consumer's
+    // value, with its calls to producers still in it, goes into its callers, whose calls to a
+    // producer with the same (simplified) arguments then get one replacement: a chain of inlined
+    // stencils (f2(x) = f1(x - 1) + f1(x) + f1(x + 1), ...) is a graph of about the chain's
+    // length squared. (The other inlined Funcs need nothing: those after this one in `topo`
+    // went into their callers already, and those before it are its producers, which do not call
+    // it.)
     for (size_t i = topo.size(); i-- > 0;) {
         if (!inlined.count(topo[i])) continue;
         Inliner in;
         in.f = &all[all_index[topo[i]]];
         for (size_t j = 0; j < topo.size(); j++) {
-            if (j == i) continue;
+            if (j == i || inlined.count(topo[j])) continue;
             for (auto &s : all[all_index[topo[j]]].stages)
                 for_each_expr(s, [&](Expr &e) {
                     Expr r = in.mutate(e);
