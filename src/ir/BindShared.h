@@ -12,7 +12,8 @@ namespace internal {
     and kMinTreeRatio times its graph's), each shared subexpression of kMinBoundSize nodes or more
     is bound to a Let at the top of e and used by name: the result's tree is about as large as e's
     graph. Other expressions come back unchanged. A subexpression using a name that a Let inside e binds (free in
-    it: not bound within it) stays where it is. */
+    it: not bound within it) stays where it is; where two Lets inside e bind the same name, e
+    comes back unchanged. */
 Expr bind_shared_subexpressions(const Expr &e);
 
 constexpr uint64_t kMinTreeSize = 4096;

@@ -106,6 +106,50 @@ TEST(BindShared, NamesBoundInsideStayInScope) {
     EXPECT_EQ(cur.as<Let>()->name, "inner");
 }
 
+// A shared subexpression inside a Let but free of its name moves up; the same graph used both
+// inside and outside a Let's scope is measured once (its use of the name counted at each use);
+// where two Lets bind one name, nothing moves.
+TEST(BindShared, LetScopesAndRepeatedNames) {
+    Expr xv = Variable::make(Float(32), "x"), iv = Variable::make(Float(32), "inner");
+    Expr free_part = xv * 3.0f;
+    for (int i = 0; i < 14; i++) free_part = free_part + free_part * 0.5f;
+    Expr e = Let::make("inner", xv + 1.0f, iv * free_part);
+    Expr b = bind_shared_subexpressions(e);
+    ASSERT_FALSE(b.same_as(e));
+    EXPECT_NE(b.as<Let>()->name, "inner");  // the shared steps are bound above it
+    EXPECT_LT(sizes(b).tree, 400u);
+    // `inner` free outside its Let (another value of the same name) and bound inside: the
+    // subexpression that uses it stays at its two places.
+    Expr shared = iv * 2.0f;
+    for (int i = 0; i < 14; i++) shared = shared + shared * 0.5f;
+    Expr both = shared + Let::make("inner", xv, shared);
+    Expr bb = bind_shared_subexpressions(both);
+    class Bound : public IRVisitor {
+    public:
+        std::vector<std::string> lets;
+        void visit(const Let *op) override {
+            lets.push_back(op->name);
+            IRVisitor::visit(op);
+        }
+    };
+    // Nothing using `inner` is bound at the top: only subexpressions free of it.
+    Expr cur = bb;
+    while (auto l = cur.as<Let>()) {
+        if (l->name == "inner") break;
+        class UsesInner : public IRVisitor {
+        public:
+            bool found = false;
+            void visit(const Variable *op) override { found = found || op->name == "inner"; }
+        } u;
+        u.include(l->value);
+        EXPECT_FALSE(u.found) << l->name;
+        cur = l->body;
+    }
+    // Two Lets of one name: unchanged.
+    Expr twice = Let::make("inner", xv, shared) + Let::make("inner", xv * 2.0f, shared);
+    EXPECT_TRUE(bind_shared_subexpressions(twice).same_as(twice));
+}
+
 // The same values as computing the tree: Newton steps for 1/sqrt on the CPU (JIT) and in a sum.
 TEST(BindShared, SharedValuesRunOnce) {
     Var x("x");
