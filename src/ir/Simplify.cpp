@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <unordered_map>
+#include <vector>
 
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
@@ -444,6 +446,46 @@ protected:
         if (op->name == name) count++;
     }
 };
+
+/** Uses of each of a set of names. */
+class CountUsesOf : public IRVisitor {
+public:
+    explicit CountUsesOf(std::unordered_map<std::string, int> &c) : counts(c) {}
+    std::unordered_map<std::string, int> &counts;
+
+protected:
+    void visit(const Variable *op) override {
+        auto it = counts.find(op->name);
+        if (it != counts.end()) it->second++;
+    }
+};
+
+/** The Lets directly nested at the top of e (e, its body if a Let, ...) and what is inside the
+    last; false where two of them bind the same name. */
+bool let_chain(const Expr &e, std::vector<const Let *> &chain, Expr &inner) {
+    std::unordered_map<std::string, int> seen;
+    inner = e;
+    while (auto l = inner.as<Let>()) {
+        if (seen[l->name]++) return false;
+        chain.push_back(l);
+        inner = l->body;
+    }
+    return true;
+}
+
+/** For each Let of a chain: how many times its body uses its name. One walk over the chain
+    (each Let's own count would walk the rest of it: quadratic in the chain's length). */
+void chain_uses(const std::vector<const Let *> &chain, const Expr &inner,
+                std::unordered_map<const Let *, int> &out) {
+    std::unordered_map<std::string, int> counts;
+    for (auto *l : chain) counts[l->name] = 0;
+    CountUsesOf c(counts);
+    c.include(inner);
+    for (size_t k = chain.size(); k-- > 0;) {
+        out[chain[k]] = counts[chain[k]->name];
+        c.include(chain[k]->value);
+    }
+}
 
 class UsesAny : public IRVisitor {
 public:
@@ -1144,11 +1186,66 @@ public:
         Expr v = mutate(op->value);
         return v.same_as(op->value) ? e : Broadcast::make(v, op->lanes);
     }
-    Expr visit(const Let *op, const Expr &) override {
+    Expr visit(const Let *op, const Expr &e) override {
+        // A long chain of Lets (a graph's shared values bound in order, bind_shared_subexpressions)
+        // is counted in one walk, and its unused Lets dropped in one walk at the end.
+        bool chain_top = false;
+        auto known = let_uses_.find(op);
+        if (known == let_uses_.end() && op->body.as<Let>()) {
+            std::vector<const Let *> chain;
+            Expr inner;
+            if (let_chain(e, chain, inner) && chain.size() >= kLongLetChain) {
+                chain_uses(chain, inner, let_uses_);
+                chain_top = true;
+                known = let_uses_.find(op);
+            }
+        }
+        bool in_chain = known != let_uses_.end();
+        int uses = 0;
+        if (in_chain) {
+            uses = known->second;
+        } else {
+            CountUses cu(op->name);
+            cu.include(op->body);
+            uses = cu.count;
+        }
+        Expr r = simplify_let(op, uses, in_chain);
+        if (chain_top) {
+            r = drop_unused_lets(r);
+            for (const Expr *l = &e; l->as<Let>(); l = &l->as<Let>()->body) let_uses_.erase(l->as<Let>());
+        }
+        return r;
+    }
+    static constexpr size_t kLongLetChain = 16;
+    std::unordered_map<const Let *, int> let_uses_;  // uses of the name in the body, for the Lets of long chains
+
+    /** The Lets at the top of e whose names nothing uses, removed (innermost first, so that a Let
+        used only by an unused one goes too). */
+    static Expr drop_unused_lets(const Expr &e) {
+        std::vector<const Let *> chain;
+        Expr inner;
+        if (!let_chain(e, chain, inner)) return e;
+        std::unordered_map<std::string, int> counts;
+        for (auto *l : chain) counts[l->name] = 0;
+        CountUsesOf c(counts);
+        c.include(inner);
+        std::vector<const Let *> kept;
+        for (size_t k = chain.size(); k-- > 0;) {
+            if (counts[chain[k]->name] == 0) continue;
+            kept.push_back(chain[k]);
+            c.include(chain[k]->value);
+        }
+        if (kept.size() == chain.size()) return e;
+        Expr r = inner;
+        for (auto *l : kept) r = Let::make(l->name, l->value, r);  // (kept: innermost first)
+        return r;
+    }
+
+    /** A Let whose body uses its name `uses` times; in a long chain, an unused one is left for
+        drop_unused_lets. */
+    Expr simplify_let(const Let *op, int uses, bool in_chain) {
         Expr v = mutate(op->value);
-        CountUses cu(op->name);
-        cu.include(op->body);
-        if (is_c(v) || v.as<Variable>() || cu.count <= 1) return mutate(substitute(op->name, v, op->body));
+        if (is_c(v) || v.as<Variable>() || uses <= 1) return mutate(substitute(op->name, v, op->body));
         // The let variable stays a symbol (not a range): keeping it correlated with its uses
         // proves more (e.g. x < t for a loop x in [0, t)). Shadow any range of the same name.
         Saved s;
@@ -1159,7 +1256,7 @@ public:
         }
         Expr body = mutate(op->body);
         if (pushed) pop(s);
-        if (!expr_uses_var(body, op->name)) return body;
+        if (!in_chain && !expr_uses_var(body, op->name)) return body;
         return Let::make(op->name, v, body);
     }
     Expr visit(const Call *op, const Expr &e) override {

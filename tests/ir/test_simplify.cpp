@@ -9,6 +9,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
+#include "interp/Interpreter.h"
 
 namespace {
 
@@ -235,6 +236,52 @@ TEST(Simplify, Lets) {
     Expr multi = Let::make("t", v, mul(t, t));
     EXPECT_SIMP(multi, multi);
     EXPECT_SIMP(Let::make("t", v, x), x);
+}
+
+// A long chain of Lets (bound shared values, as bind_shared_subexpressions makes) is counted and
+// cleaned in one walk each: the same result as Let by Let. Lets used several times stay, one used
+// once or by a constant goes into its use, unused ones go (also one used only by an unused one,
+// and one whose only use the simplifier removes), and the value is unchanged.
+TEST(Simplify, LongLetChains) {
+    Expr x = V("x"), y = V("y");
+    for (int n : {5, 30}) {  // below and above the length where the chain is counted in one walk
+        SCOPED_TRACE(n);
+        std::vector<std::pair<std::string, Expr>> lets;
+        Expr prev = mul(x, y);
+        Expr dead_chain;
+        for (int i = 0; i < n; i++) {
+            std::string s = "s" + std::to_string(i);
+            lets.push_back({s, prev});
+            Expr sv = V(s);
+            lets.push_back({"dead" + std::to_string(i), mul(sv, I(3))});  // unused
+            if (i == n / 2) {
+                lets.push_back({"e", mul(mul(x, x), y)});       // used only by the unused d2
+                lets.push_back({"d2", mul(V("e"), V("e"))});
+                lets.push_back({"z", add(mul(x, y), I(1))});    // its use simplifies away
+                lets.push_back({"u", sub(x, y)});               // used once
+                lets.push_back({"c", I(7)});                    // a constant
+            }
+            prev = add(mul(sv, sv), x);
+        }
+        Expr z0 = mul(V("z"), I(0));
+        Expr body = add(add(prev, prev), add(add(z0, z0), add(V("u"), V("c"))));
+        Expr e = body;
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) e = Let::make(it->first, it->second, e);
+        Expr r = simplify(e);
+        std::vector<std::string> kept;
+        Expr inner = r;
+        while (auto l = inner.as<Let>()) {
+            kept.push_back(l->name);
+            inner = l->body;
+        }
+        ASSERT_EQ(kept.size(), (size_t)n) << str(r);
+        for (int i = 0; i < n; i++) EXPECT_EQ(kept[i], "s" + std::to_string(i));
+        for (int64_t xv : {3, -7, 100})
+            for (int64_t yv : {2, 5}) {
+                std::map<std::string, int64_t> vars{{"x", xv}, {"y", yv}};
+                EXPECT_EQ(interpret_scalar_int(r, vars), interpret_scalar_int(e, vars)) << xv << "," << yv;
+            }
+    }
 }
 
 TEST(Simplify, Vectors) {
