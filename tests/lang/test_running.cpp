@@ -255,7 +255,7 @@ TEST(Running, InlinedChainsStayGraphs) {
         }
     }
     {
-        const int n = 24, w = 40;
+        const int n = 48, w = 40;
         Func prev("s0");
         prev(x) = cast<float>(x % 7) + cast<float>(x % 3) * 0.5f;
         for (int i = 1; i <= n; i++) {
