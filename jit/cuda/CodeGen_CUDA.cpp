@@ -1057,14 +1057,6 @@ private:
         v.include(s);
         return v.r;
     }
-    static void flatten(const Stmt &s, std::vector<Stmt> &items) {
-        if (auto b = s.as<Block>()) {
-            flatten(b->first, items);
-            flatten(b->rest, items);
-        } else if (s.defined()) {
-            items.push_back(s);
-        }
-    }
     Stmt stage(const Stmt &body) {
         KernelUses uses;
         uses.include(body);

@@ -3,7 +3,6 @@
 #include <climits>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 #include "ir/IRVisitor.h"
@@ -40,18 +39,17 @@ public:
 
     /** First, the names e's Lets bind (each node of the graph once). */
     void find_lets(const Expr &e) {
-        class Lets : public IRMutator {
+        class Lets : public GraphMutator {
         public:
-            std::unordered_set<const ExprNode *> seen;
             std::unordered_map<std::string, int> *depth_of;
             bool *duplicate;
-            Expr mutate(const Expr &x) override {
-                if (!x.defined() || !seen.insert(x.get()).second) return x;
+
+        protected:
+            Expr mutate_once(const Expr &x) override {
                 if (auto l = x.as<Let>())
                     if (!depth_of->emplace(l->name, 0).second) *duplicate = true;
                 return IRMutator::mutate(x);
             }
-            using IRMutator::mutate;
         } lets;
         lets.depth_of = &depth_of_;
         lets.duplicate = &duplicate;
@@ -107,15 +105,13 @@ private:
 };
 
 /** Rebuilds the graph once per node, a shared node of some size becoming a name bound in order. */
-class Bind : public IRMutator {
+class Bind : public GraphMutator {
 public:
     explicit Bind(const std::unordered_map<const ExprNode *, NodeInfo> &info) : info_(info) {}
     std::vector<std::pair<std::string, Expr>> bindings;  // innermost dependency first
 
-    Expr mutate(const Expr &e) override {
-        if (!e.defined()) return e;
-        auto m = done_.find(e.get());
-        if (m != done_.end()) return m->second;
+protected:
+    Expr mutate_once(const Expr &e) override {
         Expr r = IRMutator::mutate(e);
         const NodeInfo &n = info_.at(e.get());
         if (n.parents > 1 && n.tree_size >= kMinBoundSize && n.bindable && !r.as<Variable>()) {
@@ -123,13 +119,11 @@ public:
             bindings.push_back({name, r});
             r = Variable::make(r.type(), name);
         }
-        done_[e.get()] = r;
         return r;
     }
 
 private:
     const std::unordered_map<const ExprNode *, NodeInfo> &info_;
-    std::unordered_map<const ExprNode *, Expr> done_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Visitor and mutator over the IR. Override the visits you need; the defaults recurse.
 #pragma once
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 #include "ir/IR.h"
@@ -103,6 +104,28 @@ protected:
     virtual Stmt visit(const Block *, const Stmt &s);
     virtual Stmt visit(const IfThenElse *, const Stmt &s);
     virtual Stmt visit(const Evaluate *, const Stmt &s);
+};
+
+/** An IRMutator that visits each node of an Expr graph once: a node reached again (shared) gets
+    its first visit's result, so what is shared stays shared and the work is the graph's size, not
+    its tree's (which can be exponentially larger). mutate_once() is the work for one node. */
+class GraphMutator : public IRMutator {
+public:
+    Expr mutate(const Expr &e) override {
+        if (!e.defined()) return e;
+        auto it = done_.find(e.get());
+        if (it != done_.end()) return it->second.second;
+        Expr r = mutate_once(e);
+        done_.emplace(e.get(), std::make_pair(e, r));  // (e held: its address stays its own)
+        return r;
+    }
+    using IRMutator::mutate;
+
+protected:
+    virtual Expr mutate_once(const Expr &e) { return IRMutator::mutate(e); }
+
+private:
+    std::unordered_map<const ExprNode *, std::pair<Expr, Expr>> done_;
 };
 
 /** Rebuilds a binary node of the same kind as `like` from new operands. */

@@ -435,18 +435,6 @@ bool cbound_(const Expr &e, bool upper, i128 *v, int depth) {
 }
 
 // ---------------- small visitors ----------------
-class CountUses : public IRVisitor {
-public:
-    explicit CountUses(const std::string &n) : name(n) {}
-    const std::string &name;
-    int count = 0;
-
-protected:
-    void visit(const Variable *op) override {
-        if (op->name == name) count++;
-    }
-};
-
 /** Uses of each of a set of names. */
 class CountUsesOf : public IRVisitor {
 public:
@@ -473,18 +461,18 @@ bool let_chain(const Expr &e, std::vector<const Let *> &chain, Expr &inner) {
     return true;
 }
 
-/** For each Let of a chain: how many times its body uses its name. One walk over the chain
-    (each Let's own count would walk the rest of it: quadratic in the chain's length). */
-void chain_uses(const std::vector<const Let *> &chain, const Expr &inner,
-                std::unordered_map<const Let *, int> &out) {
+/** Walks a chain of Lets from the innermost out in one walk over it (each Let's own count would
+    walk the rest of the chain: quadratic in its length), calling keep(let, uses) with how many
+    times the Let's body uses its name; where keep says true, the Let's value counts for the Lets
+    around it. */
+template <typename F>
+void walk_let_uses(const std::vector<const Let *> &chain, const Expr &inner, F &&keep) {
     std::unordered_map<std::string, int> counts;
     for (auto *l : chain) counts[l->name] = 0;
     CountUsesOf c(counts);
     c.include(inner);
-    for (size_t k = chain.size(); k-- > 0;) {
-        out[chain[k]] = counts[chain[k]->name];
-        c.include(chain[k]->value);
-    }
+    for (size_t k = chain.size(); k-- > 0;)
+        if (keep(chain[k], counts[chain[k]->name])) c.include(chain[k]->value);
 }
 
 class UsesAny : public IRVisitor {
@@ -1195,7 +1183,10 @@ public:
             std::vector<const Let *> chain;
             Expr inner;
             if (let_chain(e, chain, inner) && chain.size() >= kLongLetChain) {
-                chain_uses(chain, inner, let_uses_);
+                walk_let_uses(chain, inner, [&](const Let *l, int uses) {
+                    let_uses_[l] = uses;
+                    return true;
+                });
                 chain_top = true;
                 known = let_uses_.find(op);
             }
@@ -1205,9 +1196,9 @@ public:
         if (in_chain) {
             uses = known->second;
         } else {
-            CountUses cu(op->name);
-            cu.include(op->body);
-            uses = cu.count;
+            std::unordered_map<std::string, int> counts{{op->name, 0}};
+            CountUsesOf(counts).include(op->body);
+            uses = counts[op->name];
         }
         Expr r = simplify_let(op, uses, in_chain);
         if (chain_top) {
@@ -1225,16 +1216,11 @@ public:
         std::vector<const Let *> chain;
         Expr inner;
         if (!let_chain(e, chain, inner)) return e;
-        std::unordered_map<std::string, int> counts;
-        for (auto *l : chain) counts[l->name] = 0;
-        CountUsesOf c(counts);
-        c.include(inner);
         std::vector<const Let *> kept;
-        for (size_t k = chain.size(); k-- > 0;) {
-            if (counts[chain[k]->name] == 0) continue;
-            kept.push_back(chain[k]);
-            c.include(chain[k]->value);
-        }
+        walk_let_uses(chain, inner, [&](const Let *l, int uses) {
+            if (uses > 0) kept.push_back(l);
+            return uses > 0;
+        });
         if (kept.size() == chain.size()) return e;
         Expr r = inner;
         for (auto *l : kept) r = Let::make(l->name, l->value, r);  // (kept: innermost first)

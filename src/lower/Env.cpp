@@ -107,19 +107,9 @@ protected:
     each using the last several times (f2(x) = f1(x) * f1(x) + f1(x)) is a graph of the chain's size
     (the callers' Lets are then bound by bind_shared_subexpressions) instead of a tree exponential
     in its length. */
-class Inliner : public IRMutator {
+class Inliner : public GraphMutator {
 public:
     const LFunc *f;
-
-    Expr mutate(const Expr &e) override {
-        if (!e.defined()) return e;
-        auto it = done_.find(e.get());
-        if (it != done_.end()) return it->second.second;
-        Expr r = IRMutator::mutate(e);
-        done_.emplace(e.get(), std::make_pair(e, r));  // (e held: its address stays its own)
-        return r;
-    }
-    using IRMutator::mutate;
 
 protected:
     Expr visit(const Let *op, const Expr &e) override {
@@ -148,19 +138,10 @@ protected:
     /** substitute(m, e), each node of e's graph once (sharing kept); as substitute() where a Let
         inside e rebinds one of m's names. */
     static Expr substitute_graph(const std::map<std::string, Expr> &m, const Expr &e) {
-        class Once : public IRMutator {
+        class Once : public GraphMutator {
         public:
             explicit Once(const std::map<std::string, Expr> &m) : m_(m) {}
             bool rebinds = false;
-            Expr mutate(const Expr &e) override {
-                if (!e.defined()) return e;
-                auto it = done_.find(e.get());
-                if (it != done_.end()) return it->second;
-                Expr r = IRMutator::mutate(e);
-                done_.emplace(e.get(), r);  // (e's nodes are held by e for as long as this runs)
-                return r;
-            }
-            using IRMutator::mutate;
 
         protected:
             Expr visit(const Variable *op, const Expr &e) override {
@@ -174,14 +155,12 @@ protected:
 
         private:
             const std::map<std::string, Expr> &m_;
-            std::unordered_map<const ExprNode *, Expr> done_;
         } once(m);
         Expr r = once.mutate(e);
         return once.rebinds ? substitute(m, e) : r;
     }
 
 private:
-    std::unordered_map<const ExprNode *, std::pair<Expr, Expr>> done_;
     std::map<std::string, Expr> by_args_;
     std::vector<std::string> lets_;
 

@@ -207,15 +207,15 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     }
     auto k = std::make_shared<CompiledKernel>();
     std::string cuda_src, llvm_ir;
+    const CPUTargetInfo cpu = cpu_info_for(t);
     if (cuda) {
-        CPUTargetInfo cpu = cpu_info_for(t);
         k->cuda = compile_cuda(lf, dbg ? &cuda_src : nullptr, &cpu, dbg ? &llvm_ir : nullptr);
         // The current call's buffers, in argument order (inputs, then outputs): the call
         // happens on this thread right after bind() and fill_args().
         k->cuda_buffers = [] { return scratch.bufs.data(); };
     }
     if (!cuda || k->cuda->program.kernels.empty())
-        k->module = compile_llvm(lf, cpu_info_for(t), dbg ? &llvm_ir : nullptr);  // null: the interpreter runs it
+        k->module = compile_llvm(lf, cpu, dbg ? &llvm_ir : nullptr);  // null: the interpreter runs it
     k->lowered = std::move(lf);
     k->generic = generic;
     if (generic) cache_counters().generic_compilations++;
