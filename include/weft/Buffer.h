@@ -31,6 +31,7 @@ struct BufferContents {
     bool device_dirty = false;             // device copy newer than the host copy
     /** Wrapper Funcs made by in(): key null = for every consumer. */
     std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
+    ChangeCount wrapper_changes;  // bumped when in() adds a wrapper
     size_t size_in_bytes() const;
     /** Largest and smallest byte offsets touched, from host. */
     int64_t num_elements() const;

@@ -1,5 +1,6 @@
 // weft public API: types, expressions, errors.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -16,6 +17,30 @@ public:
 };
 
 class Expr;
+
+/** How a split handles an extent that is not a multiple of the factor (see Func::split). */
+enum class TailStrategy { Auto, GuardWithIf, RoundUp, ShiftInwards };
+/** Where a Func's storage lives (see Func::store_in). */
+enum class MemoryType { Auto, Heap, Stack, Register, GPUShared };
+
+namespace internal {
+/** A new name, unique in this process, starting with prefix (weft's generated names). */
+std::string unique_name(char prefix);
+/** Counts the changes to a definition, schedule or input's wrappers: a pipeline's snapshot
+    keeps the counts it was built from and is rebuilt only when one of them moved. A copy
+    starts at the value copied. */
+struct ChangeCount {
+    std::atomic<uint64_t> n{0};
+    ChangeCount() = default;
+    ChangeCount(const ChangeCount &o) : n(o.get()) {}
+    ChangeCount &operator=(const ChangeCount &o) {
+        n.store(o.get(), std::memory_order_relaxed);
+        return *this;
+    }
+    uint64_t get() const { return n.load(std::memory_order_relaxed); }
+    void bump() { n.fetch_add(1, std::memory_order_relaxed); }
+};
+}  // namespace internal
 
 enum class TypeCode : uint8_t { Int, UInt, Float, Bool, Handle };
 

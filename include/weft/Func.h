@@ -88,8 +88,6 @@ private:
     bool is_rvar_;
 };
 
-enum class TailStrategy { Auto, GuardWithIf, RoundUp, ShiftInwards };
-enum class MemoryType { Auto, Heap, Stack, Register, GPUShared };
 
 /** A scalar input. */
 template <typename T>
@@ -108,7 +106,6 @@ struct ParamContents {
     bool has_value = false;
 };
 Expr param_expr(const std::shared_ptr<ParamContents> &p);
-std::string unique_name(char prefix);
 }  // namespace internal
 
 template <typename T>
@@ -147,6 +144,7 @@ struct ImageParamContents {
     Buffer<void> bound;
     /** Wrapper Funcs made by in(): key null = for every consumer, else for that consumer. */
     std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
+    ChangeCount wrapper_changes;  // bumped when in() adds a wrapper
 };
 }  // namespace internal
 
@@ -155,6 +153,7 @@ class ImageParam {
 public:
     ImageParam() = default;
     ImageParam(Type t, int dims, const std::string &name = "");
+    explicit ImageParam(std::shared_ptr<internal::ImageParamContents> c) : c_(std::move(c)) {}
     Expr operator()(const std::vector<Expr> &args) const;
     template <typename... Es>
     Expr operator()(Es... args) const { return (*this)(std::vector<Expr>{Expr(args)...}); }

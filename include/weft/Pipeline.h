@@ -1,6 +1,7 @@
 // weft public API: Pipeline, Callable, the kernel cache.
 #pragma once
 #include "weft/Func.h"
+#include "weft/Schedule.h"
 
 namespace weft {
 
@@ -81,8 +82,16 @@ public:
     void realize(const RealizationArg &outs, const Target &t = Target::host());
     /** Creates a callable; compiles nothing until its first call. */
     Callable compile_to_callable(const std::vector<Argument> &args, const Target &t = Target::host());
-    /** The lowered IR (after every pass) for these output shapes, as text. */
+    /** The lowered IR (after every pass) for these output shapes and this target, as text. */
     std::string lowered_ir(const std::vector<int> &sizes, const Target &t = Target::host());
+    /** The schedule every Func of the pipeline has now (the inlined ones too), as a value. */
+    Schedule get_schedule() const;
+    /** Gives the pipeline's Funcs schedule s, in place of the ones they have: the same as
+        making, on Funcs with the default schedule, the calls s.cpp_source() prints, each
+        checked as when a user makes it. s must name the pipeline's Funcs (as get_schedule()
+        does) and their loops; a Func that s does not name keeps its schedule. On an error
+        (a weft::Error naming the Func and the call) every Func keeps the schedule it had. */
+    void apply_schedule(const Schedule &s);
     const std::shared_ptr<internal::PipelineContents> &contents() const { return c_; }
 
 private:

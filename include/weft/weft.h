@@ -4,3 +4,4 @@
 #include "weft/Buffer.h"
 #include "weft/Func.h"
 #include "weft/Pipeline.h"
+#include "weft/Schedule.h"

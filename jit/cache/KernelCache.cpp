@@ -42,7 +42,12 @@ struct Cache {
     std::mutex m;
     std::list<std::string> lru;  // front = most recent
     std::unordered_map<std::string, Slot> map;
-    std::unordered_map<std::string, std::unordered_map<std::string, size_t>> shapes;
+    struct Shapes {
+        std::unordered_map<std::string, size_t> rank;
+        std::list<std::string>::iterator lru;
+    };
+    std::unordered_map<std::string, Shapes> shapes;
+    std::list<std::string> shapes_lru;  // front = most recent
     size_t capacity = 256;
 
     void evict_locked() {
@@ -108,15 +113,33 @@ std::shared_ptr<const CompiledKernel> cache_get(const std::string &key,
     return result;
 }
 
-size_t cache_note_shape(const std::string &algo, const std::string &shape) {
+size_t cache_note_shape(const std::string &algo, const std::string &shape, size_t keep) {
     Cache &c = cache();
     std::lock_guard<std::mutex> lock(c.m);
-    auto &s = c.shapes[algo];
+    auto found = c.shapes.find(algo);
+    if (found == c.shapes.end()) {
+        c.shapes_lru.push_front(algo);
+        found = c.shapes.emplace(algo, Cache::Shapes{{}, c.shapes_lru.begin()}).first;
+        size_t max_tables = std::max<size_t>(64, 4 * c.capacity);
+        while (c.shapes.size() > max_tables) {
+            c.shapes.erase(c.shapes_lru.back());
+            c.shapes_lru.pop_back();
+        }
+    } else {
+        c.shapes_lru.splice(c.shapes_lru.begin(), c.shapes_lru, found->second.lru);
+    }
+    auto &s = found->second.rank;
     auto it = s.find(shape);
     if (it != s.end()) return it->second;
+    if (s.size() >= keep) return keep + 1;
     size_t rank = s.size() + 1;
     s[shape] = rank;
     return rank;
+}
+size_t cache_shape_tables() {
+    Cache &c = cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    return c.shapes.size();
 }
 size_t cache_entries() {
     Cache &c = cache();
@@ -133,6 +156,7 @@ void cache_clear() {
         } else ++it;
     }
     c.shapes.clear();
+    c.shapes_lru.clear();
     auto &k = cache_counters();
     k.hits = k.misses = k.compilations = k.generic_compilations = k.evictions = 0;
 }

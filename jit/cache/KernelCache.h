@@ -37,8 +37,12 @@ CacheCounters &cache_counters();
 std::shared_ptr<const CompiledKernel> cache_get(const std::string &key,
                                                const std::function<std::shared_ptr<CompiledKernel>()> &make);
 /** Records that `algo` was called with shape `shape`; returns the shape's rank among the
-    distinct shapes seen for algo (1 for the first). */
-size_t cache_note_shape(const std::string &algo, const std::string &shape);
+    distinct shapes seen for algo (1 for the first). Only the first `keep` shapes of an algo
+    are remembered (any other gets keep + 1), and only the algos noted last (a bound of a few
+    times the cache's capacity), so the table stays bounded however many shapes come. */
+size_t cache_note_shape(const std::string &algo, const std::string &shape, size_t keep);
+/** How many algos' shape tables are kept now (for tests). */
+size_t cache_shape_tables();
 size_t cache_entries();
 void cache_clear();
 void cache_set_capacity(size_t n);

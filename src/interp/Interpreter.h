@@ -4,7 +4,6 @@
 #include <map>
 #include "lower/LoweredFunc.h"
 #include "runtime/Runtime.h"
-#include "weft/Pipeline.h"
 
 namespace weft {
 namespace internal {
@@ -17,10 +16,6 @@ double interpret_scalar_float(const Expr &e, const std::map<std::string, int64_t
 /** Runs a LoweredFunc with the ABI of compiled code (weft_pipeline_fn). Scalar code only:
     lower it without vectorization (the reference lowering never vectorizes). */
 int32_t interpret_lowered(const LoweredFunc &f, void **args, weft_context_t *ctx);
-
-/** Computes p's outputs with no schedule (every Func at root, loops in definition order),
-    by the interpreter. ImageParams and Params must be bound. */
-void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs);
 
 }  // namespace internal
 }  // namespace weft

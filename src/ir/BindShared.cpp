@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 #include "ir/IRVisitor.h"
-#include "weft/Func.h"
 
 namespace weft {
 namespace internal {

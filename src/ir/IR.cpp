@@ -13,7 +13,7 @@ namespace {
 thread_local std::vector<std::shared_ptr<const void>> *tl_pending = nullptr;
 }  // namespace
 
-// (declared in weft/Func.h; here, with the IR, so that src/ir stands alone, as the fuzzer builds it)
+// (declared in weft/Expr.h; here, with the IR, so that src/ir stands alone, as the fuzzer builds it)
 std::string unique_name(char prefix) {
     static std::atomic<int> counter{0};
     return std::string(1, prefix) + std::to_string(counter++);

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 #include <vector>
-#include "weft/Func.h"
+#include "weft/Expr.h"
 
 namespace weft {
 namespace internal {

@@ -13,6 +13,7 @@ using namespace internal;
 
 namespace internal {
 std::atomic<uint64_t> g_definition_epoch{1};
+std::atomic<uint64_t> g_kernel_generation{0};
 
 std::string stage_name(const FunctionContents &f, int stage) {
     return stage == 0 ? "Func \"" + f.name + "\"" : "Func \"" + f.name + "\".update(" + std::to_string(stage - 1) + ")";
@@ -200,7 +201,7 @@ RDom RDom::where(Expr cond) {
     strip.d = dom_.get();
     cond = strip.mutate(bind_shared_subexpressions(cond));
     dom_->predicate = dom_->predicate.defined() ? (dom_->predicate && cond) : cond;
-    bump_epoch();
+    changed(dom_->changes);
     return *this;
 }
 
@@ -377,9 +378,9 @@ FuncRef &FuncRef::operator=(Expr value) {
         f.type = value.type();
         f.init.args = args_;
         f.init.value = value;
-        for (auto &n : names) f.init.schedule.dims.push_back({n, ForType::Serial, false});
+        f.stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(names, args_, {}, false), {}});
         f.defined = true;
-        bump_epoch();
+        changed(f);
         return *this;
     }
     // Update definition.
@@ -421,12 +422,12 @@ FuncRef &FuncRef::operator=(Expr value) {
     for (auto &a : args) d.args.push_back(strip.mutate(a));
     d.value = strip.mutate(value);
     d.rdom = cv.rdom;
-    if (cv.rdom)
-        for (auto &rv : cv.rdom->domain) d.schedule.dims.push_back({rv.var, ForType::Serial, true});
-    for (size_t i = 0; i < args.size(); i++)
-        if (lhs_pure.count(f.args[i])) d.schedule.dims.push_back({f.args[i], ForType::Serial, false});
+    std::vector<std::string> rvar_names;
+    if (cv.rdom) for (auto &rv : cv.rdom->domain) rvar_names.push_back(rv.var);
+    DefinitionSchedule ds{default_stage_schedule(f.args, d.args, rvar_names, true), {}};
     f.updates.push_back(std::move(d));
-    bump_epoch();
+    f.stage_schedules.push_back(std::move(ds));
+    changed(f);
     return *this;
 }
 FuncRef &FuncRef::operator+=(Expr e) {
@@ -459,7 +460,7 @@ namespace {
 StageSchedule &sched_of(const std::shared_ptr<FunctionContents> &f, int stage, int spec = -1) {
     check_func(f);
     if (!f->defined) user_error("weft: cannot schedule Func \"" + f->name + "\" before it has a definition");
-    Definition &d = stage_definition(*f, stage);
+    DefinitionSchedule &d = f->stage_schedules.at(stage);
     return spec < 0 ? d.schedule : d.specializations.at(spec).schedule;
 }
 std::string dims_list(const StageSchedule &s) {
@@ -498,7 +499,7 @@ static Stage &add_prefetch(Stage &st, const std::shared_ptr<FunctionContents> &f
     if (!offset.defined() || !offset.type().is_int_or_uint())
         user_error("weft: " + stage_name(*f, stage) + ".prefetch(" + src_name + "): the offset must be an integer");
     s.prefetches.push_back({src, src_name, at.name(), cast(Int(32), offset)});
-    bump_epoch();
+    changed(*f);
     return st;
 }
 Stage &Stage::prefetch(const Func &src, const VarOrRVar &at, Expr offset) {
@@ -525,9 +526,9 @@ Stage Stage::specialize(Expr cond) {
     if (!cv.pure.empty() || cv.rdom)
         user_error("weft: " + name() + ".specialize(" + to_string(cond) +
                    "): the condition may use Params and buffer shapes, not Vars or RVars");
-    Definition &d = stage_definition(*f_, stage_);
+    DefinitionSchedule &d = f_->stage_schedules.at(stage_);
     d.specializations.push_back({cond, cur});
-    bump_epoch();
+    changed(*f_);
     return Stage(f_, stage_, (int)d.specializations.size() - 1);
 }
 
@@ -547,7 +548,7 @@ Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVa
     din.for_type = ForType::Serial;
     s.dims[i] = din;
     s.dims.insert(s.dims.begin() + i + 1, dout);
-    bump_epoch();
+    changed(*f_);
     return *this;
 }
 Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRVar &fused) {
@@ -564,7 +565,7 @@ Stage &Stage::fuse(const VarOrRVar &inner, const VarOrRVar &outer, const VarOrRV
     s.splits.push_back({Split::FuseVars, fused.name(), outer.name(), inner.name(), Expr(), TailStrategy::Auto});
     s.dims[ii] = Dim{fused.name(), ForType::Serial, rv};
     s.dims.erase(s.dims.begin() + io);
-    bump_epoch();
+    changed(*f_);
     return *this;
 }
 Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
@@ -590,7 +591,7 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
         user_error("weft: " + name() + ".reorder(): cannot change the order of reduction loops (" + join_names(before) +
                    " would become " + join_names(after) + "): it may change the result (unless the update is atomic())");
     s.dims = nd;
-    bump_epoch();
+    changed(*f_);
     return *this;
 }
 Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &xi,
@@ -617,7 +618,7 @@ static Stage &mark(Stage &st, const std::shared_ptr<FunctionContents> &f, int st
                    "): a reduction loop cannot run in parallel: its iterations may depend on each other (an update "
                    "f(..) = f(..) op e can be made atomic() first; then its iterations may run in any order at once)");
     s.dims[i].for_type = t;
-    bump_epoch();
+    changed(*f);
     return st;
 }
 Stage &Stage::vectorize(const VarOrRVar &v) { return mark(*this, f_, stage_, spec_, v, ForType::Vectorized, "vectorize"); }
@@ -700,12 +701,13 @@ Stage &Stage::atomic(bool override_associativity_test) {
                        "atomic(true) makes it atomic anyway");
     }
     s.atomic = true;
-    bump_epoch();
+    s.atomic_override = s.atomic_override || override_associativity_test;
+    changed(*f_);
     return *this;
 }
 Stage &Stage::gpu_single_thread() {
     sched_of(f_, stage_, spec_).single_thread = true;
-    bump_epoch();
+    changed(*f_);
     return *this;
 }
 Stage &Stage::gpu_threads(const VarOrRVar &x) { return mark(*this, f_, stage_, spec_, x, ForType::GPUThread, "gpu_threads"); }
@@ -857,14 +859,14 @@ Func &Func::bound(const Var &v, Expr min, Expr extent) {
     if (is_const_int(extent, &e) && e < 0)
         user_error("weft: Func \"" + c_->name + "\".bound(): negative extent " + std::to_string(e));
     c_->schedule.bounds.push_back({v.name(), cast(Int(32), min), cast(Int(32), extent)});
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::compute_root() {
     check_func(c_);
     c_->schedule.compute = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};
     if (!c_->schedule.store_set) c_->schedule.store = c_->schedule.compute;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
@@ -873,7 +875,7 @@ Func &Func::compute_at(const Func &consumer, const VarOrRVar &loop) {
     if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".compute_at(): a Func cannot be computed inside itself");
     c_->schedule.compute = LoopLevelSpec{LoopLevelSpec::At, consumer.c_, consumer.c_->name, loop.name()};
     if (!c_->schedule.store_set) c_->schedule.store = c_->schedule.compute;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::compute_inline() {
@@ -881,14 +883,14 @@ Func &Func::compute_inline() {
     c_->schedule.compute = LoopLevelSpec{};
     c_->schedule.store = LoopLevelSpec{};
     c_->schedule.store_set = false;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::store_root() {
     check_func(c_);
     c_->schedule.store = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};
     c_->schedule.store_set = true;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::store_at(const Func &consumer, const VarOrRVar &loop) {
@@ -897,26 +899,26 @@ Func &Func::store_at(const Func &consumer, const VarOrRVar &loop) {
     if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".store_at(): a Func cannot be stored inside itself");
     c_->schedule.store = LoopLevelSpec{LoopLevelSpec::At, consumer.c_, consumer.c_->name, loop.name()};
     c_->schedule.store_set = true;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::store_in(MemoryType t) {
     check_func(c_);
     c_->schedule.memory = t;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 Func &Func::store_nontemporal(bool on) {
     check_func(c_);
     c_->schedule.nontemporal = on;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 
 Func &Func::load_ahead(bool on) {
     check_func(c_);
     c_->schedule.load_ahead = on;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 
@@ -940,7 +942,7 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
             v->rdom = dom2;
             return Expr(v);
         };
-        for (auto &sp : d.schedule.splits) {
+        for (auto &sp : f.stage_schedules.at(stage_).schedule.splits) {
             auto it = std::find_if(dom2->domain.begin(), dom2->domain.end(),
                                    [&](const ReductionVariable &rv) { return rv.var == sp.old_var; });
             bool on_rvar = it != dom2->domain.end() ||
@@ -999,7 +1001,7 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
         } strip;
         if (dom2->predicate.defined()) dom2->predicate = strip.mutate(dom2->predicate);
         d.rdom = dom2;
-        d.schedule.splits = remaining;
+        f.stage_schedules.at(stage_).schedule.splits = remaining;
     }
     // The update must be f(pure vars) = op(f(pure vars), rest) for an associative op.
     for (size_t i = 0; i < d.args.size(); i++) {
@@ -1099,10 +1101,12 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
     auto self = std::make_shared<Call>(t, f.name, d.args, Call::Func);
     d.value = rebuild_binary(op, Expr(self), Expr(intm(margs)));
     d.rdom = kept;
-    d.schedule = StageSchedule();
-    for (auto &rv : kept->domain) d.schedule.dims.push_back({rv.var, ForType::Serial, true});
-    for (auto &a : f.args) d.schedule.dims.push_back({a, ForType::Serial, false});
-    bump_epoch();
+    f.stage_schedules.at(stage_) = DefinitionSchedule{default_stage_schedule(f.args, d.args, [&] {
+        std::vector<std::string> r;
+        for (auto &rv : kept->domain) r.push_back(rv.var);
+        return r;
+    }(), true), {}};
+    changed(*f_);
     return intm;
 }
 
@@ -1123,7 +1127,7 @@ std::shared_ptr<FunctionContents> wrapper_for(
 
 namespace {
 using WrapperMap = std::map<const FunctionContents *, std::shared_ptr<FunctionContents>>;
-Func get_wrapper(WrapperMap &w, const FunctionContents *consumer, const std::string &name,
+Func get_wrapper(WrapperMap &w, ChangeCount &owner, const FunctionContents *consumer, const std::string &name,
                  const std::vector<std::string> &arg_names, const std::function<Expr(const std::vector<Expr> &)> &call) {
     auto it = w.find(consumer);
     if (it != w.end()) return Func(it->second);
@@ -1136,7 +1140,7 @@ Func get_wrapper(WrapperMap &w, const FunctionContents *consumer, const std::str
     }
     f(vars) = call(args);
     w[consumer] = f.contents();
-    bump_epoch();
+    changed(owner);
     return f;
 }
 std::vector<std::string> implicit_names(int dims) {
@@ -1150,7 +1154,7 @@ Func Func::in() {
     check_func(c_);
     if (!c_->defined) user_error("weft: in() of Func \"" + c_->name + "\", which has no definition");
     Func self(c_);
-    return get_wrapper(c_->wrappers, nullptr, c_->name + "_in", c_->args,
+    return get_wrapper(c_->wrappers, c_->changes, nullptr, c_->name + "_in", c_->args,
                        [self](const std::vector<Expr> &a) { return Expr(self(a)); });
 }
 Func Func::in(const Func &consumer) {
@@ -1159,7 +1163,7 @@ Func Func::in(const Func &consumer) {
     if (!c_->defined) user_error("weft: in() of Func \"" + c_->name + "\", which has no definition");
     if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".in(): a Func cannot wrap itself for itself");
     Func self(c_);
-    return get_wrapper(c_->wrappers, consumer.c_.get(), c_->name + "_in_" + consumer.c_->name, c_->args,
+    return get_wrapper(c_->wrappers, c_->changes, consumer.c_.get(), c_->name + "_in_" + consumer.c_->name, c_->args,
                        [self](const std::vector<Expr> &a) { return Expr(self(a)); });
 }
 Func Func::in(const std::vector<Func> &consumers) {
@@ -1169,7 +1173,7 @@ Func Func::in(const std::vector<Func> &consumers) {
         check_func(consumers[i].c_);
         c_->wrappers[consumers[i].c_.get()] = w.contents();
     }
-    bump_epoch();
+    changed(*c_);
     return w;
 }
 Func &Func::reorder_storage(const std::vector<Var> &dims) {
@@ -1192,34 +1196,34 @@ Func &Func::reorder_storage(const std::vector<Var> &dims) {
     std::vector<std::string> no = order;
     for (size_t k = 0; k < idx.size(); k++) no[slots[k]] = order[idx[k]];
     c_->schedule.storage_order = no;
-    bump_epoch();
+    changed(*c_);
     return *this;
 }
 
 Func ImageParam::in() const {
     check_image(c_);
     ImageParam self = *this;
-    return get_wrapper(c_->wrappers, nullptr, c_->name + "_in", implicit_names(c_->dims),
+    return get_wrapper(c_->wrappers, c_->wrapper_changes, nullptr, c_->name + "_in", implicit_names(c_->dims),
                        [self](const std::vector<Expr> &a) { return self(a); });
 }
 Func ImageParam::in(const Func &consumer) const {
     check_image(c_);
     check_func(consumer.contents());
     ImageParam self = *this;
-    return get_wrapper(c_->wrappers, consumer.contents().get(), c_->name + "_in_" + consumer.name(),
+    return get_wrapper(c_->wrappers, c_->wrapper_changes, consumer.contents().get(), c_->name + "_in_" + consumer.name(),
                        implicit_names(c_->dims), [self](const std::vector<Expr> &a) { return self(a); });
 }
 Func Buffer<void>::in() const {
     if (!contents_) user_error("weft: in() of an undefined Buffer");
     auto c = contents_;
-    return get_wrapper(contents_->wrappers, nullptr, contents_->name + "_in", implicit_names(contents_->dims),
+    return get_wrapper(contents_->wrappers, contents_->wrapper_changes, nullptr, contents_->name + "_in", implicit_names(contents_->dims),
                        [c](const std::vector<Expr> &a) { return buffer_call(c, a); });
 }
 Func Buffer<void>::in(const Func &consumer) const {
     if (!contents_) user_error("weft: in() of an undefined Buffer");
     check_func(consumer.contents());
     auto c = contents_;
-    return get_wrapper(contents_->wrappers, consumer.contents().get(), contents_->name + "_in_" + consumer.name(),
+    return get_wrapper(contents_->wrappers, contents_->wrapper_changes, consumer.contents().get(), contents_->name + "_in_" + consumer.name(),
                        implicit_names(contents_->dims), [c](const std::vector<Expr> &a) { return buffer_call(c, a); });
 }
 

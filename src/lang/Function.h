@@ -1,11 +1,14 @@
 // The contents behind Func, RDom, ImageParam: definitions and schedules.
 #pragma once
 #include <atomic>
-#include "ir/IR.h"
+#include <mutex>
+#include "lang/Schedule.h"
 #include "weft/Func.h"
 
 namespace weft {
 namespace internal {
+
+struct PipelineContents;  // src/pipeline
 
 struct ReductionVariable {
     std::string var;
@@ -16,67 +19,13 @@ struct ReductionDomainContents {
     std::string name;
     std::vector<ReductionVariable> domain;
     Expr predicate;  // conjunction of where() conditions; undefined = none
-};
-
-struct Split {
-    enum Kind { SplitVar, FuseVars } kind;
-    std::string old_var, outer, inner;  // for FuseVars: inner, outer -> old_var (the fused name)
-    Expr factor;
-    TailStrategy tail;
-};
-
-struct Dim {
-    std::string var;
-    ForType for_type = ForType::Serial;
-    bool is_rvar = false;
-};
-
-struct PrefetchSpec {
-    const void *src;  // FunctionContents, ImageParamContents or BufferContents
-    std::string src_name, var;
-    Expr offset;
-};
-
-struct StageSchedule {
-    std::vector<Split> splits;
-    std::vector<Dim> dims;  // innermost first
-    std::vector<PrefetchSpec> prefetches;
-    bool single_thread = false;  // gpu_single_thread(): the whole stage is one GPU thread's kernel
-    bool atomic = false;         // atomic(): the update's read-modify-write is atomic; RVars may be parallel
-};
-
-struct Specialization {
-    Expr condition;
-    StageSchedule schedule;
+    ChangeCount changes;
 };
 
 struct Definition {
     std::vector<Expr> args;
     Expr value;
     std::shared_ptr<ReductionDomainContents> rdom;  // null for pure definitions
-    StageSchedule schedule;
-    std::vector<Specialization> specializations;  // tried in order before `schedule`
-};
-
-struct LoopLevelSpec {
-    enum Kind { Inline, Root, At } kind = Inline;
-    std::weak_ptr<FunctionContents> func;
-    std::string func_name, var;
-};
-
-struct BoundSpec {
-    std::string var;
-    Expr min, extent;
-};
-
-struct FuncSchedule {
-    LoopLevelSpec compute, store;
-    bool store_set = false;
-    std::vector<BoundSpec> bounds;
-    MemoryType memory = MemoryType::Auto;
-    std::vector<std::string> storage_order;  // innermost first; empty = the argument order
-    bool nontemporal = false;                 // stores bypass the caches (see Func::store_nontemporal)
-    bool load_ahead = false;                  // computed one iteration ahead (see Func::load_ahead)
 };
 
 struct FunctionContents {
@@ -86,8 +35,13 @@ struct FunctionContents {
     bool defined = false;
     Definition init;
     std::vector<Definition> updates;
+    /** The schedule, apart from the definitions: Func-level, then one per stage (init, updates). */
     FuncSchedule schedule;
-    std::shared_ptr<void> runner;  // Func::realize's own pipeline state (see src/pipeline)
+    std::vector<DefinitionSchedule> stage_schedules;
+    ChangeCount changes;  // bumped by every change of a definition or schedule (changed())
+    /** Func::realize's own pipeline (see src/pipeline), made at the first realize(). */
+    std::mutex runner_mutex;
+    std::shared_ptr<PipelineContents> runner;
     /** Wrapper Funcs made by in(): key null = for every consumer, else for that consumer. */
     std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
 };
@@ -97,9 +51,28 @@ std::shared_ptr<FunctionContents> wrapper_for(
     const std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> &wrappers,
     const FunctionContents *consumer);
 
-/** Bumped by every change to any definition or schedule: the cached-call fast path compares it. */
+/** Bumped by every change to any definition or schedule (and by clear_cache()): a cached call
+    whose epoch is unchanged reuses its snapshot and kernel without looking further; after a
+    change, a pipeline checks the change counts of what it uses (so editing one Func rebuilds
+    only the pipelines that use it). */
 extern std::atomic<uint64_t> g_definition_epoch;
 inline void bump_epoch() { g_definition_epoch.fetch_add(1, std::memory_order_relaxed); }
+/** Bumped (with the epoch) to make every pipeline forget the kernel it used last: after
+    clear_cache(), and when profiling is switched (instrumented and plain kernels differ). */
+extern std::atomic<uint64_t> g_kernel_generation;
+inline void forget_last_kernels() {
+    g_kernel_generation.fetch_add(1, std::memory_order_relaxed);
+    bump_epoch();
+}
+/** Records a change of f (its definitions, schedule or wrappers). */
+inline void changed(FunctionContents &f) {
+    f.changes.bump();
+    bump_epoch();
+}
+inline void changed(ChangeCount &c) {
+    c.bump();
+    bump_epoch();
+}
 
 /** The stage's name for messages: "f" or "f.update(0)". */
 std::string stage_name(const FunctionContents &f, int stage);

@@ -214,15 +214,6 @@ void for_each_expr(LStage &s, F &&fn) {
     }
 }
 
-const char *tail_name(TailStrategy t) {
-    switch (t) {
-    case TailStrategy::Auto: return "auto";
-    case TailStrategy::GuardWithIf: return "guard";
-    case TailStrategy::RoundUp: return "roundup";
-    case TailStrategy::ShiftInwards: return "shift";
-    }
-    return "?";
-}
 
 /** Canonical renaming for the cache key: names aside, structure only. */
 class Canon : public IRMutator {
@@ -256,6 +247,13 @@ protected:
     }
 };
 
+/** Stage k's loops before any directive. */
+std::vector<Dim> initial_loops(const LFunc &f, size_t k) {
+    std::vector<std::string> rvars;
+    for (auto &rv : f.stages[k].rvars) rvars.push_back(rv.var);
+    return default_stage_schedule(f.args, f.stages[k].args, rvars, k > 0).dims;
+}
+
 }  // namespace
 
 Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference) {
@@ -274,6 +272,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         if (fnames.count(f.get())) return;
         if (!f->defined) user_error("weft: Func \"" + f->name + "\" is used but has no definition");
         fnames[f.get()] = names.make(f->name);
+        env.sources.add(f, f->changes);
         order.push_back(f);
         stack.push_back(f);
     };
@@ -283,6 +282,8 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         LInput in;
         in.name = names.make(c->image ? c->image->name : c->buffer->name);
         inames[key] = in.name;
+        if (c->image) env.sources.add(c->image, c->image->wrapper_changes);
+        else env.sources.add(c->buffer, c->buffer->wrapper_changes);
         input_names[c->image ? c->image->name : c->buffer->name] = in.name;
         in.type = c->type;
         in.image = c->image;
@@ -301,6 +302,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     std::function<void(const std::shared_ptr<ReductionDomainContents> &)> on_rdom =
         [&](const std::shared_ptr<ReductionDomainContents> &r) {
             if (!rdoms_seen.insert(r.get()).second) return;
+            env.sources.add(r, r->changes);
             g.include(r->predicate);
             for (auto &rv : r->domain) {
                 g.include(rv.min);
@@ -317,7 +319,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         auto f = stack.back();
         stack.pop_back();
         g.current = f.get();
-        auto visit_def = [&](const Definition &d) {
+        auto visit_def = [&](const Definition &d, const DefinitionSchedule &ds) {
             for (auto &a : d.args) g.include(a);
             g.include(d.value);
             if (d.rdom) on_rdom(d.rdom);
@@ -326,14 +328,16 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 for (auto &sp : sc.splits) g.include(sp.factor);
                 for (auto &pf : sc.prefetches) g.include(pf.offset);
             };
-            visit_sched(d.schedule);
-            for (auto &sp : d.specializations) {
+            visit_sched(ds.schedule);
+            for (auto &sp : ds.specializations) {
                 g.include(sp.condition);
                 visit_sched(sp.schedule);
             }
         };
-        visit_def(f->init);
-        for (auto &u : f->updates) visit_def(u);
+        if (f->stage_schedules.size() != f->updates.size() + 1)
+            internal_error("Func \"" + f->name + "\": stage schedules and definitions differ in number", __FILE__, __LINE__);
+        visit_def(f->init, f->stage_schedules[0]);
+        for (size_t k = 0; k < f->updates.size(); k++) visit_def(f->updates[k], f->stage_schedules[k + 1]);
     }
 
     // Snapshot with unique names.
@@ -344,6 +348,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     rn.params = pnames;
     std::vector<LFunc> all;
     std::map<std::string, int> all_index;
+    std::map<std::string, FuncScheduleValue> given;
     for (auto &fc : order) {
         LFunc lf;
         lf.name = fnames[fc.get()];
@@ -354,6 +359,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         rn.self = lf.name;
         rn.self_contents = fc.get();
         auto add_stage = [&](const Definition &d) {
+            const DefinitionSchedule &ds = fc->stage_schedules.at(lf.stages.size());
             LStage s;
             for (auto &a : d.args) s.args.push_back(rn.mutate(a));
             s.value = rn.mutate(d.value);
@@ -361,8 +367,8 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 if (d.rdom->predicate.defined()) s.predicate = rn.mutate(d.rdom->predicate);
                 for (auto &rv : d.rdom->domain) s.rvars.push_back({rv.var, rn.mutate(rv.min), rn.mutate(rv.extent)});
             }
-            s.sched = d.schedule;
-            for (auto &sp : d.specializations) s.specs.push_back({rn.mutate(sp.condition), sp.schedule});
+            s.sched = ds.schedule;
+            for (auto &sp : ds.specializations) s.specs.push_back({rn.mutate(sp.condition), sp.schedule});
             auto note_prefetches = [&](const StageSchedule &sc) {
                 for (auto &pf : sc.prefetches) {
                     auto fi = fnames.find((const FunctionContents *)pf.src);
@@ -380,6 +386,49 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         };
         add_stage(fc->init);
         for (auto &u : fc->updates) add_stage(u);
+        if (fc->stage_schedules.size() != lf.stages.size())
+            internal_error("Func \"" + fc->name + "\" has " + std::to_string(lf.stages.size()) + " stages but " +
+                               std::to_string(fc->stage_schedules.size()) + " stage schedules",
+                           __FILE__, __LINE__);
+        {
+            // The schedule as given, in the pipeline's names.
+            FuncScheduleValue v;
+            v.func = lf.name;
+            v.args = fc->args;
+            v.schedule = fc->schedule;
+            auto level_name = [&](LoopLevelSpec &l) {
+                auto c = l.func.lock();
+                if (l.kind == LoopLevelSpec::At && c && fnames.count(c.get())) l.func_name = fnames[c.get()];
+                l.func.reset();
+            };
+            level_name(v.schedule.compute);
+            level_name(v.schedule.store);
+            for (auto &b : v.schedule.bounds) {
+                b.min = rn.mutate(b.min);
+                b.extent = rn.mutate(b.extent);
+            }
+            for (size_t k = 0; k < lf.stages.size(); k++) {
+                DefinitionSchedule ds = fc->stage_schedules[k];
+                auto rename_nest = [&](StageSchedule &sc) {
+                    for (auto &sp : sc.splits)
+                        if (sp.factor.defined()) sp.factor = rn.mutate(sp.factor);
+                    for (auto &pf : sc.prefetches) {
+                        auto it = lf.stages[k].prefetch_names.find(pf.src);
+                        if (it != lf.stages[k].prefetch_names.end()) pf.src_name = it->second;
+                        pf.src = nullptr;
+                        pf.offset = rn.mutate(pf.offset);
+                    }
+                };
+                rename_nest(ds.schedule);
+                for (auto &sp : ds.specializations) {
+                    sp.condition = rn.mutate(sp.condition);
+                    rename_nest(sp.schedule);
+                }
+                v.stages.push_back(std::move(ds));
+                v.initial_loops.push_back(initial_loops(lf, k));
+            }
+            given[lf.name] = std::move(v);
+        }
         for (size_t i = 0; i < outputs.size(); i++)
             if (outputs[i] == fc) lf.output_index = (int)i;
         auto resolve = [&](const LoopLevelSpec &l, std::string &out, const char *what) {
@@ -493,6 +542,10 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         topo.push_back(n);
     };
     for (auto &o : env.outputs) dfs(o);
+    for (auto &n : topo) {
+        env.given.funcs.push_back(given[n]);
+        env.all_funcs[n] = all[all_index[n]].contents;
+    }
 
     // Inline each inlined Func into the Funcs that are computed, consumers first: a consumer's
     // value, with its calls to producers still in it, goes into its callers, whose calls to a
@@ -528,7 +581,37 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                            "\", which is inlined (has no loops); schedule that Func with compute_root() or compute_at()");
     }
 
-    // The canonical description, for the cache key.
+    // The schedule as computed, by the unique names.
+    for (auto &f : env.funcs) {
+        FuncScheduleValue v;
+        v.func = f.name;
+        v.args = f.args;
+        v.schedule = f.sched;
+        v.schedule.compute.func.reset();
+        v.schedule.store.func.reset();
+        if (v.schedule.compute.kind == LoopLevelSpec::At) v.schedule.compute.func_name = f.compute_func;
+        if (v.schedule.store.kind == LoopLevelSpec::At) v.schedule.store.func_name = f.store_func;
+        v.schedule.store_set = true;  // (decided here for every computed Func)
+        for (size_t k = 0; k < f.stages.size(); k++) {
+            const LStage &s = f.stages[k];
+            auto named = [&](StageSchedule sc) {
+                for (auto &pf : sc.prefetches) {
+                    auto it = s.prefetch_names.find(pf.src);
+                    if (it != s.prefetch_names.end()) pf.src_name = it->second;
+                    pf.src = nullptr;
+                }
+                return sc;
+            };
+            DefinitionSchedule ds;
+            ds.schedule = named(s.sched);
+            for (auto &sp : s.specs) ds.specializations.push_back({sp.first, named(sp.second)});
+            v.stages.push_back(std::move(ds));
+            v.initial_loops.push_back(initial_loops(f, k));
+        }
+        env.effective.funcs.push_back(std::move(v));
+    }
+
+    // The canonical description, for the cache key: the definitions, then the schedule.
     std::ostringstream os;
     Canon canon;
     for (auto &in : env.inputs) os << "input " << canon.get(in.name) << " " << in.type.str() << " " << in.dims << (in.buffer ? " buf" : " img") << "\n";
@@ -536,51 +619,18 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     for (auto &f : env.funcs) {
         os << "func " << canon.get(f.name) << " " << f.type.str() << " out=" << f.output_index << " (";
         for (auto &a : f.args) os << canon.get(a) << ",";
-        os << ")";
-        auto level = [&](const LoopLevelSpec &l, const std::string &fn) {
-            if (l.kind == LoopLevelSpec::Root) os << " root";
-            else if (l.kind == LoopLevelSpec::Inline) os << " inline";
-            else os << " at " << canon.get(fn) << "." << canon.get(l.var);
-        };
-        level(f.sched.compute, f.compute_func);
-        level(f.sched.store, f.store_func);
-        os << " mem" << (int)f.sched.memory;
-        if (f.sched.nontemporal) os << " nt";
-        if (f.sched.load_ahead) os << " ahead";
-        for (auto &d : f.sched.storage_order) os << " so " << canon.get(d);
-        for (auto &b : f.sched.bounds) os << " bound " << canon.get(b.var) << " " << canon.mutate(b.min) << " " << canon.mutate(b.extent);
-        os << "\n";
+        os << ")\n";
         for (auto &s : f.stages) {
             os << "  (";
             for (auto &a : s.args) os << canon.mutate(a) << ",";
             os << ") = " << canon.mutate(s.value);
             for (auto &rv : s.rvars) os << " rv " << canon.get(rv.var) << " " << canon.mutate(rv.min) << " " << canon.mutate(rv.extent);
             if (s.predicate.defined()) os << " where " << canon.mutate(s.predicate);
-            // One schedule's structure (the stage's own and each specialization's).
-            auto sched_str = [&](const StageSchedule &sc) {
-                for (auto &sp : sc.splits)
-                    os << " " << (sp.kind == Split::SplitVar ? "split " : "fuse ") << canon.get(sp.old_var) << " "
-                       << canon.get(sp.outer) << " " << canon.get(sp.inner) << " "
-                       << (sp.factor.defined() ? to_string(canon.mutate(sp.factor)) : std::string("-")) << " "
-                       << tail_name(sp.tail);
-                os << " dims";
-                for (auto &d : sc.dims) os << " " << canon.get(d.var) << ":" << (int)d.for_type << (d.is_rvar ? "r" : "");
-                if (sc.single_thread) os << " single_thread";
-                if (sc.atomic) os << " atomic";
-                for (auto &pf : sc.prefetches)
-                    os << " prefetch "
-                       << canon.get(s.prefetch_names.count(pf.src) ? s.prefetch_names.at(pf.src) : pf.src_name) << " "
-                       << canon.get(pf.var) << " " << canon.mutate(pf.offset);
-            };
-            os << "\n  sched";
-            sched_str(s.sched);
-            for (auto &sp : s.specs) {
-                os << "\n  specialize " << canon.mutate(sp.first);
-                sched_str(sp.second);
-            }
             os << "\n";
         }
     }
+    os << serialize_schedule(rename_schedule(env.effective, [&](const std::string &n) { return canon.get(n); },
+                                             [&](const Expr &e) { return canon.mutate(e); }));
     env.canonical = os.str();
     return env;
 }

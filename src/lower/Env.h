@@ -41,14 +41,41 @@ struct LParam {
     std::shared_ptr<ParamContents> param;
 };
 
+/** What a snapshot was built from: each definition, schedule and input's wrappers it read,
+    with its change count then. The snapshot is current while every count is unchanged. */
+struct EnvSources {
+    /** Each source (kept alive) and its change counter, and the count when it was read. */
+    std::vector<std::pair<std::shared_ptr<const void>, const ChangeCount *>> items;
+    std::vector<uint64_t> counts;
+    void add(std::shared_ptr<const void> owner, const ChangeCount &c) {
+        counts.push_back(c.get());  // (read before the source itself)
+        items.emplace_back(std::move(owner), &c);
+    }
+    bool current() const {
+        for (size_t i = 0; i < items.size(); i++)
+            if (items[i].second->get() != counts[i]) return false;
+        return true;
+    }
+};
+
 struct Env {
     std::vector<LFunc> funcs;  // realization order: producers first; inlined Funcs removed
     std::map<std::string, int> index;
     std::vector<LInput> inputs;
     std::vector<LParam> params;
     std::vector<std::string> outputs;  // unique names, in the Pipeline's order
-    /** The structure of algorithm and schedule with every name canonicalised. */
+    /** The structure of algorithm and schedule with every name canonicalised: the
+        definitions as computed (inlined Funcs substituted), then serialize_schedule() of the
+        schedule as computed (`effective`, names canonicalised). */
     std::string canonical;
+    /** The schedule each Func was given (every Func reached, the inlined ones too), by the
+        unique names; Exprs use the unique names of Params and inputs. */
+    PipelineSchedule given;
+    /** The schedule the Funcs are computed with (given, with the defaults decided here). */
+    PipelineSchedule effective;
+    /** Every Func reached, by unique name (the inlined ones too). */
+    std::map<std::string, std::shared_ptr<FunctionContents>> all_funcs;
+    EnvSources sources;
     /** Storage folding chosen by scheduling: Func -> (dimension, power-of-two factor). */
     std::map<std::string, std::pair<int, int64_t>> folds;
     LFunc &func(const std::string &n) { return funcs[index.at(n)]; }

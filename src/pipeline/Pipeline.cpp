@@ -11,6 +11,8 @@
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
 #include "lower/Lower.h"
+#include "pipeline/ApplySchedule.h"
+#include "pipeline/PipelineInternal.h"
 
 namespace weft {
 namespace internal {
@@ -21,16 +23,21 @@ const std::string &target_key(const Target &t);
 static std::atomic<int> g_debug{-1};
 static std::atomic<int> g_max_specializations{8};
 
-/** A snapshot of the pipeline for one value of the definition epoch. */
+static std::atomic<uint64_t> g_snapshot_ids{1};
+static std::atomic<uint64_t> g_snapshot_builds{0};
+
+/** A snapshot of the pipeline: current while none of the definitions and schedules it was
+    built from changed (env.sources). */
 struct Prepared {
-    uint64_t epoch = 0;
+    const uint64_t id = g_snapshot_ids.fetch_add(1);  // never reused
     Env env;
     std::string algo;
 };
 
-/** The last kernel used: a call with the same epoch, target and shapes reuses it directly. */
+/** The last kernel used: a call with the same snapshot, target and shapes reuses it directly. */
 struct Memo {
-    uint64_t epoch = 0;
+    uint64_t snapshot = 0;
+    uint64_t kernel_generation = 0;  // g_kernel_generation when made
     std::shared_ptr<const Target::Data> target;
     std::string target_key;
     std::vector<int32_t> shape;
@@ -51,19 +58,26 @@ struct PipelineContents {
     std::vector<std::shared_ptr<FunctionContents>> outputs;
     std::mutex m;
     std::shared_ptr<const Prepared> prepared;
+    uint64_t checked_epoch = 0;  // the definition epoch at which `prepared` was last found current
     std::shared_ptr<const Memo> memo;
 
+    /** The current snapshot: the last one if nothing it was built from changed since (an edit
+        of a Func this pipeline does not use keeps it), else a new one. */
     std::shared_ptr<const Prepared> prepare(uint64_t epoch) {
         {
             std::lock_guard<std::mutex> l(m);
-            if (prepared && prepared->epoch == epoch) return prepared;
+            if (prepared && (checked_epoch == epoch || prepared->env.sources.current())) {
+                checked_epoch = epoch;
+                return prepared;
+            }
         }
         auto p = std::make_shared<Prepared>();
-        p->epoch = epoch;
+        g_snapshot_builds++;
         p->env = on_large_stack<Env>([&] { return build_env(outputs, false); });  // (recursion over deep Exprs)
         p->algo = p->env.canonical;
         std::lock_guard<std::mutex> l(m);
         prepared = p;
+        checked_epoch = epoch;
         return p;
     }
 
@@ -72,7 +86,7 @@ struct PipelineContents {
     /** Makes `kernel` the one a call with the current shapes reuses (this pipeline's and this
         thread's memo). */
     template <typename ThreadMemoT>
-    void remember(uint64_t epoch, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel, ThreadMemoT &tm);
+    void remember(uint64_t snapshot, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel, ThreadMemoT &tm);
 };
 
 struct CallableContents {
@@ -287,10 +301,11 @@ thread_local ThreadMemo tls_memo;
 }  // namespace
 
 template <typename ThreadMemoT>
-void PipelineContents::remember(uint64_t epoch, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel,
+void PipelineContents::remember(uint64_t snapshot, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel,
                                 ThreadMemoT &tm) {
     auto nm = std::make_shared<Memo>();
-    nm->epoch = epoch;
+    nm->snapshot = snapshot;
+    nm->kernel_generation = g_kernel_generation.load(std::memory_order_relaxed);
     nm->target = t.data();
     nm->target_key = target_key(t);
     nm->shape = scratch.shape;
@@ -305,15 +320,16 @@ void PipelineContents::remember(uint64_t epoch, const Target &t, const std::shar
 int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts) {
     uint64_t epoch = g_definition_epoch.load(std::memory_order_relaxed);
     ThreadMemo &tm = tls_memo;
-    if (tm.id != id || tm.epoch != epoch || !tm.prepared || tm.prepared->epoch != epoch) {
-        std::shared_ptr<const Prepared> p;
+    if (tm.id != id || tm.epoch != epoch || !tm.prepared) {
+        // Something changed somewhere (or another pipeline ran last on this thread): the
+        // miss path finds this pipeline's current snapshot and last kernel.
+        tm.prepared = prepare(epoch);
         {
             std::lock_guard<std::mutex> l(m);
-            p = prepared;
             tm.memo = this->memo;
         }
-        if (!p || p->epoch != epoch) p = prepare(epoch);
-        tm.prepared = p;
+        if (tm.memo && tm.memo->kernel_generation != g_kernel_generation.load(std::memory_order_relaxed))
+            tm.memo.reset();  // (clear_cache(), set_profile())
         tm.id = id;
         tm.epoch = epoch;
     }
@@ -327,14 +343,15 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
             if (b->device_dirty) buffer_copy_to_host(*const_cast<BufferContents *>(b));
     const CompiledKernel *kernel_ptr = nullptr;
     std::shared_ptr<const CompiledKernel> kernel;
-    if (memo && memo->epoch == epoch && (memo->target == t.data() || memo->target_key == target_key(t)) &&
+    if (memo && memo->snapshot == p->id && (memo->target == t.data() || memo->target_key == target_key(t)) &&
         memo->shape == scratch.shape) {
         kernel_ptr = memo->kernel.get();  // kept alive by this thread's memo
         cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
     } else {
         std::string base = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "");
         std::string shape = shape_string(scratch.shape);
-        bool specialize = cache_note_shape(base, shape) <= (size_t)std::max(0, g_max_specializations.load());
+        size_t max_specs = (size_t)std::max(0, g_max_specializations.load());
+        bool specialize = cache_note_shape(base, shape, max_specs) <= max_specs;
         if (!specialize) {
             try {
                 kernel = cache_get(base + "|generic|" + generic_signature(scratch.bufs),
@@ -347,7 +364,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
             auto consts = shape_consts(env);
             kernel = cache_get(base + "|" + shape, [&] { return compile(env, consts, t, false); });
         }
-        remember(epoch, t, kernel, tm);
+        remember(p->id, t, kernel, tm);
         kernel_ptr = kernel.get();
     }
     fill_args(env);
@@ -362,7 +379,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
                           shape_string(scratch.shape);
         auto consts = shape_consts(env);
         kernel = cache_get(key, [&] { return compile(env, consts, t, false); });
-        remember(epoch, t, kernel, tm);
+        remember(p->id, t, kernel, tm);
         ctx.error[0] = 0;
         ctx.error_code = 0;
         rc = kernel->call(scratch.args.data(), &ctx);
@@ -457,9 +474,16 @@ std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t)
     Env env = build_env(c_->outputs, false);
     bind(env, nullptr, ptrs.data(), ptrs.size());
     std::string log;
-    lower(env, shape_consts(env), "weft_lowered", &log);
-    (void)t;
+    lower(env, shape_consts(env), "weft_lowered", &log, t.arch() == Target::Arch::CUDA, llvm_backend_available());
     return log;
+}
+Schedule Pipeline::get_schedule() const {
+    check_pipeline(c_);
+    return Schedule(std::make_shared<const PipelineSchedule>(schedule_of(c_->outputs)));
+}
+void Pipeline::apply_schedule(const Schedule &s) {
+    check_pipeline(c_);
+    apply_schedule_to(c_->outputs, s.value());
 }
 
 // ---------------- Callable ----------------
@@ -503,13 +527,14 @@ int Callable::call(const CallArg *args, size_t n) const {
 // ---------------- Func::realize ----------------
 static std::shared_ptr<PipelineContents> self_pipeline(const std::shared_ptr<FunctionContents> &f) {
     if (!f) throw Error("weft: realize() of a null Func");
+    std::lock_guard<std::mutex> l(f->runner_mutex);  // (threads realizing one new Func at once)
     if (!f->runner) {
         auto p = std::make_shared<PipelineContents>();
         // Non-owning: the state lives inside the Func itself.
         p->outputs.push_back(std::shared_ptr<FunctionContents>(std::shared_ptr<void>(), f.get()));
         f->runner = p;
     }
-    return std::static_pointer_cast<PipelineContents>(f->runner);
+    return f->runner;
 }
 Realization Func::realize(const std::vector<int> &sizes, const Target &t) {
     auto p = self_pipeline(c_);
@@ -539,7 +564,7 @@ CacheStats cache_stats() {
 }
 void clear_cache() {
     cache_clear();
-    bump_epoch();  // forget every pipeline's last-used kernel too
+    forget_last_kernels();
 }
 void set_cache_capacity(size_t n) { cache_set_capacity(n); }
 void set_max_specializations(int n) { g_max_specializations = std::max(0, n); }
@@ -556,6 +581,12 @@ bool debug_enabled() {
 
 // ---------------- the reference interpreter over a whole pipeline ----------------
 namespace internal {
+std::string algorithm_key(const Pipeline &p) {
+    check_pipeline(p.contents());
+    return on_large_stack<Env>([&] { return build_env(p.contents()->outputs, false); }).canonical;
+}
+uint64_t snapshot_builds() { return g_snapshot_builds.load(); }
+
 void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs) {
     check_pipeline(p.contents());
     Env env = build_env(p.contents()->outputs, true);

@@ -38,7 +38,7 @@ int profile_id(const std::string &name) {
 
 void set_profile(bool on) {
     internal::g_profile = on ? 1 : 0;
-    internal::bump_epoch();  // instrumented and plain kernels differ: no pipeline reuses its last one
+    internal::forget_last_kernels();  // instrumented and plain kernels differ: no pipeline reuses its last one
 }
 
 bool profile_enabled() {

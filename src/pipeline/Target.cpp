@@ -1,7 +1,9 @@
 // Target: the host CPU (through LLVM's view of it) or CUDA.
 #include <dlfcn.h>
 #include <sstream>
+#include <set>
 #include "ir/IR.h"
+#include "weft/Func.h"
 #include "llvm/CodeGen_LLVM.h"
 #include "cuda/CudaRuntime.h"
 

@@ -8,6 +8,7 @@
 #include "cuda/CudaRuntime.h"
 #include "gpu/gpu_pipelines.h"
 #include "interp/Interpreter.h"
+#include "pipeline/PipelineInternal.h"
 #include "lower/Env.h"
 #include "lower/Lower.h"
 

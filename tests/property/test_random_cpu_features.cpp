@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "interp/Interpreter.h"
+#include "pipeline/PipelineInternal.h"
 #include "lang/Function.h"
 
 using namespace weft;
@@ -360,7 +361,7 @@ void matmul_trial(uint32_t seed, int trial, Refusals &refusals) {
                 intm = C.update(0).rfactor(kept, u);
             }
             // C's update now reduces intm over the kept RVar.
-            Loops cu = loops_of(C.contents()->updates[0].schedule.dims);
+            Loops cu = loops_of(C.contents()->stage_schedules[1].schedule.dims);
             if (r.chance(0.4)) {
                 Stage cst = C.update(0);
                 gen.vectorize(cst, "C.update(0)", cu, "i");
@@ -382,8 +383,8 @@ void matmul_trial(uint32_t seed, int trial, Refusals &refusals) {
                 log += "intm.compute_root();\n";
                 intm.compute_root();
             }
-            Loops ip = loops_of(intm.contents()->init.schedule.dims);
-            Loops iu = loops_of(intm.contents()->updates[0].schedule.dims);
+            Loops ip = loops_of(intm.contents()->stage_schedules[0].schedule.dims);
+            Loops iu = loops_of(intm.contents()->stage_schedules[1].schedule.dims);
             if (r.chance(0.6)) gen.vectorize(intm, "intm", ip, r.chance(0.5) ? "u" : "i");
             if (r.chance(0.4)) gen.parallel(intm, "intm", ip, r.chance(0.5) ? "u" : "j");
             Stage ist = intm.update(0);
@@ -396,7 +397,7 @@ void matmul_trial(uint32_t seed, int trial, Refusals &refusals) {
             reader_pure = ip;
             reader_upd = iu;
         } else {
-            Loops cu = loops_of(C.contents()->updates[0].schedule.dims);
+            Loops cu = loops_of(C.contents()->stage_schedules[1].schedule.dims);
             Stage cst = C.update(0);
             gen.structure(cst, "C.update(0)", cu, 2);
             if (r.chance(0.5)) gen.vectorize(cst, "C.update(0)", cu, "i");

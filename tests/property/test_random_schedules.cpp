@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "interp/Interpreter.h"
+#include "pipeline/PipelineInternal.h"
 #include "lang/Function.h"
 
 using namespace weft;
@@ -82,9 +83,9 @@ std::vector<Loop> initial_loops(const Func &f, int stage) {
     std::vector<Loop> r;
     auto &c = *f.contents();
     if (stage == 0) {
-        for (auto &d : c.init.schedule.dims) r.push_back({d.var, d.is_rvar});
+        for (auto &d : c.stage_schedules[0].schedule.dims) r.push_back({d.var, d.is_rvar});
     } else {
-        for (auto &d : c.updates[(size_t)stage - 1].schedule.dims) r.push_back({d.var, d.is_rvar});
+        for (auto &d : c.stage_schedules[(size_t)stage].schedule.dims) r.push_back({d.var, d.is_rvar});
     }
     return r;
 }
@@ -209,7 +210,7 @@ private:
         auto &ls = n.loops[(size_t)s];
         const std::string sn = stage_str(n, s);
         // An atomic() update's RVars may be reordered and run in parallel.
-        const bool atomic = s > 0 && n.f.contents()->updates[(size_t)s - 1].schedule.atomic;
+        const bool atomic = s > 0 && n.f.contents()->stage_schedules[(size_t)s].schedule.atomic;
         bool used_roundup = false;
         // Structural ops: split, fuse, reorder, tile.
         int ops = rng_.uniform(0, 3);
@@ -446,6 +447,25 @@ void run_trial(const char *pipeline, uint32_t seed, const std::string &sizes, Tr
     } catch (const Error &e) {
         ADD_FAILURE() << where << ": a legal schedule was rejected: " << e.what() << "\nschedule:\n" << gen.log;
         return;
+    }
+    {
+        // The schedule as a value: its text reads back equal, and applying it (a replay of
+        // the calls that make it, from the default schedule) gives it back; what runs below
+        // is that replayed schedule.
+        Pipeline p(t.nodes[0].f);
+        Schedule s = p.get_schedule();
+        Schedule back = Schedule::from_string(s.to_string());
+        if (!(back == s)) ADD_FAILURE() << where << ": the schedule's text does not read back equal:\n" << s.to_string();
+        try {
+            p.apply_schedule(back);
+        } catch (const Error &e) {
+            ADD_FAILURE() << where << ": apply_schedule() of its own schedule failed: " << e.what() << "\nschedule:\n"
+                          << gen.log << "\nas C++:\n" << s.cpp_source();
+            return;
+        }
+        if (!(p.get_schedule() == s))
+            ADD_FAILURE() << where << ": apply_schedule() gave another schedule:\n" << s.to_string() << "\n---- became ----\n"
+                          << p.get_schedule().to_string();
     }
     if (std::getenv("WEFT_PROPERTY_VERBOSE")) {
         // Before running: a crash still shows which trial and schedule caused it.

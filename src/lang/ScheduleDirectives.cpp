@@ -1,0 +1,163 @@
+// A schedule value as the sequence of public API calls that gives it (see lang/Schedule.h).
+#include <algorithm>
+#include "lang/Schedule.h"
+
+namespace weft {
+namespace internal {
+
+namespace {
+
+/** The loops a nest has after its splits and fuses, in the order split() and fuse() leave them. */
+std::vector<Dim> after_splits(std::vector<Dim> dims, const std::vector<Split> &splits) {
+    auto find = [&](const std::string &v) {
+        for (size_t i = 0; i < dims.size(); i++)
+            if (dims[i].var == v) return (int)i;
+        return -1;
+    };
+    for (auto &sp : splits) {
+        if (sp.kind == Split::SplitVar) {
+            int i = find(sp.old_var);
+            if (i < 0) return {};  // (not a schedule the API would make: the replay reports it)
+            Dim in = dims[i], out = dims[i];
+            in.var = sp.inner;
+            out.var = sp.outer;
+            dims[i] = in;
+            dims.insert(dims.begin() + i + 1, out);
+        } else {
+            int ii = find(sp.inner), io = find(sp.outer);
+            if (ii < 0 || io < 0) return {};
+            dims[ii] = Dim{sp.old_var, ForType::Serial, dims[ii].is_rvar || dims[io].is_rvar};
+            dims.erase(dims.begin() + io);
+        }
+    }
+    return dims;
+}
+
+void nest_directives(std::vector<Directive> &out, const std::string &func, int stage, int spec,
+                     const std::vector<Dim> &initial, const StageSchedule &s) {
+    auto make = [&](Directive::Op op) {
+        Directive d;
+        d.op = op;
+        d.func = func;
+        d.stage = stage;
+        d.spec = spec;
+        return d;
+    };
+    auto is_rvar = [&](const std::string &v, const std::vector<Dim> &dims) {
+        for (auto &d : dims)
+            if (d.var == v) return d.is_rvar;
+        return false;
+    };
+    std::vector<Dim> dims = initial;
+    for (auto &sp : s.splits) {
+        Directive d = make(sp.kind == Split::SplitVar ? Directive::Split : Directive::Fuse);
+        if (sp.kind == Split::SplitVar) {
+            bool rv = is_rvar(sp.old_var, dims);
+            d.names = {sp.old_var, sp.outer, sp.inner};
+            d.rvars = {rv, rv, rv};
+            d.exprs = {sp.factor};
+            d.tail = sp.tail;
+        } else {
+            bool rv = is_rvar(sp.inner, dims) || is_rvar(sp.outer, dims);
+            d.names = {sp.inner, sp.outer, sp.old_var};
+            d.rvars = {rv, rv, rv};
+        }
+        out.push_back(d);
+        dims = after_splits(dims, {sp});
+    }
+    if (s.atomic) {
+        Directive d = make(Directive::Atomic);
+        d.flag = s.atomic_override;
+        out.push_back(d);
+    }
+    bool same_order = dims.size() == s.dims.size();
+    for (size_t i = 0; same_order && i < dims.size(); i++) same_order = dims[i].var == s.dims[i].var;
+    if (!same_order) {
+        Directive d = make(Directive::Reorder);
+        for (auto &x : s.dims) {
+            d.names.push_back(x.var);
+            d.rvars.push_back(x.is_rvar);
+        }
+        out.push_back(d);
+    }
+    // Outermost first, as people write them (gpu_blocks before gpu_threads).
+    for (auto it = s.dims.rbegin(); it != s.dims.rend(); ++it) {
+        if (it->for_type == ForType::Serial) continue;
+        Directive d = make(Directive::Loop);
+        d.names = {it->var};
+        d.rvars = {it->is_rvar};
+        d.for_type = it->for_type;
+        out.push_back(d);
+    }
+    for (auto &p : s.prefetches) {
+        Directive d = make(Directive::Prefetch);
+        d.names = {p.src_name, p.var};
+        d.rvars = {false, is_rvar(p.var, s.dims)};
+        d.exprs = {p.offset};
+        out.push_back(d);
+    }
+    if (s.single_thread) out.push_back(make(Directive::SingleThread));
+}
+
+}  // namespace
+
+std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
+    std::vector<Directive> out;
+    for (auto &f : s.funcs) {
+        auto make = [&](Directive::Op op) {
+            Directive d;
+            d.op = op;
+            d.func = f.func;
+            return d;
+        };
+        const FuncSchedule &fs = f.schedule;
+        auto level = [&](const LoopLevelSpec &l, Directive::Op root, Directive::Op inl, Directive::Op at) {
+            Directive d = make(l.kind == LoopLevelSpec::Root ? root : l.kind == LoopLevelSpec::Inline ? inl : at);
+            if (l.kind == LoopLevelSpec::At) d.names = {l.func_name, l.var};
+            return d;
+        };
+        if (fs.compute.kind != LoopLevelSpec::Inline)
+            out.push_back(level(fs.compute, Directive::ComputeRoot, Directive::ComputeInline, Directive::ComputeAt));
+        if (fs.store_set) {
+            if (fs.store.kind == LoopLevelSpec::Inline)
+                user_error("weft: schedule of Func \"" + f.func + "\": its storage cannot be inline");
+            out.push_back(level(fs.store, Directive::StoreRoot, Directive::StoreRoot, Directive::StoreAt));
+        }
+        for (auto &b : fs.bounds) {
+            Directive d = make(Directive::Bound);
+            d.names = {b.var};
+            d.exprs = {b.min, b.extent};
+            out.push_back(d);
+        }
+        if (fs.memory != MemoryType::Auto) {
+            Directive d = make(Directive::StoreIn);
+            d.memory = fs.memory;
+            out.push_back(d);
+        }
+        if (!fs.storage_order.empty()) {
+            Directive d = make(Directive::ReorderStorage);
+            d.names = fs.storage_order;
+            out.push_back(d);
+        }
+        if (fs.nontemporal) out.push_back(make(Directive::StoreNontemporal));
+        if (fs.load_ahead) out.push_back(make(Directive::LoadAhead));
+        for (size_t k = 0; k < f.stages.size(); k++) {
+            static const std::vector<Dim> none;
+            const std::vector<Dim> &initial = k < f.initial_loops.size() ? f.initial_loops[k] : none;
+            const DefinitionSchedule &ds = f.stages[k];
+            for (size_t j = 0; j < ds.specializations.size(); j++) {
+                Directive d = make(Directive::Specialize);
+                d.stage = (int)k;
+                d.spec = (int)j;  // (the specialization it makes)
+                d.exprs = {ds.specializations[j].condition};
+                out.push_back(d);
+                nest_directives(out, f.func, (int)k, (int)j, initial, ds.specializations[j].schedule);
+            }
+            nest_directives(out, f.func, (int)k, -1, initial, ds.schedule);
+        }
+    }
+    return out;
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,256 @@
+// A schedule value printed as the C++ calls of the public API that give it (see lang/Schedule.h).
+#include <iomanip>
+#include <set>
+#include <sstream>
+#include "ir/IRVisitor.h"
+#include "lang/Schedule.h"
+
+namespace weft {
+namespace internal {
+
+std::string cpp_identifier(const std::string &name) {
+    std::string r;
+    for (char c : name) r += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
+    if (r.empty() || std::isdigit((unsigned char)r[0])) r = "_" + r;
+    return r;
+}
+
+namespace {
+
+std::string cpp_string(const std::string &s) {
+    std::string r = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') r += '\\';
+        r += c;
+    }
+    return r + "\"";
+}
+
+std::string type_expr(Type t) {
+    if (t.is_bool()) return "Bool()";
+    const char *k = t.is_float() ? "Float" : t.is_uint() ? "UInt" : "Int";
+    return std::string(k) + "(" + std::to_string(t.bits()) + ")";
+}
+
+/** An Expr in C++: Params and buffer fields by the names of their objects. */
+class CppExpr : public IRVisitor {
+public:
+    std::ostringstream os;
+    std::map<std::string, Expr> lets;  // inlined where used
+
+protected:
+    void visit(const IntImm *op) override {
+        if (op->type == Int(32)) os << op->value;
+        else os << "cast(" << type_expr(op->type) << ", Expr((int64_t)" << op->value << "))";
+    }
+    void visit(const UIntImm *op) override {
+        if (op->type.is_bool()) os << "(Expr(" << op->value << ") != 0)";
+        else os << "cast(" << type_expr(op->type) << ", Expr((uint64_t)" << op->value << "u))";
+    }
+    void visit(const FloatImm *op) override {
+        os << std::setprecision(17) << op->value;
+        if (op->type.bits() == 32) os << "f";
+    }
+    void visit(const Variable *op) override {
+        auto it = lets.find(op->name);
+        if (it != lets.end()) {
+            include(it->second);
+            return;
+        }
+        // Buffer fields: "in.extent.0" -> in.extent(0)
+        auto d1 = op->name.find('.');
+        auto d2 = op->name.rfind('.');
+        if (d1 != std::string::npos && d2 > d1)
+            os << cpp_identifier(op->name.substr(0, d1)) << "." << op->name.substr(d1 + 1, d2 - d1 - 1) << "("
+               << op->name.substr(d2 + 1) << ")";
+        else os << cpp_identifier(op->name);
+    }
+    void visit(const Cast *op) override {
+        os << "cast(" << type_expr(op->type) << ", ";
+        include(op->value);
+        os << ")";
+    }
+    void bin(const Expr &a, const Expr &b, const char *o) {
+        os << "(";
+        include(a);
+        os << " " << o << " ";
+        include(b);
+        os << ")";
+    }
+    void fn(const Expr &a, const Expr &b, const char *o) {
+        os << o << "(";
+        include(a);
+        os << ", ";
+        include(b);
+        os << ")";
+    }
+    void visit(const Add *op) override { bin(op->a, op->b, "+"); }
+    void visit(const Sub *op) override { bin(op->a, op->b, "-"); }
+    void visit(const Mul *op) override { bin(op->a, op->b, "*"); }
+    void visit(const Div *op) override { bin(op->a, op->b, "/"); }
+    void visit(const Mod *op) override { bin(op->a, op->b, "%"); }
+    void visit(const Min *op) override { fn(op->a, op->b, "min"); }
+    void visit(const Max *op) override { fn(op->a, op->b, "max"); }
+    void visit(const EQ *op) override { bin(op->a, op->b, "=="); }
+    void visit(const NE *op) override { bin(op->a, op->b, "!="); }
+    void visit(const LT *op) override { bin(op->a, op->b, "<"); }
+    void visit(const LE *op) override { bin(op->a, op->b, "<="); }
+    void visit(const GT *op) override { bin(op->a, op->b, ">"); }
+    void visit(const GE *op) override { bin(op->a, op->b, ">="); }
+    void visit(const And *op) override { bin(op->a, op->b, "&&"); }
+    void visit(const Or *op) override { bin(op->a, op->b, "||"); }
+    void visit(const Not *op) override {
+        os << "!(";
+        include(op->a);
+        os << ")";
+    }
+    void visit(const Select *op) override {
+        os << "select(";
+        include(op->condition);
+        os << ", ";
+        include(op->true_value);
+        os << ", ";
+        include(op->false_value);
+        os << ")";
+    }
+    void visit(const Let *op) override {
+        lets[op->name] = op->value;
+        include(op->body);
+        lets.erase(op->name);
+    }
+    void visit(const Call *op) override {
+        os << (op->call_type == Call::Intrinsic ? op->name : cpp_identifier(op->name)) << "(";
+        for (size_t i = 0; i < op->args.size(); i++) {
+            if (i) os << ", ";
+            include(op->args[i]);
+        }
+        os << ")";
+    }
+};
+
+std::string cpp(const Expr &e) {
+    CppExpr p;
+    p.include(e);
+    return p.os.str();
+}
+
+const char *tail_cpp(TailStrategy t) {
+    switch (t) {
+    case TailStrategy::Auto: return "TailStrategy::Auto";
+    case TailStrategy::GuardWithIf: return "TailStrategy::GuardWithIf";
+    case TailStrategy::RoundUp: return "TailStrategy::RoundUp";
+    case TailStrategy::ShiftInwards: return "TailStrategy::ShiftInwards";
+    }
+    return "TailStrategy::Auto";
+}
+const char *memory_cpp(MemoryType m) {
+    switch (m) {
+    case MemoryType::Auto: return "MemoryType::Auto";
+    case MemoryType::Heap: return "MemoryType::Heap";
+    case MemoryType::Stack: return "MemoryType::Stack";
+    case MemoryType::Register: return "MemoryType::Register";
+    case MemoryType::GPUShared: return "MemoryType::GPUShared";
+    }
+    return "MemoryType::Auto";
+}
+const char *loop_call(ForType t) {
+    switch (t) {
+    case ForType::Serial: return "serial";
+    case ForType::Parallel: return "parallel";
+    case ForType::Vectorized: return "vectorize";
+    case ForType::Unrolled: return "unroll";
+    case ForType::GPUBlock: return "gpu_blocks";
+    case ForType::GPUThread: return "gpu_threads";
+    }
+    return "serial";
+}
+
+}  // namespace
+
+std::string schedule_cpp_source(const PipelineSchedule &s) {
+    std::vector<Directive> ds = schedule_directives(s);
+    // Every loop name the calls use, declared first as a Var or an RVar.
+    std::map<std::string, bool> loops;  // name -> is an RVar
+    for (auto &d : ds) {
+        switch (d.op) {
+        case Directive::ComputeAt:
+        case Directive::StoreAt: loops.emplace(d.names[1], false); break;
+        case Directive::Bound:
+        case Directive::ReorderStorage:
+            for (auto &n : d.names) loops.emplace(n, false);
+            break;
+        case Directive::Prefetch: loops.emplace(d.names[1], d.rvars[1]); break;
+        case Directive::Split:
+        case Directive::Fuse:
+        case Directive::Reorder:
+        case Directive::Loop:
+            for (size_t i = 0; i < d.names.size(); i++) loops[d.names[i]] = loops[d.names[i]] || d.rvars[i];
+            break;
+        default: break;
+        }
+    }
+    std::ostringstream os;
+    std::string vars, rvars;
+    for (auto &[n, rv] : loops) {
+        std::string decl = cpp_identifier(n) + "(" + cpp_string(n) + ")";
+        (rv ? rvars : vars) += (rv ? rvars : vars).empty() ? decl : ", " + decl;
+    }
+    if (!vars.empty()) os << "Var " << vars << ";\n";
+    if (!rvars.empty()) os << "RVar " << rvars << ";\n";
+    auto stage = [&](const Directive &d) {
+        std::string f = cpp_identifier(d.func);
+        if (d.spec >= 0) return f + "_s" + std::to_string(d.stage) + "_" + std::to_string(d.spec);
+        return d.stage == 0 ? f : f + ".update(" + std::to_string(d.stage - 1) + ")";
+    };
+    auto list = [&](const std::vector<std::string> &names) {
+        std::string r;
+        for (auto &n : names) r += (r.empty() ? "" : ", ") + cpp_identifier(n);
+        return r;
+    };
+    for (auto &d : ds) {
+        std::string f = cpp_identifier(d.func);
+        switch (d.op) {
+        case Directive::ComputeRoot: os << f << ".compute_root();\n"; break;
+        case Directive::ComputeInline: os << f << ".compute_inline();\n"; break;
+        case Directive::ComputeAt:
+            os << f << ".compute_at(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ");\n";
+            break;
+        case Directive::StoreRoot: os << f << ".store_root();\n"; break;
+        case Directive::StoreAt:
+            os << f << ".store_at(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ");\n";
+            break;
+        case Directive::Bound:
+            os << f << ".bound(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ", " << cpp(d.exprs[1])
+               << ");\n";
+            break;
+        case Directive::StoreIn: os << f << ".store_in(" << memory_cpp(d.memory) << ");\n"; break;
+        case Directive::ReorderStorage: os << f << ".reorder_storage(" << list(d.names) << ");\n"; break;
+        case Directive::StoreNontemporal: os << f << ".store_nontemporal();\n"; break;
+        case Directive::LoadAhead: os << f << ".load_ahead();\n"; break;
+        case Directive::Specialize:
+            os << "Stage " << stage(d) << " = "
+               << (d.stage == 0 ? f : f + ".update(" + std::to_string(d.stage - 1) + ")") << ".specialize("
+               << cpp(d.exprs[0]) << ");\n";
+            break;
+        case Directive::Split:
+            os << stage(d) << ".split(" << list(d.names) << ", " << cpp(d.exprs[0])
+               << (d.tail == TailStrategy::Auto ? std::string() : std::string(", ") + tail_cpp(d.tail)) << ");\n";
+            break;
+        case Directive::Fuse: os << stage(d) << ".fuse(" << list(d.names) << ");\n"; break;
+        case Directive::Atomic: os << stage(d) << ".atomic(" << (d.flag ? "true" : "") << ");\n"; break;
+        case Directive::Reorder: os << stage(d) << ".reorder(" << list(d.names) << ");\n"; break;
+        case Directive::Loop:
+            os << stage(d) << "." << loop_call(d.for_type) << "(" << cpp_identifier(d.names[0]) << ");\n";
+            break;
+        case Directive::Prefetch:
+            os << stage(d) << ".prefetch(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ", "
+               << cpp(d.exprs[0]) << ");\n";
+            break;
+        case Directive::SingleThread: os << stage(d) << ".gpu_single_thread();\n"; break;
+        }
+    }
+    return os.str();
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,234 @@
+// A pipeline's schedule read as a value, and a value applied to a pipeline (see ApplySchedule.h).
+#include "pipeline/ApplySchedule.h"
+#include "ir/IRVisitor.h"
+#include "ir/Stack.h"
+#include "lower/Env.h"
+
+namespace weft {
+namespace internal {
+
+namespace {
+
+Env names_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
+    // (The reference snapshot: it reads every Func's schedule without checking or deciding
+    // where each Func is computed, so a pipeline whose schedule is wrong can get a new one.)
+    return on_large_stack<Env>([&] { return build_env(outputs, true); });
+}
+
+std::string join(const std::vector<std::string> &v) {
+    std::string r;
+    for (auto &s : v) r += (r.empty() ? "\"" : ", \"") + s + "\"";
+    return r;
+}
+
+std::string loops_text(const std::vector<Dim> &dims) {
+    std::string r;
+    for (auto &d : dims) r += (r.empty() ? "" : ", ") + std::string(d.is_rvar ? "RVar " : "") + d.var;
+    return "(" + r + ")";
+}
+
+/** A schedule value's Exprs use the pipeline's unique names: back to the Params and inputs. */
+class ToUser : public IRMutator {
+public:
+    std::map<std::string, std::shared_ptr<ParamContents>> params;
+    std::map<std::string, std::string> inputs;  // unique name -> the input's own name
+
+protected:
+    Expr visit(const Variable *op, const Expr &e) override {
+        auto p = params.find(op->name);
+        if (p != params.end()) {
+            if (p->second->type != op->type)
+                user_error("weft: apply_schedule(): Param \"" + p->second->name + "\" is " + p->second->type.str() +
+                           ", but the schedule uses it as " + op->type.str());
+            return param_expr(p->second);
+        }
+        auto dot = op->name.find('.');
+        if (dot != std::string::npos) {
+            auto in = inputs.find(op->name.substr(0, dot));
+            if (in != inputs.end()) return Variable::make(op->type, in->second + op->name.substr(dot));
+        }
+        return e;
+    }
+    Expr visit(const Call *op, const Expr &e) override {
+        if (op->call_type != Call::Intrinsic)
+            user_error("weft: apply_schedule(): an Expr of the schedule calls \"" + op->name +
+                       "\"; only Params, buffer shapes and constants can be used there");
+        return IRMutator::visit(op, e);
+    }
+};
+
+VarOrRVar loop(const Directive &d, size_t i) {
+    bool rv = i < d.rvars.size() && d.rvars[i];
+    if (rv) return VarOrRVar(RVar(d.names[i]));
+    return VarOrRVar(Var(d.names[i]));
+}
+
+std::string directive_name(const Directive &d) {
+    static const char *n[] = {"compute_root", "compute_inline", "compute_at", "store_root", "store_at", "bound", "store_in",
+                              "reorder_storage", "store_nontemporal", "load_ahead", "specialize", "split", "fuse",
+                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread"};
+    std::string where = "Func \"" + d.func + "\"";
+    if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
+    if (d.spec >= 0 && d.op != Directive::Specialize) where += " (specialization " + std::to_string(d.spec) + ")";
+    if (d.op == Directive::Loop) {
+        static const char *loops[] = {"serial", "parallel", "vectorize", "unroll", "gpu_blocks", "gpu_threads"};
+        return where + "." + loops[(int)d.for_type] + "(" + d.names[0] + ")";
+    }
+    return where + "." + n[(int)d.op];
+}
+
+}  // namespace
+
+PipelineSchedule schedule_of(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
+    return names_env(outputs).given;
+}
+
+void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs, const PipelineSchedule &s) {
+    Env env = names_env(outputs);
+    std::vector<std::string> all;
+    for (auto &f : env.given.funcs) all.push_back(f.func);
+    // Check first that s is for this algorithm: its Funcs, their Vars and their stages' loops.
+    for (auto &v : s.funcs) {
+        const FuncScheduleValue *mine = env.given.find(v.func);
+        if (!mine)
+            user_error("weft: apply_schedule(): the schedule names Func \"" + v.func +
+                       "\", which is not part of this pipeline (its Funcs are " + join(all) + ")");
+        if (v.args != mine->args)
+            user_error("weft: apply_schedule(): Func \"" + v.func + "\" has the Vars (" + join(mine->args) +
+                       ") here, but (" + join(v.args) + ") in the schedule");
+        if (v.stages.size() != mine->stages.size())
+            user_error("weft: apply_schedule(): Func \"" + v.func + "\" has " + std::to_string(mine->stages.size()) +
+                       " stages here, but " + std::to_string(v.stages.size()) + " in the schedule");
+        for (size_t k = 0; k < v.initial_loops.size() && k < mine->initial_loops.size(); k++)
+            if (v.initial_loops[k] != mine->initial_loops[k])
+                user_error("weft: apply_schedule(): stage " + std::to_string(k) + " of Func \"" + v.func +
+                           "\" starts with the loops " + loops_text(mine->initial_loops[k]) + " here, but " +
+                           loops_text(v.initial_loops[k]) + " in the schedule");
+        if (v.initial_loops.size() != v.stages.size())
+            user_error("weft: apply_schedule(): Func \"" + v.func + "\": the schedule does not give its stages' loops");
+    }
+    std::vector<Directive> calls = schedule_directives(s);
+
+    ToUser to_user;
+    for (auto &p : env.params) to_user.params[p.name] = p.param;
+    for (auto &in : env.inputs) to_user.inputs[in.name] = in.image ? in.image->name : in.buffer->name;
+
+    // What every Func has now, to put back on an error.
+    struct Saved {
+        std::shared_ptr<FunctionContents> f;
+        FuncSchedule schedule;
+        std::vector<DefinitionSchedule> stages;
+    };
+    std::vector<Saved> saved;
+    for (auto &[n, f] : env.all_funcs) saved.push_back({f, f->schedule, f->stage_schedules});
+    auto restore = [&] {
+        for (auto &sv : saved) {
+            sv.f->schedule = sv.schedule;
+            sv.f->stage_schedules = sv.stages;
+            changed(*sv.f);
+        }
+    };
+
+    std::map<std::tuple<std::string, int, int>, Stage> specs;
+    const Directive *current = nullptr;
+    try {
+        // The default schedule for each Func the value names.
+        for (auto &v : s.funcs) {
+            FunctionContents &f = *env.all_funcs.at(v.func);
+            const FuncScheduleValue &mine = *env.given.find(v.func);
+            f.schedule = FuncSchedule();
+            for (size_t k = 0; k < f.stage_schedules.size(); k++) {
+                f.stage_schedules[k] = DefinitionSchedule();
+                f.stage_schedules[k].schedule.dims = mine.initial_loops[k];
+            }
+            changed(f);
+        }
+        auto func = [&](const std::string &n) {
+            auto it = env.all_funcs.find(n);
+            if (it == env.all_funcs.end())
+                user_error("weft: Func \"" + n + "\" is not part of this pipeline (its Funcs are " + join(all) + ")");
+            return Func(it->second);
+        };
+        for (auto &d : calls) {
+            current = &d;
+            auto ex = [&](size_t i) { return d.exprs[i].defined() ? to_user.mutate(d.exprs[i]) : d.exprs[i]; };
+            Func f = func(d.func);
+            auto stage = [&]() -> Stage {
+                if (d.spec < 0) return Stage(f.contents(), d.stage);
+                return specs.at({d.func, d.stage, d.spec});
+            };
+            switch (d.op) {
+            case Directive::ComputeRoot: f.compute_root(); break;
+            case Directive::ComputeInline: f.compute_inline(); break;
+            case Directive::ComputeAt: f.compute_at(func(d.names[0]), Var(d.names[1])); break;
+            case Directive::StoreRoot: f.store_root(); break;
+            case Directive::StoreAt: f.store_at(func(d.names[0]), Var(d.names[1])); break;
+            case Directive::Bound: f.bound(Var(d.names[0]), ex(0), ex(1)); break;
+            case Directive::StoreIn: f.store_in(d.memory); break;
+            case Directive::ReorderStorage: {
+                std::vector<Var> vs;
+                for (auto &n : d.names) vs.emplace_back(n);
+                f.reorder_storage(vs);
+                break;
+            }
+            case Directive::StoreNontemporal: f.store_nontemporal(); break;
+            case Directive::LoadAhead: f.load_ahead(); break;
+            case Directive::Specialize:
+                specs.emplace(std::make_tuple(d.func, d.stage, d.spec), Stage(f.contents(), d.stage).specialize(ex(0)));
+                break;
+            case Directive::Split: stage().split(loop(d, 0), loop(d, 1), loop(d, 2), ex(0), d.tail); break;
+            case Directive::Fuse: stage().fuse(loop(d, 0), loop(d, 1), loop(d, 2)); break;
+            case Directive::Atomic: stage().atomic(d.flag); break;
+            case Directive::Reorder: {
+                std::vector<VarOrRVar> vs;
+                for (size_t i = 0; i < d.names.size(); i++) vs.push_back(loop(d, i));
+                stage().reorder(vs);
+                break;
+            }
+            case Directive::Loop: {
+                Stage st = stage();
+                VarOrRVar v = loop(d, 0);
+                switch (d.for_type) {
+                case ForType::Serial: st.serial(v); break;
+                case ForType::Parallel: st.parallel(v); break;
+                case ForType::Vectorized: st.vectorize(v); break;
+                case ForType::Unrolled: st.unroll(v); break;
+                case ForType::GPUBlock: st.gpu_blocks(v); break;
+                case ForType::GPUThread: st.gpu_threads(v); break;
+                }
+                break;
+            }
+            case Directive::Prefetch: {
+                const std::string &src = d.names[0];
+                auto fi = env.all_funcs.find(src);
+                if (fi != env.all_funcs.end()) {
+                    stage().prefetch(Func(fi->second), loop(d, 1), ex(0));
+                    break;
+                }
+                bool done = false;
+                for (auto &in : env.inputs) {
+                    if (in.name != src) continue;
+                    if (in.image) {
+                        stage().prefetch(ImageParam(in.image), loop(d, 1), ex(0));
+                    } else {
+                        stage().prefetch(Buffer<void>(in.buffer), loop(d, 1), ex(0));
+                    }
+                    done = true;
+                    break;
+                }
+                if (!done) user_error("weft: prefetch of \"" + src + "\", which this pipeline does not read");
+                break;
+            }
+            case Directive::SingleThread: stage().gpu_single_thread(); break;
+            }
+        }
+    } catch (Error &e) {
+        restore();
+        std::string msg = e.what();
+        if (msg.rfind("weft: ", 0) == 0) msg = msg.substr(6);
+        throw Error("weft: apply_schedule(): " + (current ? directive_name(*current) + ": " : std::string()) + msg);
+    }
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,17 @@
+// A pipeline's schedule read as a value, and a value applied to a pipeline's Funcs.
+#pragma once
+#include "lang/Function.h"
+
+namespace weft {
+namespace internal {
+
+/** The schedule every Func reached from `outputs` has now, by the pipeline's unique names. */
+PipelineSchedule schedule_of(const std::vector<std::shared_ptr<FunctionContents>> &outputs);
+
+/** Gives the Funcs reached from `outputs` the schedule s, by making the calls of
+    schedule_directives(s) through the public API on Funcs reset to the default schedule.
+    On an error every Func keeps the schedule it had, and the Error names the call. */
+void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs, const PipelineSchedule &s);
+
+}  // namespace internal
+}  // namespace weft

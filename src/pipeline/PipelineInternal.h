@@ -1,0 +1,20 @@
+// What src/pipeline offers the tests and tools beyond the public API.
+#pragma once
+#include "weft/Pipeline.h"
+
+namespace weft {
+namespace internal {
+
+/** Computes p's outputs with no schedule (every Func at root, loops in definition order),
+    by the interpreter. ImageParams and Params must be bound. */
+void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs);
+
+/** The algorithm-and-schedule part of p's cache key (names canonicalised). */
+std::string algorithm_key(const Pipeline &p);
+
+/** How many pipeline snapshots have been built in this process (each edit of a Func makes
+    the pipelines that use it build a new one at their next call). */
+uint64_t snapshot_builds();
+
+}  // namespace internal
+}  // namespace weft
