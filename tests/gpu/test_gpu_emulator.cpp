@@ -193,3 +193,17 @@ TEST(GPUEmulator, MissingHostCompilerIsAnError) {
     GpuCase again = pointwise(64, 16);
     EXPECT_LE(run_lowered(again, false), 1e-6);
 }
+
+TEST(GPUEmulator, LoweredIrShowsTheTargetsLowering) {
+    // Pipeline::lowered_ir(sizes, target) lowered for the host whatever the target was.
+    REQUIRE_EMULATOR();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("lowered_for_cuda");
+    f(x, y) = x + y * 3;
+    f.gpu_tile(x, y, xo, yo, xi, yi, 8, 8);
+    Pipeline p(f);
+    std::string host = p.lowered_ir({64, 32}, Target::host());
+    std::string cuda = p.lowered_ir({64, 32}, Target::cuda());
+    EXPECT_EQ(host.find("after inject_gpu"), std::string::npos) << host;
+    EXPECT_NE(cuda.find("after inject_gpu"), std::string::npos) << cuda;
+}
