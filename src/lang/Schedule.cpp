@@ -54,6 +54,48 @@ const FuncScheduleValue *PipelineSchedule::find(const std::string &func) const {
     return nullptr;
 }
 
+const std::vector<ScheduleWord> &tail_words() {
+    static const std::vector<ScheduleWord> w = {
+        {(int)TailStrategy::Auto, "auto", "TailStrategy::Auto"},
+        {(int)TailStrategy::GuardWithIf, "guard", "TailStrategy::GuardWithIf"},
+        {(int)TailStrategy::RoundUp, "roundup", "TailStrategy::RoundUp"},
+        {(int)TailStrategy::ShiftInwards, "shift", "TailStrategy::ShiftInwards"}};
+    return w;
+}
+const std::vector<ScheduleWord> &loop_words() {
+    static const std::vector<ScheduleWord> w = {{(int)ForType::Serial, "serial", "serial"},
+                                                {(int)ForType::Parallel, "parallel", "parallel"},
+                                                {(int)ForType::Vectorized, "vectorized", "vectorize"},
+                                                {(int)ForType::Unrolled, "unrolled", "unroll"},
+                                                {(int)ForType::GPUBlock, "gpu_block", "gpu_blocks"},
+                                                {(int)ForType::GPUThread, "gpu_thread", "gpu_threads"}};
+    return w;
+}
+const std::vector<ScheduleWord> &memory_words() {
+    static const std::vector<ScheduleWord> w = {{(int)MemoryType::Auto, "auto", "MemoryType::Auto"},
+                                                {(int)MemoryType::Heap, "heap", "MemoryType::Heap"},
+                                                {(int)MemoryType::Stack, "stack", "MemoryType::Stack"},
+                                                {(int)MemoryType::Register, "register", "MemoryType::Register"},
+                                                {(int)MemoryType::GPUShared, "gpu_shared", "MemoryType::GPUShared"}};
+    return w;
+}
+const ScheduleWord &word_of(const std::vector<ScheduleWord> &words, int value) {
+    for (auto &w : words)
+        if (w.value == value) return w;
+    internal_error("a schedule enum value with no word", __FILE__, __LINE__);
+}
+const ScheduleWord *word_named(const std::vector<ScheduleWord> &words, const std::string &text) {
+    for (auto &w : words)
+        if (text == w.text) return &w;
+    return nullptr;
+}
+std::string word_list(const std::vector<ScheduleWord> &words) {
+    std::string r;
+    for (size_t i = 0; i < words.size(); i++)
+        r += std::string(i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i].text;
+    return r;
+}
+
 PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<std::string(const std::string &)> &name,
                                  const std::function<Expr(const Expr &)> &expr) {
     auto ex = [&](Expr &e) {

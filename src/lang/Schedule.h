@@ -127,6 +127,22 @@ PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<
 StageSchedule default_stage_schedule(const std::vector<std::string> &pure_args, const std::vector<Expr> &stage_args,
                                      const std::vector<std::string> &rvars, bool is_update);
 
+/** The words for each value of a schedule's enums: in the text form, and in C++ (for a loop
+    type, the call that sets it). One table per enum, read by the text, the C++ printer and
+    apply_schedule(). */
+struct ScheduleWord {
+    int value;
+    const char *text, *cpp;
+};
+const std::vector<ScheduleWord> &tail_words();    // TailStrategy
+const std::vector<ScheduleWord> &loop_words();    // ForType
+const std::vector<ScheduleWord> &memory_words();  // MemoryType
+const ScheduleWord &word_of(const std::vector<ScheduleWord> &words, int value);
+/** The entry whose text is w, or null. */
+const ScheduleWord *word_named(const std::vector<ScheduleWord> &words, const std::string &w);
+/** "a, b or c": the texts, for messages. */
+std::string word_list(const std::vector<ScheduleWord> &words);
+
 // ---------------- text (ScheduleText.cpp) ----------------
 /** The schedule as text: one directive a line, names quoted, Exprs as typed prefix forms
     (floats by their bits), so parse_schedule() gives back an equal value. */

@@ -1,6 +1,5 @@
 // A schedule value printed as the C++ calls of the public API that give it (see lang/Schedule.h).
 #include <iomanip>
-#include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
 #include "lang/Schedule.h"
@@ -134,37 +133,6 @@ std::string cpp(const Expr &e) {
     return p.os.str();
 }
 
-const char *tail_cpp(TailStrategy t) {
-    switch (t) {
-    case TailStrategy::Auto: return "TailStrategy::Auto";
-    case TailStrategy::GuardWithIf: return "TailStrategy::GuardWithIf";
-    case TailStrategy::RoundUp: return "TailStrategy::RoundUp";
-    case TailStrategy::ShiftInwards: return "TailStrategy::ShiftInwards";
-    }
-    return "TailStrategy::Auto";
-}
-const char *memory_cpp(MemoryType m) {
-    switch (m) {
-    case MemoryType::Auto: return "MemoryType::Auto";
-    case MemoryType::Heap: return "MemoryType::Heap";
-    case MemoryType::Stack: return "MemoryType::Stack";
-    case MemoryType::Register: return "MemoryType::Register";
-    case MemoryType::GPUShared: return "MemoryType::GPUShared";
-    }
-    return "MemoryType::Auto";
-}
-const char *loop_call(ForType t) {
-    switch (t) {
-    case ForType::Serial: return "serial";
-    case ForType::Parallel: return "parallel";
-    case ForType::Vectorized: return "vectorize";
-    case ForType::Unrolled: return "unroll";
-    case ForType::GPUBlock: return "gpu_blocks";
-    case ForType::GPUThread: return "gpu_threads";
-    }
-    return "serial";
-}
-
 }  // namespace
 
 std::string schedule_cpp_source(const PipelineSchedule &s) {
@@ -223,7 +191,7 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
             os << f << ".bound(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ", " << cpp(d.exprs[1])
                << ");\n";
             break;
-        case Directive::StoreIn: os << f << ".store_in(" << memory_cpp(d.memory) << ");\n"; break;
+        case Directive::StoreIn: os << f << ".store_in(" << word_of(memory_words(), (int)d.memory).cpp << ");\n"; break;
         case Directive::ReorderStorage: os << f << ".reorder_storage(" << list(d.names) << ");\n"; break;
         case Directive::StoreNontemporal: os << f << ".store_nontemporal();\n"; break;
         case Directive::LoadAhead: os << f << ".load_ahead();\n"; break;
@@ -234,13 +202,13 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
             break;
         case Directive::Split:
             os << stage(d) << ".split(" << list(d.names) << ", " << cpp(d.exprs[0])
-               << (d.tail == TailStrategy::Auto ? std::string() : std::string(", ") + tail_cpp(d.tail)) << ");\n";
+               << (d.tail == TailStrategy::Auto ? std::string() : std::string(", ") + word_of(tail_words(), (int)d.tail).cpp) << ");\n";
             break;
         case Directive::Fuse: os << stage(d) << ".fuse(" << list(d.names) << ");\n"; break;
         case Directive::Atomic: os << stage(d) << ".atomic(" << (d.flag ? "true" : "") << ");\n"; break;
         case Directive::Reorder: os << stage(d) << ".reorder(" << list(d.names) << ");\n"; break;
         case Directive::Loop:
-            os << stage(d) << "." << loop_call(d.for_type) << "(" << cpp_identifier(d.names[0]) << ");\n";
+            os << stage(d) << "." << word_of(loop_words(), (int)d.for_type).cpp << "(" << cpp_identifier(d.names[0]) << ");\n";
             break;
         case Directive::Prefetch:
             os << stage(d) << ".prefetch(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ", "

@@ -156,37 +156,6 @@ protected:
     void visit(const VectorReduce *) override { internal_error("a VectorReduce in a schedule's Expr", __FILE__, __LINE__); }
 };
 
-const char *tail_token(TailStrategy t) {
-    switch (t) {
-    case TailStrategy::Auto: return "auto";
-    case TailStrategy::GuardWithIf: return "guard";
-    case TailStrategy::RoundUp: return "roundup";
-    case TailStrategy::ShiftInwards: return "shift";
-    }
-    return "auto";
-}
-const char *for_token(ForType t) {
-    switch (t) {
-    case ForType::Serial: return "serial";
-    case ForType::Parallel: return "parallel";
-    case ForType::Vectorized: return "vectorized";
-    case ForType::Unrolled: return "unrolled";
-    case ForType::GPUBlock: return "gpu_block";
-    case ForType::GPUThread: return "gpu_thread";
-    }
-    return "serial";
-}
-const char *memory_token(MemoryType m) {
-    switch (m) {
-    case MemoryType::Auto: return "auto";
-    case MemoryType::Heap: return "heap";
-    case MemoryType::Stack: return "stack";
-    case MemoryType::Register: return "register";
-    case MemoryType::GPUShared: return "gpu_shared";
-    }
-    return "auto";
-}
-
 std::string level_text(const LoopLevelSpec &l) {
     if (l.kind == LoopLevelSpec::Root) return "root";
     if (l.kind == LoopLevelSpec::Inline) return "inline";
@@ -197,11 +166,11 @@ void write_stage(std::ostream &os, const StageSchedule &s, const char *pad) {
     for (auto &sp : s.splits) {
         if (sp.kind == Split::SplitVar)
             os << pad << "split " << quote(sp.old_var) << " " << quote(sp.outer) << " " << quote(sp.inner) << " "
-               << serialize_expr(sp.factor) << " " << tail_token(sp.tail) << "\n";
+               << serialize_expr(sp.factor) << " " << word_of(tail_words(), (int)sp.tail).text << "\n";
         else
             os << pad << "fuse " << quote(sp.old_var) << " " << quote(sp.outer) << " " << quote(sp.inner) << "\n";
     }
-    for (auto &d : s.dims) os << pad << "dim " << quote(d.var) << " " << for_token(d.for_type) << (d.is_rvar ? " rvar" : "") << "\n";
+    for (auto &d : s.dims) os << pad << "dim " << quote(d.var) << " " << word_of(loop_words(), (int)d.for_type).text << (d.is_rvar ? " rvar" : "") << "\n";
     for (auto &p : s.prefetches)
         os << pad << "prefetch " << quote(p.src_name) << " " << quote(p.var) << " " << serialize_expr(p.offset) << "\n";
     if (s.single_thread) os << pad << "single_thread\n";
@@ -428,23 +397,10 @@ private:
     }
 };
 
-TailStrategy parse_tail(const std::string &w, int line) {
-    if (w == "auto") return TailStrategy::Auto;
-    if (w == "guard") return TailStrategy::GuardWithIf;
-    if (w == "roundup") return TailStrategy::RoundUp;
-    if (w == "shift") return TailStrategy::ShiftInwards;
-    bad(line, "unknown tail strategy \"" + w + "\" (auto, guard, roundup or shift)");
-}
-ForType parse_for(const std::string &w, int line) {
-    for (ForType t : {ForType::Serial, ForType::Parallel, ForType::Vectorized, ForType::Unrolled, ForType::GPUBlock,
-                      ForType::GPUThread})
-        if (w == for_token(t)) return t;
-    bad(line, "unknown loop type \"" + w + "\" (serial, parallel, vectorized, unrolled, gpu_block or gpu_thread)");
-}
-MemoryType parse_memory(const std::string &w, int line) {
-    for (MemoryType m : {MemoryType::Auto, MemoryType::Heap, MemoryType::Stack, MemoryType::Register, MemoryType::GPUShared})
-        if (w == memory_token(m)) return m;
-    bad(line, "unknown memory type \"" + w + "\" (auto, heap, stack, register or gpu_shared)");
+/** The value of word w in `words`; else an Error naming the line, `what`, and the words. */
+int parse_word(const std::vector<ScheduleWord> &words, const std::string &w, const char *what, int line) {
+    if (const ScheduleWord *k = word_named(words, w)) return k->value;
+    bad(line, std::string("unknown ") + what + " \"" + w + "\" (" + word_list(words) + ")");
 }
 
 }  // namespace
@@ -473,7 +429,7 @@ std::string serialize_schedule(const PipelineSchedule &s) {
         if (fs.store_set) os << "  store " << level_text(fs.store) << "\n";
         for (auto &b : fs.bounds)
             os << "  bound " << quote(b.var) << " " << serialize_expr(b.min) << " " << serialize_expr(b.extent) << "\n";
-        if (fs.memory != MemoryType::Auto) os << "  memory " << memory_token(fs.memory) << "\n";
+        if (fs.memory != MemoryType::Auto) os << "  memory " << word_of(memory_words(), (int)fs.memory).text << "\n";
         if (!fs.storage_order.empty()) {
             os << "  storage_order";
             for (auto &v : fs.storage_order) os << " " << quote(v);
@@ -572,7 +528,7 @@ PipelineSchedule parse_schedule(const std::string &text) {
         } else if (w == "memory") {
             in_func();
             need(2);
-            f->schedule.memory = parse_memory(t[1].text, line);
+            f->schedule.memory = (MemoryType)parse_word(memory_words(), t[1].text, "memory type", line);
         } else if (w == "storage_order") {
             in_func();
             for (size_t i = 1; i < t.size(); i++) f->schedule.storage_order.push_back(name(i));
@@ -606,7 +562,8 @@ PipelineSchedule parse_schedule(const std::string &text) {
         } else if (w == "split") {
             in_stage();
             need(6);
-            cur->splits.push_back({Split::SplitVar, name(1), name(2), name(3), expr(t[4]), parse_tail(t[5].text, line)});
+            cur->splits.push_back({Split::SplitVar, name(1), name(2), name(3), expr(t[4]),
+                                   (TailStrategy)parse_word(tail_words(), t[5].text, "tail strategy", line)});
         } else if (w == "fuse") {
             in_stage();
             need(4);
@@ -614,7 +571,7 @@ PipelineSchedule parse_schedule(const std::string &text) {
         } else if (w == "dim") {
             in_stage();
             if (t.size() != 3 && !(t.size() == 4 && t[3].text == "rvar")) bad(line, "dim \"loop\" TYPE [rvar]");
-            cur->dims.push_back({name(1), parse_for(t[2].text, line), t.size() == 4});
+            cur->dims.push_back({name(1), (ForType)parse_word(loop_words(), t[2].text, "loop type", line), t.size() == 4});
         } else if (w == "prefetch") {
             in_stage();
             need(4);

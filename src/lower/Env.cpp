@@ -214,7 +214,6 @@ void for_each_expr(LStage &s, F &&fn) {
     }
 }
 
-
 /** Canonical renaming for the cache key: names aside, structure only. */
 class Canon : public IRMutator {
 public:
@@ -246,6 +245,43 @@ protected:
         return Let::make(n, mutate(op->value), mutate(op->body));
     }
 };
+
+std::vector<Dim> initial_loops(const LFunc &f, size_t k);
+
+/** f's schedule as a value: levels by the names already in fs, prefetch sources by the
+    pipeline's unique names, every Expr passed through `expr`, pointers dropped. */
+FuncScheduleValue schedule_value(const LFunc &f, FuncSchedule fs, const std::vector<DefinitionSchedule> &stages,
+                                 const std::function<Expr(const Expr &)> &expr) {
+    FuncScheduleValue v;
+    v.func = f.name;
+    v.args = f.args;
+    fs.compute.func.reset();
+    fs.store.func.reset();
+    for (auto &b : fs.bounds) {
+        b.min = expr(b.min);
+        b.extent = expr(b.extent);
+    }
+    v.schedule = std::move(fs);
+    for (size_t k = 0; k < stages.size(); k++) {
+        auto nest = [&](StageSchedule sc) {
+            for (auto &sp : sc.splits)
+                if (sp.factor.defined()) sp.factor = expr(sp.factor);
+            for (auto &pf : sc.prefetches) {
+                auto it = f.stages[k].prefetch_names.find(pf.src);
+                if (it != f.stages[k].prefetch_names.end()) pf.src_name = it->second;
+                pf.src = nullptr;
+                pf.offset = expr(pf.offset);
+            }
+            return sc;
+        };
+        DefinitionSchedule ds;
+        ds.schedule = nest(stages[k].schedule);
+        for (auto &sp : stages[k].specializations) ds.specializations.push_back({expr(sp.condition), nest(sp.schedule)});
+        v.stages.push_back(std::move(ds));
+        v.initial_loops.push_back(initial_loops(f, k));
+    }
+    return v;
+}
 
 /** Stage k's loops before any directive. */
 std::vector<Dim> initial_loops(const LFunc &f, size_t k) {
@@ -386,48 +422,14 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         };
         add_stage(fc->init);
         for (auto &u : fc->updates) add_stage(u);
-        if (fc->stage_schedules.size() != lf.stages.size())
-            internal_error("Func \"" + fc->name + "\" has " + std::to_string(lf.stages.size()) + " stages but " +
-                               std::to_string(fc->stage_schedules.size()) + " stage schedules",
-                           __FILE__, __LINE__);
         {
             // The schedule as given, in the pipeline's names.
-            FuncScheduleValue v;
-            v.func = lf.name;
-            v.args = fc->args;
-            v.schedule = fc->schedule;
-            auto level_name = [&](LoopLevelSpec &l) {
-                auto c = l.func.lock();
-                if (l.kind == LoopLevelSpec::At && c && fnames.count(c.get())) l.func_name = fnames[c.get()];
-                l.func.reset();
-            };
-            level_name(v.schedule.compute);
-            level_name(v.schedule.store);
-            for (auto &b : v.schedule.bounds) {
-                b.min = rn.mutate(b.min);
-                b.extent = rn.mutate(b.extent);
+            FuncSchedule fs = fc->schedule;
+            for (LoopLevelSpec *l : {&fs.compute, &fs.store}) {
+                auto c = l->func.lock();
+                if (l->kind == LoopLevelSpec::At && c && fnames.count(c.get())) l->func_name = fnames[c.get()];
             }
-            for (size_t k = 0; k < lf.stages.size(); k++) {
-                DefinitionSchedule ds = fc->stage_schedules[k];
-                auto rename_nest = [&](StageSchedule &sc) {
-                    for (auto &sp : sc.splits)
-                        if (sp.factor.defined()) sp.factor = rn.mutate(sp.factor);
-                    for (auto &pf : sc.prefetches) {
-                        auto it = lf.stages[k].prefetch_names.find(pf.src);
-                        if (it != lf.stages[k].prefetch_names.end()) pf.src_name = it->second;
-                        pf.src = nullptr;
-                        pf.offset = rn.mutate(pf.offset);
-                    }
-                };
-                rename_nest(ds.schedule);
-                for (auto &sp : ds.specializations) {
-                    sp.condition = rn.mutate(sp.condition);
-                    rename_nest(sp.schedule);
-                }
-                v.stages.push_back(std::move(ds));
-                v.initial_loops.push_back(initial_loops(lf, k));
-            }
-            given[lf.name] = std::move(v);
+            given[lf.name] = schedule_value(lf, fs, fc->stage_schedules, [&](const Expr &e) { return rn.mutate(e); });
         }
         for (size_t i = 0; i < outputs.size(); i++)
             if (outputs[i] == fc) lf.output_index = (int)i;
@@ -583,32 +585,16 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
 
     // The schedule as computed, by the unique names.
     for (auto &f : env.funcs) {
-        FuncScheduleValue v;
-        v.func = f.name;
-        v.args = f.args;
-        v.schedule = f.sched;
-        v.schedule.compute.func.reset();
-        v.schedule.store.func.reset();
-        if (v.schedule.compute.kind == LoopLevelSpec::At) v.schedule.compute.func_name = f.compute_func;
-        if (v.schedule.store.kind == LoopLevelSpec::At) v.schedule.store.func_name = f.store_func;
-        v.schedule.store_set = true;  // (decided here for every computed Func)
-        for (size_t k = 0; k < f.stages.size(); k++) {
-            const LStage &s = f.stages[k];
-            auto named = [&](StageSchedule sc) {
-                for (auto &pf : sc.prefetches) {
-                    auto it = s.prefetch_names.find(pf.src);
-                    if (it != s.prefetch_names.end()) pf.src_name = it->second;
-                    pf.src = nullptr;
-                }
-                return sc;
-            };
-            DefinitionSchedule ds;
-            ds.schedule = named(s.sched);
-            for (auto &sp : s.specs) ds.specializations.push_back({sp.first, named(sp.second)});
-            v.stages.push_back(std::move(ds));
-            v.initial_loops.push_back(initial_loops(f, k));
+        FuncSchedule fs = f.sched;
+        if (fs.compute.kind == LoopLevelSpec::At) fs.compute.func_name = f.compute_func;
+        if (fs.store.kind == LoopLevelSpec::At) fs.store.func_name = f.store_func;
+        fs.store_set = true;  // (decided here for every computed Func)
+        std::vector<DefinitionSchedule> stages;
+        for (auto &s : f.stages) {
+            stages.push_back({s.sched, {}});
+            for (auto &sp : s.specs) stages.back().specializations.push_back({sp.first, sp.second});
         }
-        env.effective.funcs.push_back(std::move(v));
+        env.effective.funcs.push_back(schedule_value(f, fs, stages, [](const Expr &e) { return e; }));
     }
 
     // The canonical description, for the cache key: the definitions, then the schedule.

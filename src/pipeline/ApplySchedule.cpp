@@ -70,10 +70,7 @@ std::string directive_name(const Directive &d) {
     std::string where = "Func \"" + d.func + "\"";
     if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
     if (d.spec >= 0 && d.op != Directive::Specialize) where += " (specialization " + std::to_string(d.spec) + ")";
-    if (d.op == Directive::Loop) {
-        static const char *loops[] = {"serial", "parallel", "vectorize", "unroll", "gpu_blocks", "gpu_threads"};
-        return where + "." + loops[(int)d.for_type] + "(" + d.names[0] + ")";
-    }
+    if (d.op == Directive::Loop) return where + "." + word_of(loop_words(), (int)d.for_type).cpp + "(" + d.names[0] + ")";
     return where + "." + n[(int)d.op];
 }
 
