@@ -764,7 +764,7 @@ struct HostRun {
                 return it == run.fvars.end() ? e : FloatImm::make(op->type, it->second);
             }
             Expr visit(const Load *op, const Expr &e) override {
-                int64_t i = interpret_scalar_int(mutate(op->index), run.ivars);
+                int64_t i = evaluate_int(mutate(op->index), run.ivars);
                 const char *p = (const char *)run.on_host(run.buf(op->name), op->name) + i * op->type.bytes();
                 Type t = op->type;
                 if (t.is_float()) {
@@ -794,8 +794,8 @@ struct HostRun {
         needs.include(e);
         return needs.yes ? Resolve(*this).mutate(e) : e;
     }
-    int64_t ieval(const Expr &e) { return interpret_scalar_int(resolved(e), ivars); }
-    double feval(const Expr &e) { return interpret_scalar_float(resolved(e), ivars); }
+    int64_t ieval(const Expr &e) { return evaluate_int(resolved(e), ivars); }
+    double feval(const Expr &e) { return evaluate_float(resolved(e), ivars); }
 
     void launch(int k) {
         const CudaKernel &K = m.program.kernels[k];

@@ -6,7 +6,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
-#include "interp/Interpreter.h"
+#include "ir/Evaluate.h"
 #include <map>
 #include <optional>
 
@@ -807,21 +807,21 @@ private:
                             return;
                         }
                         for (auto &g : r.guards)
-                            if (!interpret_scalar_int(g, vars)) return;  // outside the tile: not run
+                            if (!evaluate_int(g, vars)) return;  // outside the tile: not run
                         int64_t t[3] = {0, 0, 0};
                         int k = 0;
                         for (size_t j = a.loops.size(); j-- > 0;)
-                            if (a.loops[j].thread) t[k++] = vars[a.loops[j].name] - interpret_scalar_int(r.mins[j], vars);
+                            if (a.loops[j].thread) t[k++] = vars[a.loops[j].name] - evaluate_int(r.mins[j], vars);
                         int64_t tid = t[0] + 1024 * (t[1] + 1024 * t[2]);
                         int lanes = r.index.type().lanes();
                         int64_t base = 0, stride = 0;
                         if (auto ramp = r.index.as<Ramp>()) {
-                            base = interpret_scalar_int(ramp->base, vars);
-                            stride = interpret_scalar_int(ramp->stride, vars);
+                            base = evaluate_int(ramp->base, vars);
+                            stride = evaluate_int(ramp->stride, vars);
                             dense_ramps = dense_ramps && stride == 1;
                             ramps.push_back({bi, tid, base, ramp->lanes});
                         } else {
-                            base = interpret_scalar_int(r.index, vars);
+                            base = evaluate_int(r.index, vars);
                         }
                         for (int l = 0; l < lanes; l++) {
                             int64_t e = base + stride * l;
@@ -835,7 +835,7 @@ private:
                         }
                         return;
                     }
-                    int64_t mn = interpret_scalar_int(r.mins[i], vars), ex = interpret_scalar_int(r.exts[i], vars);
+                    int64_t mn = evaluate_int(r.mins[i], vars), ex = evaluate_int(r.exts[i], vars);
                     if (ex > 1 << 20) {
                         ok = false;
                         return;
@@ -930,7 +930,7 @@ private:
             auto base_of = [&](size_t bi, int64_t tid) {
                 std::map<std::string, int64_t> vars = blocks[bi];
                 for (int d = 0; d < 3; d++) vars[RebaseIndices::thread_coordinate(d)] = d == 2 ? tid / (1024 * 1024) : tid / (d ? 1024 : 1) % 1024;
-                return interpret_scalar_int(base, vars);
+                return evaluate_int(base, vars);
             };
             std::optional<std::pair<Digits, int64_t>> other;
             try {

@@ -68,8 +68,10 @@ static void log_pass(std::string *log, const char *name, const Stmt &s) {
     *log += os.str();
 }
 
-LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std::string &fn_name, std::string *log,
-                  bool cuda, bool host_vectors) {
+LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std::string &fn_name,
+                  const LowerOptions &options) {
+    std::string *log = options.log;
+    const bool cuda = options.cuda(), host_vectors = options.host_vectors;
     // Buffer fields used in definitions (boundary conditions, RDom over a buffer) become constants.
     if (!consts.empty())
         for (auto &f : env.funcs)
@@ -96,7 +98,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     }
 
     std::vector<Stmt> checks;
-    Stmt s = schedule_functions(env, output_boxes, checks);
+    Stmt s = schedule_functions(env, output_boxes, checks, options.profile_id);
     log_pass(log, "schedule_functions", s);
 
     auto in_checks = input_checks(s, env, consts);

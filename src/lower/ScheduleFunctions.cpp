@@ -7,11 +7,9 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
-#include "weft/Pipeline.h"
 
 namespace weft {
 namespace internal {
-int profile_id(const std::string &name);
 namespace {
 
 
@@ -22,6 +20,7 @@ Expr likely(const Expr &e) { return Call::make_intrinsic(e.type(), "likely", {e}
 struct Builder {
     Env &env;
     std::vector<Stmt> &top_asserts;
+    const std::function<int(const std::string &)> &profile_id;
 
     TailStrategy resolve_tail(const LFunc &f, int k, const StageSchedule &sched, const Split &sp, bool is_rvar,
                               const Expr &oext, const Expr &F) {
@@ -305,7 +304,7 @@ struct Builder {
         }
         pre.push_back(s);
         Stmt r = Block::make(pre);
-        if (profile_enabled()) {
+        if (profile_id) {
             // Time this Func's computation (weft_rt_profile; exclusive of nested producers).
             Expr id = Expr(profile_id(fname));
             auto ev = [&](int begin) {
@@ -593,8 +592,9 @@ struct Builder {
 
 }  // namespace
 
-Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes, std::vector<Stmt> &top_asserts) {
-    Builder b{env, top_asserts};
+Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes, std::vector<Stmt> &top_asserts,
+                        const std::function<int(const std::string &)> &profile_id) {
+    Builder b{env, top_asserts, profile_id};
     std::vector<Stmt> outs;
     for (auto &f : env.funcs)
         if (f.output_index >= 0) outs.push_back(b.build_produce(f, output_boxes.at(f.name)));

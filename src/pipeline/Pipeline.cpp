@@ -200,6 +200,17 @@ std::map<std::string, Expr> shape_consts(const Env &env) {
 std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
                                              bool generic);
 
+/** Lowering for target t in this build (vectors on the host only with the LLVM backend), with
+    per-Func timers while profiling is on. */
+LowerOptions lower_options(const Target &t, std::string *log) {
+    LowerOptions o;
+    o.arch = t.arch();
+    o.host_vectors = llvm_backend_available();
+    if (profile_enabled()) o.profile_id = profile_id;
+    o.log = log;
+    return o;
+}
+
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
                                         bool generic) {
     return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic); });
@@ -214,7 +225,7 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     std::string log;
     LoweredFunc lf;
     try {
-        lf = lower(env, consts, name, dbg ? &log : nullptr, cuda, llvm_backend_available());
+        lf = lower(env, consts, name, lower_options(t, dbg ? &log : nullptr));
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;
@@ -474,7 +485,7 @@ std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t)
     Env env = build_env(c_->outputs, false);
     bind(env, nullptr, ptrs.data(), ptrs.size());
     std::string log;
-    lower(env, shape_consts(env), "weft_lowered", &log, t.arch() == Target::Arch::CUDA, llvm_backend_available());
+    lower(env, shape_consts(env), "weft_lowered", lower_options(t, &log));
     return log;
 }
 Schedule Pipeline::get_schedule() const {

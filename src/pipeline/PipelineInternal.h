@@ -12,6 +12,9 @@ void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs
 /** The algorithm-and-schedule part of p's cache key (names canonicalised). */
 std::string algorithm_key(const Pipeline &p);
 
+/** The id of a profiled Func's timer (by name; Profile.cpp). */
+int profile_id(const std::string &name);
+
 /** How many pipeline snapshots have been built in this process (each edit of a Func makes
     the pipelines that use it build a new one at their next call). */
 uint64_t snapshot_builds();

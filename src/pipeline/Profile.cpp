@@ -8,6 +8,7 @@
 #include <vector>
 #include "runtime/Runtime.h"
 #include "lang/Function.h"
+#include "pipeline/PipelineInternal.h"
 #include "weft/Pipeline.h"
 
 namespace weft {

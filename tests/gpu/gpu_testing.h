@@ -25,6 +25,14 @@ inline void add_buffer_consts(std::map<std::string, Expr> &m, const std::string 
     }
 }
 
+/** Lowering options for a CUDA target (no device needed to lower). */
+inline internal::LowerOptions cuda_lowering(std::string *log = nullptr) {
+    internal::LowerOptions o;
+    o.arch = Target::Arch::CUDA;
+    o.log = log;
+    return o;
+}
+
 /** Lowers a case for CUDA with its shapes (inputs', and an output of c.sizes) as constants. */
 inline internal::LoweredFunc lower_case(const GpuCase &c, std::string *log = nullptr) {
     internal::Env env = internal::build_env({c.out.contents()}, false);
@@ -35,7 +43,7 @@ inline internal::LoweredFunc lower_case(const GpuCase &c, std::string *log = nul
     }
     Buffer<void> out(c.out.type(), c.sizes, "out");
     add_buffer_consts(consts, env.outputs[0], *out.contents());
-    return internal::lower(env, consts, "weft_test_" + c.name, log, true);
+    return internal::lower(env, consts, "weft_test_" + c.name, cuda_lowering(log));
 }
 
 /** A case lowered, turned into CUDA C and compiled by NVRTC for sm_90 (a cubin). */

@@ -40,7 +40,7 @@ double run_lowered(GpuCase &c, bool drop_barriers, std::string *error = nullptr,
     for (auto &in : env.inputs)
         if (in.buffer) add(in.name, in.buffer);
     add(env.outputs[0], out.contents());
-    LoweredFunc lf = lower(env, consts, "weft_emu_" + c.name, nullptr, true);
+    LoweredFunc lf = lower(env, consts, "weft_emu_" + c.name, cuda_lowering());
     if (drop_barriers) {
         class Drop : public IRMutator {
         protected:
@@ -148,7 +148,7 @@ TEST(GPUEmulator, TrapIsAnError) {
     GpuCase c = pointwise(64, 16);
     Env env = build_env({c.out.contents()}, false);
     std::map<std::string, Expr> consts;
-    LoweredFunc lf = lower(env, consts, "weft_emu_trap", nullptr, true);
+    LoweredFunc lf = lower(env, consts, "weft_emu_trap", cuda_lowering());
     class AddTrap : public IRMutator {
     protected:
         Stmt visit(const Store *op, const Stmt &s) override {

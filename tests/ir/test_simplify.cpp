@@ -9,7 +9,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
-#include "interp/Interpreter.h"
+#include "ir/Evaluate.h"
 
 namespace {
 
@@ -279,7 +279,7 @@ TEST(Simplify, LongLetChains) {
         for (int64_t xv : {3, -7, 100})
             for (int64_t yv : {2, 5}) {
                 std::map<std::string, int64_t> vars{{"x", xv}, {"y", yv}};
-                EXPECT_EQ(interpret_scalar_int(r, vars), interpret_scalar_int(e, vars)) << xv << "," << yv;
+                EXPECT_EQ(evaluate_int(r, vars), evaluate_int(e, vars)) << xv << "," << yv;
             }
     }
 }

@@ -1,0 +1,57 @@
+// Evaluating scalar Exprs to values, with the IR's semantics (IR.h): the reference
+// interpreter builds on it (adding memory and statements), and lowering uses it to evaluate
+// index expressions at given loop values.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+#include "ir/IR.h"
+
+namespace weft {
+namespace internal {
+
+/** A scalar of any type the IR computes with: t says which member holds it. */
+struct Val {
+    Type t;
+    union {
+        int64_t i;
+        uint64_t u;
+        double f;
+    };
+    Val() : t(Int(32)), i(0) {}
+};
+
+/** v's bits as a value of integer or bool type t (wrapped to its width). */
+Val make_int(Type t, uint64_t bits);
+/** d as a value of float type t (rounded to float for 32 bits). */
+Val make_float(Type t, double d);
+double as_double(const Val &v);
+/** The cast of v to t (float to int saturates, NaN gives 0). */
+Val do_cast(Type t, const Val &v);
+
+/** Evaluates scalar Exprs over named values (vars, innermost last). Loads and calls of
+    anything but the math intrinsics are a subclass's: by default an internal error. */
+class ExprEvaluator {
+public:
+    virtual ~ExprEvaluator() = default;
+    std::vector<std::pair<std::string, Val>> vars;
+    Val eval(const Expr &e);
+
+protected:
+    const Val &lookup(const std::string &n);
+    virtual Val load(const Load *op);
+    /** Intrinsics: sqrt ... pow, abs, likely, reinterpret, prefetch (a no-op). */
+    virtual Val call(const Call *op);
+    static Val arith(IRNodeType op, Type t, const Val &a, const Val &b);
+    static Val compare(IRNodeType op, const Val &a, const Val &b);
+};
+
+/** e (a scalar integer or bool Expr) with each variable in vars replaced by its value
+    (taking the type it is used with). */
+int64_t evaluate_int(const Expr &e, const std::map<std::string, int64_t> &vars);
+/** A scalar float Expr's value; vars are Int(64) values. */
+double evaluate_float(const Expr &e, const std::map<std::string, int64_t> &vars);
+
+}  // namespace internal
+}  // namespace weft
