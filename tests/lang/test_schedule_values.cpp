@@ -303,6 +303,29 @@ TEST(ScheduleValue, ApplyErrorsKeepTheScheduleThatWasThere) {
     EXPECT_NE(e.find("Func \"out\".update(0).vectorize("), std::string::npos) << e;
     EXPECT_NE(e.find("reduction loop cannot run as vector lanes"), std::string::npos) << e;
     EXPECT_TRUE(p.get_schedule() == before);
+    // Hostile values that read as text but no schedule call accepts: each refused by name,
+    // the schedule kept.
+    auto replaced = [&](const std::string &from, const std::string &to) {
+        std::string r = text;
+        auto at = r.find(from);
+        EXPECT_NE(at, std::string::npos) << from << " in\n" << r;
+        if (at != std::string::npos) r.replace(at, from.size(), to);
+        return r;
+    };
+    const std::vector<std::pair<std::string, std::string>> hostile = {
+        {replaced("(i i32 8)", "(i i32 0)"), "must be positive"},
+        {replaced("(i i32 8)", "(i i32 -2147483648)"), "must be positive"},
+        {replaced("(i i32 8)", "(f f32 0x4020000000000000)"), "must be an integer"},
+        {replaced("(i i32 8)", "(call i32 func \"out\" (i i32 0) (i i32 0))"), "only Params"},
+        {replaced("compute inline", "compute at \"nowhere\" \"x\""), "\"nowhere\" is not part of this pipeline"},
+        {replaced("  stage 1", "  specialize (i i32 1)\n  stage 1"), "bool"},
+    };
+    for (auto &[bad, want] : hostile) {
+        std::string applied = error_of([&] { p.apply_schedule(Schedule::from_string(bad)); });
+        EXPECT_NE(applied.find("apply_schedule()"), std::string::npos) << bad << " -> " << applied;
+        EXPECT_NE(applied.find(want), std::string::npos) << bad << " -> " << applied;
+        EXPECT_TRUE(p.get_schedule() == before) << bad;
+    }
     // The pipeline still runs with its schedule.
     Algo ref;
     expect_same(a.run(), ref.run(), "after failed applies");
