@@ -4,28 +4,9 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
-#include "cuda/CudaRuntime.h"
-#include "interp/Interpreter.h"
 
 namespace weft {
 namespace internal {
-
-int32_t CompiledKernel::call(void **args, weft_context_t *ctx) const {
-    if (cuda && !cuda->program.kernels.empty()) return cuda_call(*cuda, lowered, args, ctx, cuda_buffers());
-    if (cuda) {
-        // A CUDA pipeline with no GPU loops runs on the host: make the host copies current.
-        const BufferContents *const *bufs = cuda_buffers();
-        size_t n = 0;
-        for (auto &a : lowered.args)
-            if (a.kind == LoweredArg::Buffer) {
-                auto *b = const_cast<BufferContents *>(bufs[n++]);
-                buffer_copy_to_host(*b);
-                if (b->device) b->host_dirty = true;
-            }
-    }
-    if (module) return module->fn(args, ctx);
-    return interpret_lowered(lowered, args, ctx);
-}
 
 CacheCounters &cache_counters() {
     static CacheCounters c;

@@ -5,26 +5,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include "lower/LoweredFunc.h"
-#include "llvm/CodeGen_LLVM.h"
+#include "cache/Kernel.h"
 
 namespace weft {
 namespace internal {
-
-struct CudaModule;          // jit/cuda/CudaRuntime.h
-struct BufferContents;
-
-/** A compiled pipeline: the machine code and the lowered IR it came from. */
-struct CompiledKernel {
-    std::shared_ptr<CompiledModule> module;  // null when run by the interpreter
-    LoweredFunc lowered;
-    bool generic = false;
-    /** CUDA targets: the kernels (host part run by jit/cuda), and where the current call's
-        BufferContents are (buffer arguments in f.args order; set by Pipeline's compile()). */
-    std::shared_ptr<CudaModule> cuda;
-    std::function<const BufferContents *const *()> cuda_buffers;
-    int32_t call(void **args, weft_context_t *ctx) const;
-};
 
 struct CacheCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, compilations{0}, generic_compilations{0}, evictions{0};

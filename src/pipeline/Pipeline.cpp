@@ -6,7 +6,9 @@
 #include <mutex>
 #include <optional>
 #include "cache/KernelCache.h"
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaPipelineKernel.h"
+#include "interp/InterpretedKernel.h"
+#include "llvm/LLVMKernel.h"
 #include "interp/Interpreter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
@@ -230,29 +232,29 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;
     }
-    auto k = std::make_shared<CompiledKernel>();
     std::string cuda_src, llvm_ir;
     const CPUTargetInfo cpu = cpu_info_for(t);
-    if (cuda) {
-        k->cuda = compile_cuda(lf, dbg ? &cuda_src : nullptr, &cpu, dbg ? &llvm_ir : nullptr);
-        // The current call's buffers, in argument order (inputs, then outputs): the call
-        // happens on this thread right after bind() and fill_args().
-        k->cuda_buffers = [] { return scratch.bufs.data(); };
+    std::shared_ptr<CudaModule> gpu;
+    if (cuda) gpu = compile_cuda(lf, dbg ? &cuda_src : nullptr, &cpu, dbg ? &llvm_ir : nullptr);
+    std::shared_ptr<CompiledKernel> k;
+    if (!gpu || gpu->program.kernels.empty()) {
+        // For the CPU: LLVM's machine code, or the interpreter in a build without LLVM.
+        auto m = compile_llvm(lf, cpu, dbg ? &llvm_ir : nullptr);
+        if (m) k = std::make_shared<LLVMKernel>(lf, std::move(m));
+        else k = std::make_shared<InterpretedKernel>(lf);
     }
-    if (!cuda || k->cuda->program.kernels.empty())
-        k->module = compile_llvm(lf, cpu, dbg ? &llvm_ir : nullptr);  // null: the interpreter runs it
-    k->lowered = std::move(lf);
+    if (gpu) k = std::make_shared<CudaPipelineKernel>(std::move(lf), gpu, std::move(k));
     k->generic = generic;
     if (generic) cache_counters().generic_compilations++;
     if (dbg) {
         std::fprintf(stderr, "// weft: compiled %s for %s%s\n%s\n", name.c_str(), t.str().c_str(),
                      generic ? " (shape-generic)" : "", log.c_str());
         if (!cuda_src.empty()) std::fprintf(stderr, "// ---- CUDA source ----\n%s\n", cuda_src.c_str());
-        if (cuda && !k->cuda->program.kernels.empty())
+        if (gpu && !gpu->program.kernels.empty())
             std::fprintf(stderr, "// ---- host code (gpu_launch(k): kernel k; host_stage(i): host stage i, on the CPU) ----\n%s\n",
-                         to_string(k->cuda->program.host).c_str());
-        if (cuda)
-            for (auto &[kn, u] : k->cuda->compiled.usage)  // ptxas' report (where NVRTC compiled the kernels)
+                         to_string(gpu->program.host).c_str());
+        if (gpu)
+            for (auto &[kn, u] : gpu->compiled.usage)  // ptxas' report (where NVRTC compiled the kernels)
                 std::fprintf(stderr, "// %s: %d registers, %lld bytes shared, %lld/%lld bytes spilled%s\n", kn.c_str(),
                              u.registers, (long long)u.shared_bytes, (long long)u.spill_stores, (long long)u.spill_loads,
                              u.min_blocks > 1 ? ", registers capped for 2 blocks per multiprocessor" : "");
@@ -382,7 +384,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
     weft_context_t ctx;
     ctx.error[0] = 0;
     ctx.error_code = 0;
-    int32_t rc = kernel_ptr->call(scratch.args.data(), &ctx);
+    int32_t rc = kernel_ptr->call(scratch.args.data(), scratch.bufs.data(), &ctx);
     if (rc != 0 && kernel_ptr->generic) {
         // A shape-generic kernel's bounds are conservative: before reporting an error, check
         // with a kernel specialised to these shapes (its checks are exact).
@@ -393,7 +395,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         remember(p->id, t, kernel, tm);
         ctx.error[0] = 0;
         ctx.error_code = 0;
-        rc = kernel->call(scratch.args.data(), &ctx);
+        rc = kernel->call(scratch.args.data(), scratch.bufs.data(), &ctx);
     }
     if (rc != 0) throw Error(std::string("weft: ") + (ctx.error[0] ? ctx.error : "pipeline failed"));
     if (t.arch() != Target::Arch::CUDA)  // outputs written on the host: a device copy is now stale
