@@ -1071,7 +1071,7 @@ private:
             st.fn.args.push_back({b, LoweredArg::Buffer, uses.buffer_type[b], dims});
             st.written.push_back(uses.written.count(b) > 0);
             for (int d = 0; d < dims; d++)
-                for (const char *fld : {".min.", ".extent.", ".stride."}) from_buffers.insert(b + fld + std::to_string(d));
+                for (const char *fld : {"min", "extent", "stride"}) from_buffers.insert(buffer_field(b, fld, d));
         }
         for (auto &v : uses.vars) {
             if (from_buffers.count(v.first)) continue;

@@ -925,9 +925,9 @@ int32_t cuda_call(const CudaModule &m, const LoweredFunc &f, void **args, weft_c
             b.arg = const_cast<BufferContents *>(bufs[bi++]);
             b.w = w;
             for (int dd = 0; dd < w->dims; dd++) {
-                run.ivars[a.name + ".min." + std::to_string(dd)] = w->dim[dd].min;
-                run.ivars[a.name + ".extent." + std::to_string(dd)] = w->dim[dd].extent;
-                run.ivars[a.name + ".stride." + std::to_string(dd)] = w->dim[dd].stride;
+                run.ivars[buffer_field(a.name, "min", dd)] = w->dim[dd].min;
+                run.ivars[buffer_field(a.name, "extent", dd)] = w->dim[dd].extent;
+                run.ivars[buffer_field(a.name, "stride", dd)] = w->dim[dd].stride;
             }
         } else if (a.type.is_float()) {
             run.fvars[a.name] = a.type.bits() == 32 ? (double)*(float *)args[i] : *(double *)args[i];

@@ -208,7 +208,7 @@ public:
                 for (int d = 0; d < 8; d++) {
                     static const char *fields[3] = {"min", "extent", "stride"};
                     for (int k = 0; k < 3; k++) {
-                        std::string n = a.name + "." + fields[k] + "." + std::to_string(d);
+                        std::string n = buffer_field(a.name, fields[k], d);
                         llvm::Value *p = b.CreateConstInBoundsGEP1_64(i8, slot, 16 + d * 16 + k * 4);
                         push(n, {b.CreateLoad(i32, p, n), 0});
                     }

@@ -160,9 +160,9 @@ int32_t interpret_lowered(const LoweredFunc &f, void **args, weft_context_t *ctx
             auto *b = (weft_buffer_t *)args[i];
             in.buffers[a.name] = {b->host, a.type};
             for (int d = 0; d < b->dims; d++) {
-                in.vars.push_back({a.name + ".min." + std::to_string(d), make_int(Int(32), (uint64_t)(int64_t)b->dim[d].min)});
-                in.vars.push_back({a.name + ".extent." + std::to_string(d), make_int(Int(32), (uint64_t)(int64_t)b->dim[d].extent)});
-                in.vars.push_back({a.name + ".stride." + std::to_string(d), make_int(Int(32), (uint64_t)(int64_t)b->dim[d].stride)});
+                in.vars.push_back({buffer_field(a.name, "min", d), make_int(Int(32), (uint64_t)(int64_t)b->dim[d].min)});
+                in.vars.push_back({buffer_field(a.name, "extent", d), make_int(Int(32), (uint64_t)(int64_t)b->dim[d].extent)});
+                in.vars.push_back({buffer_field(a.name, "stride", d), make_int(Int(32), (uint64_t)(int64_t)b->dim[d].stride)});
             }
         } else {
             Val v;

@@ -19,6 +19,10 @@ std::string unique_name(char prefix) {
     return std::string(1, prefix) + std::to_string(counter++);
 }
 
+std::string buffer_field(const std::string &buffer, const char *field, int dim) {
+    return buffer + "." + field + "." + std::to_string(dim);
+}
+
 void release_last(std::shared_ptr<const void> p) noexcept {
     if (tl_pending) {
         try {

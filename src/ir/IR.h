@@ -383,6 +383,10 @@ std::ostream &operator<<(std::ostream &os, const Expr &e);
 std::ostream &operator<<(std::ostream &os, const Stmt &s);
 std::string to_string(const Stmt &s);
 
+/** The name of a buffer's shape field, a variable of Int(32): "in.min.0" (field "min",
+    "extent" or "stride"). Every place that makes or reads these names uses this. */
+std::string buffer_field(const std::string &buffer, const char *field, int dim);
+
 [[noreturn]] void user_error(const std::string &msg);
 [[noreturn]] void internal_error(const std::string &msg, const char *file, int line);
 #define WEFT_ASSERT(c, msg)                                                     \

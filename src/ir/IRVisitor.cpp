@@ -1,4 +1,5 @@
 #include "ir/IRVisitor.h"
+#include <cmath>
 #include "ir/Stack.h"
 
 namespace weft {
@@ -403,13 +404,98 @@ bool stmt_uses_var(const Stmt &s, const std::string &name) {
     return u.found;
 }
 
+// Node by node: types, names, constants (floats by value and sign), the Funcs and inputs
+// called, and the Params and RDoms of variables.
+static bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); i++)
+        if (!equal(a[i], b[i])) return false;
+    return true;
+}
+template <typename T>
+static bool equal_binary(const ExprNode *x, const ExprNode *y) {
+    auto *p = static_cast<const T *>(x);
+    auto *q = static_cast<const T *>(y);
+    return equal(p->a, q->a) && equal(p->b, q->b);
+}
 bool equal(const Expr &a, const Expr &b) {
     if (a.same_as(b)) return true;
     if (!a.defined() || !b.defined()) return false;
-    if (a.get()->node_type != b.get()->node_type || a.type() != b.type()) return false;
-    // Compare by printed form: exact for our node set (names, constants and structure).
-    return to_string(a) == to_string(b);
+    if (stack_low()) return on_large_stack<bool>([&] { return equal(a, b); });
+    const ExprNode *x = a.get(), *y = b.get();
+    if (x->node_type != y->node_type || !(x->type == y->type)) return false;
+    switch (x->node_type) {
+    case IRNodeType::IntImm: return static_cast<const IntImm *>(x)->value == static_cast<const IntImm *>(y)->value;
+    case IRNodeType::UIntImm: return static_cast<const UIntImm *>(x)->value == static_cast<const UIntImm *>(y)->value;
+    case IRNodeType::FloatImm: {
+        double p = static_cast<const FloatImm *>(x)->value, q = static_cast<const FloatImm *>(y)->value;
+        return p == q && std::signbit(p) == std::signbit(q);
+    }
+    case IRNodeType::StringImm:
+        return static_cast<const StringImm *>(x)->value == static_cast<const StringImm *>(y)->value;
+    case IRNodeType::Variable: {
+        auto *p = static_cast<const Variable *>(x);
+        auto *q = static_cast<const Variable *>(y);
+        return p->name == q->name && p->param == q->param && p->rdom == q->rdom;
+    }
+    case IRNodeType::Cast: return equal(static_cast<const Cast *>(x)->value, static_cast<const Cast *>(y)->value);
+    case IRNodeType::Add: return equal_binary<Add>(x, y);
+    case IRNodeType::Sub: return equal_binary<Sub>(x, y);
+    case IRNodeType::Mul: return equal_binary<Mul>(x, y);
+    case IRNodeType::Div: return equal_binary<Div>(x, y);
+    case IRNodeType::Mod: return equal_binary<Mod>(x, y);
+    case IRNodeType::Min: return equal_binary<Min>(x, y);
+    case IRNodeType::Max: return equal_binary<Max>(x, y);
+    case IRNodeType::EQ: return equal_binary<EQ>(x, y);
+    case IRNodeType::NE: return equal_binary<NE>(x, y);
+    case IRNodeType::LT: return equal_binary<LT>(x, y);
+    case IRNodeType::LE: return equal_binary<LE>(x, y);
+    case IRNodeType::GT: return equal_binary<GT>(x, y);
+    case IRNodeType::GE: return equal_binary<GE>(x, y);
+    case IRNodeType::And: return equal_binary<And>(x, y);
+    case IRNodeType::Or: return equal_binary<Or>(x, y);
+    case IRNodeType::Not: return equal(static_cast<const Not *>(x)->a, static_cast<const Not *>(y)->a);
+    case IRNodeType::Select: {
+        auto *p = static_cast<const Select *>(x);
+        auto *q = static_cast<const Select *>(y);
+        return equal(p->condition, q->condition) && equal(p->true_value, q->true_value) &&
+               equal(p->false_value, q->false_value);
+    }
+    case IRNodeType::Load: {
+        auto *p = static_cast<const Load *>(x);
+        auto *q = static_cast<const Load *>(y);
+        return p->name == q->name && equal(p->index, q->index);
+    }
+    case IRNodeType::Ramp: {
+        auto *p = static_cast<const Ramp *>(x);
+        auto *q = static_cast<const Ramp *>(y);
+        return p->lanes == q->lanes && equal(p->base, q->base) && equal(p->stride, q->stride);
+    }
+    case IRNodeType::Broadcast: {
+        auto *p = static_cast<const Broadcast *>(x);
+        auto *q = static_cast<const Broadcast *>(y);
+        return p->lanes == q->lanes && equal(p->value, q->value);
+    }
+    case IRNodeType::Let: {
+        auto *p = static_cast<const Let *>(x);
+        auto *q = static_cast<const Let *>(y);
+        return p->name == q->name && equal(p->value, q->value) && equal(p->body, q->body);
+    }
+    case IRNodeType::Call: {
+        auto *p = static_cast<const Call *>(x);
+        auto *q = static_cast<const Call *>(y);
+        return p->name == q->name && p->call_type == q->call_type && p->func == q->func &&
+               p->image == q->image && p->buffer == q->buffer && equal_all(p->args, q->args);
+    }
+    case IRNodeType::VectorReduce: {
+        auto *p = static_cast<const VectorReduce *>(x);
+        auto *q = static_cast<const VectorReduce *>(y);
+        return p->op == q->op && equal(p->value, q->value);
+    }
+    default: return false;
+    }
 }
+
 bool equal(const Stmt &a, const Stmt &b) {
     if (a.same_as(b)) return true;
     if (!a.defined() || !b.defined()) return false;

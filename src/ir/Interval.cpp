@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "ir/Constants.h"
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
 #include "ir/Simplify.h"
@@ -18,52 +19,13 @@ namespace internal {
 
 bool Interval::is_single_point() const {
     if (!min.defined() || !max.defined()) return false;
-    return min.same_as(max) || structurally_equal(min, max);
+    return min.same_as(max) || equal(min, max);
 }
 
 namespace {
 
-using i128 = __int128;
-using u128 = unsigned __int128;
+using namespace ir_constants;
 
-i128 swrap(int bits, i128 v) {
-    u128 m = bits >= 64 ? (u128)UINT64_MAX : (((u128)1 << bits) - 1);
-    u128 u = (u128)v & m;
-    if ((u >> (bits - 1)) & 1) return (i128)u - ((i128)1 << bits);
-    return (i128)u;
-}
-i128 tmin(Type t) {
-    if (t.is_int()) return -((i128)1 << (t.bits() - 1));
-    return 0;
-}
-i128 tmax(Type t) {
-    if (t.is_int()) return ((i128)1 << (t.bits() - 1)) - 1;
-    if (t.is_bool()) return 1;
-    return ((i128)1 << t.bits()) - 1;
-}
-bool representable(Type t, i128 v) { return v >= tmin(t) && v <= tmax(t); }
-bool cint(const Expr &e, i128 *v = nullptr) {
-    if (!e.defined()) return false;
-    if (auto *p = e.as<IntImm>()) {
-        if (v) *v = p->value;
-        return true;
-    }
-    if (auto *p = e.as<UIntImm>()) {
-        if (v) *v = (i128)p->value;
-        return true;
-    }
-    if (auto *p = e.as<Broadcast>()) return cint(p->value, v);
-    return false;
-}
-bool cflt(const Expr &e, double *v = nullptr) {
-    if (!e.defined()) return false;
-    if (auto *p = e.as<FloatImm>()) {
-        if (v) *v = p->value;
-        return true;
-    }
-    if (auto *p = e.as<Broadcast>()) return cflt(p->value, v);
-    return false;
-}
 // Sign of a constant bound: 1 positive, 0 zero, -1 negative, 2 unknown.
 int csign(const Expr &e) {
     i128 v;
@@ -71,13 +33,6 @@ int csign(const Expr &e) {
     if (cint(e, &v)) return v > 0 ? 1 : v < 0 ? -1 : 0;
     if (cflt(e, &d) && !std::isnan(d)) return d > 0 ? 1 : d < 0 ? -1 : 0;
     return 2;
-}
-Expr mkc(Type t, i128 v) {
-    Type s = t.element_of();
-    if (s.is_bool()) return UIntImm::make(s, v != 0);
-    if (s.is_int()) return IntImm::make(s, (int64_t)swrap(s.bits(), v));
-    if (s.is_uint()) return UIntImm::make(s, (uint64_t)v);
-    return FloatImm::make(s, (double)v);
 }
 bool strict(Type t) { return t.is_int() && t.bits() >= 32; }
 i128 floordiv(i128 a, i128 b) {

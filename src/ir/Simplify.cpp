@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/Constants.h"
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
 
@@ -23,57 +24,8 @@ namespace internal {
 
 namespace {
 
-using i128 = __int128;
-using u128 = unsigned __int128;
+using namespace ir_constants;
 
-// ---------------- constants ----------------
-i128 swrap(int bits, i128 v) {
-    u128 m = bits >= 64 ? (u128)UINT64_MAX : (((u128)1 << bits) - 1);
-    u128 u = (u128)v & m;
-    if ((u >> (bits - 1)) & 1) return (i128)u - ((i128)1 << bits);
-    return (i128)u;
-}
-i128 tmin(Type t) {
-    if (t.is_int()) return -((i128)1 << (t.bits() - 1));
-    return 0;
-}
-i128 tmax(Type t) {
-    if (t.is_int()) return ((i128)1 << (t.bits() - 1)) - 1;
-    if (t.is_bool()) return 1;
-    return ((i128)1 << t.bits()) - 1;
-}
-i128 wrapv(Type t, i128 v) {
-    if (t.is_bool()) return v != 0;
-    if (t.is_uint()) {
-        u128 m = t.bits() >= 64 ? (u128)UINT64_MAX : (((u128)1 << t.bits()) - 1);
-        return (i128)((u128)v & m);
-    }
-    return swrap(t.bits(), v);
-}
-bool representable(Type t, i128 v) { return v >= tmin(t) && v <= tmax(t); }
-
-bool cint(const Expr &e, i128 *v = nullptr) {
-    if (!e.defined()) return false;
-    if (auto *p = e.as<IntImm>()) {
-        if (v) *v = p->value;
-        return true;
-    }
-    if (auto *p = e.as<UIntImm>()) {
-        if (v) *v = (i128)p->value;
-        return true;
-    }
-    if (auto *p = e.as<Broadcast>()) return cint(p->value, v);
-    return false;
-}
-bool cflt(const Expr &e, double *v = nullptr) {
-    if (!e.defined()) return false;
-    if (auto *p = e.as<FloatImm>()) {
-        if (v) *v = p->value;
-        return true;
-    }
-    if (auto *p = e.as<Broadcast>()) return cflt(p->value, v);
-    return false;
-}
 bool is_c(const Expr &e) { return cint(e) || cflt(e); }
 
 /** A scalar integer expression of one variable and constants through + - * / % with at most
@@ -103,16 +55,6 @@ bool cheap_affine(const Expr &e) {
     return cheap_affine(e, budget, var);
 }
 
-Expr mkc(Type t, i128 v) {
-    Type s = t.element_of();
-    Expr r;
-    if (s.is_bool()) r = UIntImm::make(s, v != 0);
-    else if (s.is_int()) r = IntImm::make(s, (int64_t)wrapv(s, v));
-    else if (s.is_uint()) r = UIntImm::make(s, (uint64_t)wrapv(s, v));
-    else if (s.is_float()) r = FloatImm::make(s, (double)v);
-    else internal_error("simplify: constant of bad type", __FILE__, __LINE__);
-    return t.lanes() > 1 ? Broadcast::make(r, t.lanes()) : r;
-}
 Expr mkf(Type t, double v) {
     Expr r = FloatImm::make(t.element_of(), v);
     return t.lanes() > 1 ? Broadcast::make(r, t.lanes()) : r;
@@ -138,95 +80,12 @@ i128 mulw(i128 a, i128 b) { return (i128)((u128)a * (u128)b); }
 bool strict(Type t) { return t.is_int() && t.bits() >= 32; }
 
 // ---------------- structural equality ----------------
-bool eq(const Expr &a, const Expr &b);
+bool eq(const Expr &a, const Expr &b) { return equal(a, b); }
 bool eqv(const std::vector<Expr> &a, const std::vector<Expr> &b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < a.size(); i++)
-        if (!eq(a[i], b[i])) return false;
+        if (!equal(a[i], b[i])) return false;
     return true;
-}
-template <typename T>
-bool eqbin(const ExprNode *x, const ExprNode *y) {
-    auto *p = static_cast<const T *>(x);
-    auto *q = static_cast<const T *>(y);
-    return eq(p->a, q->a) && eq(p->b, q->b);
-}
-bool eq(const Expr &a, const Expr &b) {
-    if (a.same_as(b)) return true;
-    if (!a.defined() || !b.defined()) return false;
-    if (stack_low()) return on_large_stack<bool>([&] { return eq(a, b); });
-    const ExprNode *x = a.get(), *y = b.get();
-    if (x->node_type != y->node_type || !(x->type == y->type)) return false;
-    switch (x->node_type) {
-    case IRNodeType::IntImm: return static_cast<const IntImm *>(x)->value == static_cast<const IntImm *>(y)->value;
-    case IRNodeType::UIntImm: return static_cast<const UIntImm *>(x)->value == static_cast<const UIntImm *>(y)->value;
-    case IRNodeType::FloatImm: {
-        double p = static_cast<const FloatImm *>(x)->value, q = static_cast<const FloatImm *>(y)->value;
-        return p == q && std::signbit(p) == std::signbit(q);
-    }
-    case IRNodeType::StringImm:
-        return static_cast<const StringImm *>(x)->value == static_cast<const StringImm *>(y)->value;
-    case IRNodeType::Variable: {
-        auto *p = static_cast<const Variable *>(x);
-        auto *q = static_cast<const Variable *>(y);
-        return p->name == q->name && p->param == q->param && p->rdom == q->rdom;
-    }
-    case IRNodeType::Cast: return eq(static_cast<const Cast *>(x)->value, static_cast<const Cast *>(y)->value);
-    case IRNodeType::Add: return eqbin<Add>(x, y);
-    case IRNodeType::Sub: return eqbin<Sub>(x, y);
-    case IRNodeType::Mul: return eqbin<Mul>(x, y);
-    case IRNodeType::Div: return eqbin<Div>(x, y);
-    case IRNodeType::Mod: return eqbin<Mod>(x, y);
-    case IRNodeType::Min: return eqbin<Min>(x, y);
-    case IRNodeType::Max: return eqbin<Max>(x, y);
-    case IRNodeType::EQ: return eqbin<EQ>(x, y);
-    case IRNodeType::NE: return eqbin<NE>(x, y);
-    case IRNodeType::LT: return eqbin<LT>(x, y);
-    case IRNodeType::LE: return eqbin<LE>(x, y);
-    case IRNodeType::GT: return eqbin<GT>(x, y);
-    case IRNodeType::GE: return eqbin<GE>(x, y);
-    case IRNodeType::And: return eqbin<And>(x, y);
-    case IRNodeType::Or: return eqbin<Or>(x, y);
-    case IRNodeType::Not: return eq(static_cast<const Not *>(x)->a, static_cast<const Not *>(y)->a);
-    case IRNodeType::Select: {
-        auto *p = static_cast<const Select *>(x);
-        auto *q = static_cast<const Select *>(y);
-        return eq(p->condition, q->condition) && eq(p->true_value, q->true_value) &&
-               eq(p->false_value, q->false_value);
-    }
-    case IRNodeType::Load: {
-        auto *p = static_cast<const Load *>(x);
-        auto *q = static_cast<const Load *>(y);
-        return p->name == q->name && eq(p->index, q->index);
-    }
-    case IRNodeType::Ramp: {
-        auto *p = static_cast<const Ramp *>(x);
-        auto *q = static_cast<const Ramp *>(y);
-        return p->lanes == q->lanes && eq(p->base, q->base) && eq(p->stride, q->stride);
-    }
-    case IRNodeType::Broadcast: {
-        auto *p = static_cast<const Broadcast *>(x);
-        auto *q = static_cast<const Broadcast *>(y);
-        return p->lanes == q->lanes && eq(p->value, q->value);
-    }
-    case IRNodeType::Let: {
-        auto *p = static_cast<const Let *>(x);
-        auto *q = static_cast<const Let *>(y);
-        return p->name == q->name && eq(p->value, q->value) && eq(p->body, q->body);
-    }
-    case IRNodeType::Call: {
-        auto *p = static_cast<const Call *>(x);
-        auto *q = static_cast<const Call *>(y);
-        return p->name == q->name && p->call_type == q->call_type && p->func == q->func &&
-               p->image == q->image && p->buffer == q->buffer && eqv(p->args, q->args);
-    }
-    case IRNodeType::VectorReduce: {
-        auto *p = static_cast<const VectorReduce *>(x);
-        auto *q = static_cast<const VectorReduce *>(y);
-        return p->op == q->op && eq(p->value, q->value);
-    }
-    default: return false;
-    }
 }
 
 // ---------------- linear forms ----------------
@@ -1374,8 +1233,6 @@ public:
 };
 
 }  // namespace
-
-bool structurally_equal(const Expr &a, const Expr &b) { return eq(a, b); }
 
 Expr simplify(const Expr &e) {
     if (!e.defined()) return e;

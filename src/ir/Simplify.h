@@ -22,8 +22,6 @@ Expr simplify(const Expr &e, const Scope &bounds);
 Stmt simplify(const Stmt &s);
 /** True if e (a Bool) simplifies to constant true. */
 bool can_prove(const Expr &e, const Scope &bounds = Scope());
-/** Fast exact structural equality of two Exprs (types, names, constants, structure). */
-bool structurally_equal(const Expr &a, const Expr &b);
 
 }  // namespace internal
 }  // namespace weft

@@ -17,7 +17,7 @@ namespace weft {
 namespace internal {
 
 static Expr field(const std::string &name, const char *f, int d, const std::map<std::string, Expr> &consts) {
-    std::string n = name + "." + f + "." + std::to_string(d);
+    std::string n = buffer_field(name, f, d);
     auto it = consts.find(n);
     return it != consts.end() ? it->second : Variable::make(Int(32), n);
 }

@@ -9,7 +9,7 @@ namespace internal {
 namespace {
 
 Expr field(const std::string &name, const char *f, size_t d) {
-    return Variable::make(Int(32), name + "." + f + "." + std::to_string(d));
+    return Variable::make(Int(32), buffer_field(name, f, (int)d));
 }
 
 class Flatten : public IRMutator {
@@ -111,12 +111,12 @@ protected:
             for (size_t d = 0; d < bounds.size(); d++) order.push_back(d);
         }
         for (size_t d = 0; d < bounds.size(); d++) {
-            lets.push_back({op->name + ".min." + std::to_string(d), bounds[d].min});
-            lets.push_back({op->name + ".extent." + std::to_string(d), bounds[d].extent});
+            lets.push_back({buffer_field(op->name, "min", (int)d), bounds[d].min});
+            lets.push_back({buffer_field(op->name, "extent", (int)d), bounds[d].extent});
         }
         for (size_t k = 0; k < order.size(); k++) {
             size_t d = order[k], p = k ? order[k - 1] : 0;
-            lets.push_back({op->name + ".stride." + std::to_string(d),
+            lets.push_back({buffer_field(op->name, "stride", (int)d),
                             k == 0 ? Expr(1) : field(op->name, "stride", p) * field(op->name, "extent", p)});
         }
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) a = LetStmt::make(it->first, it->second, a);

@@ -189,11 +189,9 @@ std::map<std::string, Expr> shape_consts(const Env &env) {
         const std::string &name = i < nin ? env.inputs[i].name : env.outputs[i - nin];
         const BufferContents *b = scratch.bufs[i];
         for (int d = 0; d < b->dims; d++) {
-            std::string p = name + ".";
-            std::string ds = "." + std::to_string(d);
-            m[p + "min" + ds] = Expr(b->dim[d].min);
-            m[p + "extent" + ds] = Expr(b->dim[d].extent);
-            m[p + "stride" + ds] = Expr(b->dim[d].stride);
+            m[buffer_field(name, "min", d)] = Expr(b->dim[d].min);
+            m[buffer_field(name, "extent", d)] = Expr(b->dim[d].extent);
+            m[buffer_field(name, "stride", d)] = Expr(b->dim[d].stride);
         }
     }
     return m;

@@ -18,10 +18,9 @@ namespace weft_gpu_test {
 inline void add_buffer_consts(std::map<std::string, Expr> &m, const std::string &name,
                               const internal::BufferContents &b) {
     for (int d = 0; d < b.dims; d++) {
-        std::string ds = "." + std::to_string(d);
-        m[name + ".min" + ds] = Expr(b.dim[d].min);
-        m[name + ".extent" + ds] = Expr(b.dim[d].extent);
-        m[name + ".stride" + ds] = Expr(b.dim[d].stride);
+        m[internal::buffer_field(name, "min", d)] = Expr(b.dim[d].min);
+        m[internal::buffer_field(name, "extent", d)] = Expr(b.dim[d].extent);
+        m[internal::buffer_field(name, "stride", d)] = Expr(b.dim[d].stride);
     }
 }
 

@@ -45,7 +45,7 @@ std::string str(const Expr &e) {
     do {                                                                                            \
         Expr got_ = simplify(e);                                                                    \
         Expr exp_ = (expected);                                                                     \
-        EXPECT_TRUE(structurally_equal(got_, exp_)) << "simplify(" << str(e) << ") = " << str(got_) \
+        EXPECT_TRUE(equal(got_, exp_)) << "simplify(" << str(e) << ") = " << str(got_) \
                                                     << ", expected " << str(exp_);                 \
     } while (0)
 
@@ -331,14 +331,14 @@ TEST(Simplify, WithScope) {
     EXPECT_TRUE(can_prove(lt(x, I(10)), s));
     EXPECT_TRUE(can_prove(le(I(0), x), s));
     EXPECT_FALSE(can_prove(lt(x, I(9)), s));
-    EXPECT_TRUE(structurally_equal(simplify(mn(x, I(20)), s), x));
-    EXPECT_TRUE(structurally_equal(simplify(mx(x, I(-1)), s), x));
+    EXPECT_TRUE(equal(simplify(mn(x, I(20)), s), x));
+    EXPECT_TRUE(equal(simplify(mx(x, I(-1)), s), x));
     EXPECT_TRUE(is_const_zero(simplify(dv(x, I(10)), s)));
-    EXPECT_TRUE(structurally_equal(simplify(md(x, I(10)), s), x));
-    EXPECT_TRUE(structurally_equal(simplify(dv(add(mul(y, I(16)), x), I(16)), s), y));
+    EXPECT_TRUE(equal(simplify(md(x, I(10)), s), x));
+    EXPECT_TRUE(equal(simplify(dv(add(mul(y, I(16)), x), I(16)), s), y));
     Scope s2 = s;
     s2["y"] = Interval(I(0), I(5));
-    EXPECT_TRUE(structurally_equal(simplify(mn(x, add(x, y)), s2), x));
+    EXPECT_TRUE(equal(simplify(mn(x, add(x, y)), s2), x));
 }
 
 // ---------------- statements ----------------
@@ -467,8 +467,8 @@ TEST(Bounds, SymbolicAndVectors) {
     Scope s;
     s["x"] = Interval(I(0), sub(n, I(1)));
     Interval b = bounds_of_expr_in_scope(add(x, I(1)), s);
-    EXPECT_TRUE(structurally_equal(b.min, I(1)));
-    EXPECT_TRUE(structurally_equal(b.max, n)) << str(b.max);
+    EXPECT_TRUE(equal(b.min, I(1)));
+    EXPECT_TRUE(equal(b.max, n)) << str(b.max);
     EXPECT_TRUE(can_prove(lt(x, n), s));
     expect_bounds(bounds_of_expr_in_scope(Ramp::make(x, I(2), 4), range("x", 0, 3)), 0, 9);
     expect_bounds(bounds_of_expr_in_scope(Broadcast::make(x, 4), range("x", 0, 3)), 0, 3);
