@@ -74,6 +74,17 @@ inline void changed(ChangeCount &c) {
     bump_epoch();
 }
 
+/** Throws Error for a null Func handle. */
+void check_func(const std::shared_ptr<FunctionContents> &f);
+
+/** How often e reads Func f (its own calls, in an update of f) at the place `args` (the
+    update's left side) and elsewhere. */
+struct SelfReads {
+    int at_lhs = 0, elsewhere = 0;
+    int total() const { return at_lhs + elsewhere; }
+};
+SelfReads self_reads(const FunctionContents &f, const std::vector<Expr> &args, const Expr &e);
+
 /** The stage's name for messages: "f" or "f.update(0)". */
 std::string stage_name(const FunctionContents &f, int stage);
 Definition &stage_definition(FunctionContents &f, int stage);

@@ -1,11 +1,11 @@
+// The pipeline snapshot (see Env.h): Funcs, inputs and Params reached from the outputs, with
+// unique names, their schedules as given and as computed, inlined Funcs substituted.
 #include "lower/Env.h"
-#include <functional>
 #include <set>
-#include <sstream>
-#include <unordered_map>
-#include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
-#include "ir/Simplify.h"
+#include "lower/CacheKey.h"
+#include "lower/Inline.h"
+#include "lower/RealizationOrder.h"
 
 namespace weft {
 namespace internal {
@@ -102,151 +102,12 @@ protected:
     }
 };
 
-/** Replaces the calls to f by its value. Each node of a graph is visited once (what is shared stays
-    shared), and calls with the same arguments get the same replacement, so a chain of inlined Funcs
-    each using the last several times (f2(x) = f1(x) * f1(x) + f1(x)) is a graph of the chain's size
-    (the callers' Lets are then bound by bind_shared_subexpressions) instead of a tree exponential
-    in its length. */
-class Inliner : public GraphMutator {
-public:
-    const LFunc *f;
-
-protected:
-    Expr visit(const Let *op, const Expr &e) override {
-        lets_.push_back(op->name);
-        Expr r = IRMutator::visit(op, e);
-        lets_.pop_back();
-        return r;
-    }
-    Expr visit(const Call *op, const Expr &e) override {
-        Expr r = IRMutator::visit(op, e);
-        auto c = r.as<Call>();
-        if (c->call_type != Call::Func || c->name != f->name) return r;
-        std::vector<Expr> args = c->args;
-        std::string key = args_key(args);  // (args simplified: x - 1 + 1 and x are one key)
-        if (!key.empty()) {
-            auto it = by_args_.find(key);
-            if (it != by_args_.end()) return it->second;
-        }
-        std::map<std::string, Expr> m;
-        for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = args[i];
-        Expr v = substitute_graph(m, f->stages[0].value);
-        if (!key.empty()) by_args_.emplace(key, v);
-        return v;
-    }
-
-    /** substitute(m, e), each node of e's graph once (sharing kept); as substitute() where a Let
-        inside e rebinds one of m's names. */
-    static Expr substitute_graph(const std::map<std::string, Expr> &m, const Expr &e) {
-        class Once : public GraphMutator {
-        public:
-            explicit Once(const std::map<std::string, Expr> &m) : m_(m) {}
-            bool rebinds = false;
-
-        protected:
-            Expr visit(const Variable *op, const Expr &e) override {
-                auto it = m_.find(op->name);
-                return it == m_.end() ? e : it->second;
-            }
-            Expr visit(const Let *op, const Expr &e) override {
-                rebinds = rebinds || m_.count(op->name) > 0;
-                return IRMutator::visit(op, e);
-            }
-
-        private:
-            const std::map<std::string, Expr> &m_;
-        } once(m);
-        Expr r = once.mutate(e);
-        return once.rebinds ? substitute(m, e) : r;
-    }
-
-private:
-    std::map<std::string, Expr> by_args_;
-    std::vector<std::string> lets_;
-
-    /** The arguments' printed form, simplified (and args with them), where they are small and use no
-        name bound by a Let around the call (the same text could mean another value under another
-        Let); else empty. */
-    std::string args_key(std::vector<Expr> &args) const {
-        class Small : public IRMutator {
-        public:
-            int nodes = 0;
-            std::set<std::string> vars;
-            Expr mutate(const Expr &e) override {
-                if (!e.defined() || ++nodes > 64) return e;
-                if (auto v = e.as<Variable>()) vars.insert(v->name);
-                return IRMutator::mutate(e);
-            }
-            using IRMutator::mutate;
-        } small;
-        for (auto &a : args) small.mutate(a);
-        if (small.nodes > 64) return "";
-        for (auto &l : lets_)
-            if (small.vars.count(l)) return "";
-        std::string key;
-        for (auto &a : args) {
-            a = simplify(a);
-            key += to_string(a) + ";";
-        }
-        return key;
-    }
-};
-
-class CallsOf : public IRVisitor {
-public:
-    std::vector<std::string> names;
-
-protected:
-    void visit(const Call *op) override {
-        if (op->call_type == Call::Func) names.push_back(op->name);
-        IRVisitor::visit(op);
-    }
-};
-
-template <typename F>
-void for_each_expr(LStage &s, F &&fn) {
-    for (auto &a : s.args) fn(a);
-    fn(s.value);
-    if (s.predicate.defined()) fn(s.predicate);
-    for (auto &rv : s.rvars) {
-        fn(rv.min);
-        fn(rv.extent);
-    }
+/** Stage k's loops before any directive. */
+std::vector<Dim> initial_loops(const LFunc &f, size_t k) {
+    std::vector<std::string> rvars;
+    for (auto &rv : f.stages[k].rvars) rvars.push_back(rv.var);
+    return default_stage_schedule(f.args, f.stages[k].args, rvars, k > 0).dims;
 }
-
-/** Canonical renaming for the cache key: names aside, structure only. */
-class Canon : public IRMutator {
-public:
-    std::map<std::string, std::string> names;
-    std::string get(const std::string &n) {
-        auto it = names.find(n);
-        if (it != names.end()) return it->second;
-        std::string c = "n" + std::to_string(names.size());
-        names[n] = c;
-        return c;
-    }
-
-protected:
-    Expr visit(const Variable *op, const Expr &e) override {
-        auto dot = op->name.find('.');
-        if (dot != std::string::npos && names.count(op->name.substr(0, dot)))
-            return Variable::make(op->type, names[op->name.substr(0, dot)] + op->name.substr(dot));
-        return Variable::make(op->type, get(op->name));
-    }
-    Expr visit(const Call *op, const Expr &e) override {
-        Expr r = IRMutator::visit(op, e);
-        auto c = r.as<Call>();
-        if (c->call_type == Call::Intrinsic) return r;
-        auto m = std::make_shared<Call>(c->type, get(c->name), c->args, c->call_type);
-        return Expr(m);
-    }
-    Expr visit(const Let *op, const Expr &e) override {
-        std::string n = get(op->name);
-        return Let::make(n, mutate(op->value), mutate(op->body));
-    }
-};
-
-std::vector<Dim> initial_loops(const LFunc &f, size_t k);
 
 /** f's schedule as a value: levels by the names already in fs, prefetch sources by the
     pipeline's unique names, every Expr passed through `expr`, pointers dropped. */
@@ -283,12 +144,6 @@ FuncScheduleValue schedule_value(const LFunc &f, FuncSchedule fs, const std::vec
     return v;
 }
 
-/** Stage k's loops before any directive. */
-std::vector<Dim> initial_loops(const LFunc &f, size_t k) {
-    std::vector<std::string> rvars;
-    for (auto &rv : f.stages[k].rvars) rvars.push_back(rv.var);
-    return default_stage_schedule(f.args, f.stages[k].args, rvars, k > 0).dims;
-}
 
 }  // namespace
 
@@ -446,19 +301,8 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
             lf.sched.compute.kind = LoopLevelSpec::Root;
             lf.sched.store.kind = LoopLevelSpec::Root;
             for (size_t k = 0; k < lf.stages.size(); k++) {
-                const Definition &d = k == 0 ? fc->init : fc->updates[k - 1];
-                StageSchedule s;
-                if (k == 0) {
-                    for (auto &a : fc->args) s.dims.push_back({a, ForType::Serial, false});
-                } else {
-                    if (d.rdom)
-                        for (auto &rv : d.rdom->domain) s.dims.push_back({rv.var, ForType::Serial, true});
-                    for (size_t i = 0; i < d.args.size(); i++) {
-                        auto v = d.args[i].as<Variable>();
-                        if (v && v->name == fc->args[i]) s.dims.push_back({v->name, ForType::Serial, false});
-                    }
-                }
-                lf.stages[k].sched = s;
+                lf.stages[k].sched = StageSchedule();
+                lf.stages[k].sched.dims = initial_loops(lf, k);
                 lf.stages[k].specs.clear();
             }
         } else {
@@ -470,105 +314,15 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     }
     for (auto &o : outputs) env.outputs.push_back(fnames[o.get()]);
 
-    // Decide what is inlined: pure-only Funcs left at the default schedule.
-    std::set<std::string> inlined;
-    for (auto &f : all) {
-        bool is_out = f.output_index >= 0;
-        if (is_out) {
-            f.sched.compute.kind = LoopLevelSpec::Root;
-            f.sched.store.kind = LoopLevelSpec::Root;
-            continue;
-        }
-        if (f.sched.compute.kind == LoopLevelSpec::Inline) {
-            if (f.stages.size() == 1) inlined.insert(f.name);
-            else {
-                // A Func with updates cannot be inlined: it is computed at the innermost loop of its
-                // one consumer stage that is not vectorized (as an inline reduction should be),
-                // else at root.
-                f.sched.compute.kind = LoopLevelSpec::Root;
-                f.sched.store.kind = LoopLevelSpec::Root;
-                int users = 0;
-                LFunc *user = nullptr;
-                int user_stage = -1;
-                for (auto &c : all) {
-                    if (&c == &f) continue;
-                    for (size_t k = 0; k < c.stages.size(); k++) {
-                        CallsOf co;
-                        LStage copy = c.stages[k];
-                        for_each_expr(copy, [&](Expr &e) { co.include(e); });
-                        if (std::find(co.names.begin(), co.names.end(), f.name) != co.names.end()) {
-                            users++;
-                            user = &c;
-                            user_stage = (int)k;
-                        }
-                    }
-                }
-                bool user_inlined = user && user->output_index < 0 && user->sched.compute.kind == LoopLevelSpec::Inline &&
-                                    user->stages.size() == 1;
-                if (!reference && users == 1 && !user_inlined) {
-                    const auto &dims = user->stages[user_stage].sched.dims;
-                    for (auto &d : dims) {
-                        if (d.for_type == ForType::Vectorized) continue;
-                        // Inside a GPU kernel: at its innermost thread loop (each thread computes
-                        // its own), never at a block loop (one thread for the block) or outside.
-                        if (d.for_type == ForType::GPUBlock) break;
-                        f.sched.compute = LoopLevelSpec{LoopLevelSpec::At, user->contents, user->contents->name, d.var};
-                        f.sched.store = f.sched.compute;
-                        f.compute_func = f.store_func = user->name;
-                        break;
-                    }
-                }
-            }
-        } else if (f.sched.store.kind == LoopLevelSpec::Inline) {
-            f.sched.store = f.sched.compute;
-            f.store_func = f.compute_func;
-        }
-    }
+    std::set<std::string> inlined = choose_inlined(all, reference);
+    std::vector<std::string> topo = realization_order(all, all_index, env.outputs);
 
-    // Topological order (producers first) over all Funcs, by DFS from the outputs.
-    std::vector<std::string> topo;
-    std::map<std::string, int> state;
-    std::function<void(const std::string &)> dfs = [&](const std::string &n) {
-        int &st = state[n];
-        if (st == 2) return;
-        if (st == 1) return;  // self or mutual recursion only through updates of the same Func
-        st = 1;
-        CallsOf co;
-        for (auto &s : all[all_index[n]].stages) {
-            LStage copy = s;
-            for_each_expr(copy, [&](Expr &e) { co.include(e); });
-        }
-        for (auto &c : co.names)
-            if (c != n) dfs(c);
-        state[n] = 2;
-        topo.push_back(n);
-    };
-    for (auto &o : env.outputs) dfs(o);
     for (auto &n : topo) {
         env.given.funcs.push_back(given[n]);
         env.all_funcs[n] = all[all_index[n]].contents;
     }
+    inline_funcs(all, all_index, topo, inlined);
 
-    // Inline each inlined Func into the Funcs that are computed, consumers first: a consumer's
-    // value, with its calls to producers still in it, goes into its callers, whose calls to a
-    // producer with the same (simplified) arguments then get one replacement: a chain of inlined
-    // stencils (f2(x) = f1(x - 1) + f1(x) + f1(x + 1), ...) is a graph of about the chain's
-    // length squared. (The other inlined Funcs need nothing: those after this one in `topo`
-    // went into their callers already, and those before it are its producers, which do not call
-    // it.)
-    for (size_t i = topo.size(); i-- > 0;) {
-        if (!inlined.count(topo[i])) continue;
-        Inliner in;
-        in.f = &all[all_index[topo[i]]];
-        for (size_t j = 0; j < topo.size(); j++) {
-            if (j == i || inlined.count(topo[j])) continue;
-            for (auto &s : all[all_index[topo[j]]].stages)
-                for_each_expr(s, [&](Expr &e) {
-                    Expr r = in.mutate(e);
-                    if (!r.same_as(e)) e = bind_shared_subexpressions(r);
-                });
-        }
-    }
     for (auto &n : topo) {
         if (inlined.count(n)) continue;
         env.index[n] = (int)env.funcs.size();
@@ -597,27 +351,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         env.effective.funcs.push_back(schedule_value(f, fs, stages, [](const Expr &e) { return e; }));
     }
 
-    // The canonical description, for the cache key: the definitions, then the schedule.
-    std::ostringstream os;
-    Canon canon;
-    for (auto &in : env.inputs) os << "input " << canon.get(in.name) << " " << in.type.str() << " " << in.dims << (in.buffer ? " buf" : " img") << "\n";
-    for (auto &p : env.params) os << "param " << canon.get(p.name) << " " << p.param->type.str() << "\n";
-    for (auto &f : env.funcs) {
-        os << "func " << canon.get(f.name) << " " << f.type.str() << " out=" << f.output_index << " (";
-        for (auto &a : f.args) os << canon.get(a) << ",";
-        os << ")\n";
-        for (auto &s : f.stages) {
-            os << "  (";
-            for (auto &a : s.args) os << canon.mutate(a) << ",";
-            os << ") = " << canon.mutate(s.value);
-            for (auto &rv : s.rvars) os << " rv " << canon.get(rv.var) << " " << canon.mutate(rv.min) << " " << canon.mutate(rv.extent);
-            if (s.predicate.defined()) os << " where " << canon.mutate(s.predicate);
-            os << "\n";
-        }
-    }
-    os << serialize_schedule(rename_schedule(env.effective, [&](const std::string &n) { return canon.get(n); },
-                                             [&](const Expr &e) { return canon.mutate(e); }));
-    env.canonical = os.str();
+    env.canonical = cache_key(env);
     return env;
 }
 

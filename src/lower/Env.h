@@ -17,6 +17,18 @@ struct LStage {
     std::map<const void *, std::string> prefetch_names;  // prefetch sources -> unique names
 };
 
+/** Calls fn on each Expr of a stage's definition (args, value, where(), RDom bounds). */
+template <typename F>
+void for_each_expr(LStage &s, F &&fn) {
+    for (auto &a : s.args) fn(a);
+    fn(s.value);
+    if (s.predicate.defined()) fn(s.predicate);
+    for (auto &rv : s.rvars) {
+        fn(rv.min);
+        fn(rv.extent);
+    }
+}
+
 struct LFunc {
     std::string name;  // unique within the pipeline
     std::shared_ptr<FunctionContents> contents;

@@ -1,0 +1,185 @@
+// Inlining (see Inline.h).
+#include "lower/Inline.h"
+#include <algorithm>
+#include "ir/BindShared.h"
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+#include "lower/RealizationOrder.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+/** Replaces the calls to f by its value. Each node of a graph is visited once (what is shared stays
+    shared), and calls with the same arguments get the same replacement, so a chain of inlined Funcs
+    each using the last several times (f2(x) = f1(x) * f1(x) + f1(x)) is a graph of the chain's size
+    (the callers' Lets are then bound by bind_shared_subexpressions) instead of a tree exponential
+    in its length. */
+class Inliner : public GraphMutator {
+public:
+    const LFunc *f;
+
+protected:
+    Expr visit(const Let *op, const Expr &e) override {
+        lets_.push_back(op->name);
+        Expr r = IRMutator::visit(op, e);
+        lets_.pop_back();
+        return r;
+    }
+    Expr visit(const Call *op, const Expr &e) override {
+        Expr r = IRMutator::visit(op, e);
+        auto c = r.as<Call>();
+        if (c->call_type != Call::Func || c->name != f->name) return r;
+        std::vector<Expr> args = c->args;
+        std::string key = args_key(args);  // (args simplified: x - 1 + 1 and x are one key)
+        if (!key.empty()) {
+            auto it = by_args_.find(key);
+            if (it != by_args_.end()) return it->second;
+        }
+        std::map<std::string, Expr> m;
+        for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = args[i];
+        Expr v = substitute_graph(m, f->stages[0].value);
+        if (!key.empty()) by_args_.emplace(key, v);
+        return v;
+    }
+
+    /** substitute(m, e), each node of e's graph once (sharing kept); as substitute() where a Let
+        inside e rebinds one of m's names. */
+    static Expr substitute_graph(const std::map<std::string, Expr> &m, const Expr &e) {
+        class Once : public GraphMutator {
+        public:
+            explicit Once(const std::map<std::string, Expr> &m) : m_(m) {}
+            bool rebinds = false;
+
+        protected:
+            Expr visit(const Variable *op, const Expr &e) override {
+                auto it = m_.find(op->name);
+                return it == m_.end() ? e : it->second;
+            }
+            Expr visit(const Let *op, const Expr &e) override {
+                rebinds = rebinds || m_.count(op->name) > 0;
+                return IRMutator::visit(op, e);
+            }
+
+        private:
+            const std::map<std::string, Expr> &m_;
+        } once(m);
+        Expr r = once.mutate(e);
+        return once.rebinds ? substitute(m, e) : r;
+    }
+
+private:
+    std::map<std::string, Expr> by_args_;
+    std::vector<std::string> lets_;
+
+    /** The arguments' printed form, simplified (and args with them), where they are small and use no
+        name bound by a Let around the call (the same text could mean another value under another
+        Let); else empty. */
+    std::string args_key(std::vector<Expr> &args) const {
+        class Small : public IRMutator {
+        public:
+            int nodes = 0;
+            std::set<std::string> vars;
+            Expr mutate(const Expr &e) override {
+                if (!e.defined() || ++nodes > 64) return e;
+                if (auto v = e.as<Variable>()) vars.insert(v->name);
+                return IRMutator::mutate(e);
+            }
+            using IRMutator::mutate;
+        } small;
+        for (auto &a : args) small.mutate(a);
+        if (small.nodes > 64) return "";
+        for (auto &l : lets_)
+            if (small.vars.count(l)) return "";
+        std::string key;
+        for (auto &a : args) {
+            a = simplify(a);
+            key += to_string(a) + ";";
+        }
+        return key;
+    }
+};
+
+}  // namespace
+
+std::set<std::string> choose_inlined(std::vector<LFunc> &all, bool reference) {
+    // Inlined: the pure-only Funcs left at the default schedule.
+    std::set<std::string> inlined;
+    for (auto &f : all) {
+        bool is_out = f.output_index >= 0;
+        if (is_out) {
+            f.sched.compute.kind = LoopLevelSpec::Root;
+            f.sched.store.kind = LoopLevelSpec::Root;
+            continue;
+        }
+        if (f.sched.compute.kind == LoopLevelSpec::Inline) {
+            if (f.stages.size() == 1) inlined.insert(f.name);
+            else {
+                // A Func with updates cannot be inlined: it is computed at the innermost loop of its
+                // one consumer stage that is not vectorized (as an inline reduction should be),
+                // else at root.
+                f.sched.compute.kind = LoopLevelSpec::Root;
+                f.sched.store.kind = LoopLevelSpec::Root;
+                int users = 0;
+                LFunc *user = nullptr;
+                int user_stage = -1;
+                for (auto &c : all) {
+                    if (&c == &f) continue;
+                    for (size_t k = 0; k < c.stages.size(); k++) {
+                        std::vector<std::string> called = funcs_called(c.stages[k]);
+                        if (std::find(called.begin(), called.end(), f.name) != called.end()) {
+                            users++;
+                            user = &c;
+                            user_stage = (int)k;
+                        }
+                    }
+                }
+                bool user_inlined = user && user->output_index < 0 && user->sched.compute.kind == LoopLevelSpec::Inline &&
+                                    user->stages.size() == 1;
+                if (!reference && users == 1 && !user_inlined) {
+                    const auto &dims = user->stages[user_stage].sched.dims;
+                    for (auto &d : dims) {
+                        if (d.for_type == ForType::Vectorized) continue;
+                        // Inside a GPU kernel: at its innermost thread loop (each thread computes
+                        // its own), never at a block loop (one thread for the block) or outside.
+                        if (d.for_type == ForType::GPUBlock) break;
+                        f.sched.compute = LoopLevelSpec{LoopLevelSpec::At, user->contents, user->contents->name, d.var};
+                        f.sched.store = f.sched.compute;
+                        f.compute_func = f.store_func = user->name;
+                        break;
+                    }
+                }
+            }
+        } else if (f.sched.store.kind == LoopLevelSpec::Inline) {
+            f.sched.store = f.sched.compute;
+            f.store_func = f.compute_func;
+        }
+    }
+    return inlined;
+}
+
+void inline_funcs(std::vector<LFunc> &funcs, const std::map<std::string, int> &index,
+                  const std::vector<std::string> &order, const std::set<std::string> &inlined) {
+    // Consumers first: a consumer's value, with its calls to producers still in it, goes into
+    // its callers, whose calls to a producer with the same (simplified) arguments then get one
+    // replacement: a chain of inlined stencils (f2(x) = f1(x - 1) + f1(x) + f1(x + 1), ...) is
+    // a graph of about the chain's length squared. (The other inlined Funcs need nothing: those after this one in `order`
+    // went into their callers already, and those before it are its producers, which do not call
+    // it.)
+    for (size_t i = order.size(); i-- > 0;) {
+        if (!inlined.count(order[i])) continue;
+        Inliner in;
+        in.f = &funcs[index.at(order[i])];
+        for (size_t j = 0; j < order.size(); j++) {
+            if (j == i || inlined.count(order[j])) continue;
+            for (auto &s : funcs[index.at(order[j])].stages)
+                for_each_expr(s, [&](Expr &e) {
+                    Expr r = in.mutate(e);
+                    if (!r.same_as(e)) e = bind_shared_subexpressions(r);
+                });
+        }
+    }
+}
+
+}  // namespace internal
+}  // namespace weft
