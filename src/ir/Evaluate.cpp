@@ -96,7 +96,7 @@ Val ExprEvaluator::eval(const Expr &e) {
     case IRNodeType::IntImm: return make_int(n->type, (uint64_t)static_cast<const IntImm *>(n)->value);
     case IRNodeType::UIntImm: return make_int(n->type, static_cast<const UIntImm *>(n)->value);
     case IRNodeType::FloatImm: return make_float(n->type, static_cast<const FloatImm *>(n)->value);
-    case IRNodeType::Variable: return lookup(static_cast<const Variable *>(n)->name);
+    case IRNodeType::Variable: return variable(static_cast<const Variable *>(n));
     case IRNodeType::Cast: return do_cast(n->type, eval(static_cast<const Cast *>(n)->value));
     case IRNodeType::Add: case IRNodeType::Sub: case IRNodeType::Mul: case IRNodeType::Div:
     case IRNodeType::Mod: case IRNodeType::Min: case IRNodeType::Max:
@@ -286,22 +286,23 @@ Val ExprEvaluator::call(const Call *op) {
 
 
 int64_t evaluate_int(const Expr &e, const std::map<std::string, int64_t> &vars) {
-    // Variables take the type they are used with.
-    class Retype : public IRMutator {
+    // Each variable takes the type it is used with (read from the map as it is met: lowering
+    // evaluates index expressions once per digit combination, and rebuilding the Expr with
+    // constants in it each time was most of a kernel's lowering).
+    class Typed : public ExprEvaluator {
     public:
-        const std::map<std::string, int64_t> *vals;
+        explicit Typed(const std::map<std::string, int64_t> &m) : vals(m) {}
+        const std::map<std::string, int64_t> &vals;
 
     protected:
-        Expr visit(const Variable *op, const Expr &e) override {
-            auto it = vals->find(op->name);
-            if (it == vals->end()) return e;
-            if (op->type.is_float()) return make_const(op->type, (double)it->second);
-            return make_const(op->type, it->second);
+        Val variable(const Variable *op) override {
+            auto it = vals.find(op->name);
+            if (it == vals.end()) return lookup(op->name);
+            if (op->type.is_float()) return make_float(op->type, (double)it->second);
+            return make_int(op->type, (uint64_t)it->second);
         }
-    } rt;
-    rt.vals = &vars;
-    ExprEvaluator ev;
-    Val r = ev.eval(rt.mutate(e));
+    } ev(vars);
+    Val r = ev.eval(e);
     if (r.t.is_float()) return (int64_t)r.f;
     return r.t.is_int() ? r.i : (int64_t)r.u;
 }

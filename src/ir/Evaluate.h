@@ -40,6 +40,8 @@ public:
 
 protected:
     const Val &lookup(const std::string &n);
+    /** A Variable's value: by default its name's in vars. */
+    virtual Val variable(const Variable *op) { return lookup(op->name); }
     virtual Val load(const Load *op);
     /** Intrinsics: sqrt ... pow, abs, likely, reinterpret, prefetch (a no-op). */
     virtual Val call(const Call *op);

@@ -598,23 +598,40 @@ std::string algorithm_key(const Pipeline &p) {
 }
 uint64_t snapshot_builds() { return g_snapshot_builds.load(); }
 
-void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs) {
+namespace {
+/** The unscheduled lowering of p, bound to outs, run by the interpreter or (compiled) by LLVM. */
+void run_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs, bool compiled, const char *who) {
     check_pipeline(p.contents());
     Env env = build_env(p.contents()->outputs, true);
     std::vector<const BufferContents *> ptrs;
     for (auto &o : outs) {
-        if (!o.defined()) throw Error("weft: interpret_pipeline(): undefined output buffer");
+        if (!o.defined()) throw Error(std::string("weft: ") + who + "(): undefined output buffer");
         ptrs.push_back(o.contents().get());
     }
     bind(env, nullptr, ptrs.data(), ptrs.size());
     if (any_empty_output(env)) return;
     LoweredFunc lf = lower(env, shape_consts(env), "weft_reference");
+    std::shared_ptr<CompiledKernel> k;
+    if (compiled)
+        if (auto m = on_large_stack<std::shared_ptr<CompiledModule>>(
+                [&] { return compile_llvm(lf, cpu_info_for(Target::host()), nullptr); }))
+            k = std::make_shared<LLVMKernel>(lf, std::move(m));
+    if (!k) k = std::make_shared<InterpretedKernel>(std::move(lf));
     fill_args(env);
     weft_context_t ctx;
     ctx.error[0] = 0;
     ctx.error_code = 0;
-    if (interpret_lowered(lf, scratch.args.data(), &ctx) != 0)
+    if (k->call(scratch.args.data(), scratch.bufs.data(), &ctx) != 0)
         throw Error(std::string("weft: ") + (ctx.error[0] ? ctx.error : "pipeline failed"));
+}
+}  // namespace
+
+void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs) {
+    run_reference(p, outs, false, "interpret_pipeline");
+}
+
+void compiled_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs) {
+    run_reference(p, outs, true, "compiled_reference");
 }
 }  // namespace internal
 

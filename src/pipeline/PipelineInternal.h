@@ -9,6 +9,12 @@ namespace internal {
     by the interpreter. ImageParams and Params must be bound. */
 void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs);
 
+/** The same unscheduled computation as interpret_pipeline(), compiled for the host by LLVM
+    where this build has it (else interpreted). Much faster than the interpreter; for checks
+    that run many large references (for example under the sanitizers, where the interpreter
+    is instrumented and LLVM's generated code is not). */
+void compiled_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs);
+
 /** The algorithm-and-schedule part of p's cache key (names canonicalised). */
 std::string algorithm_key(const Pipeline &p);
 
