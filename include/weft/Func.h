@@ -177,9 +177,16 @@ private:
 };
 
 /** What to compile for. Cheap to copy (shares immutable contents). */
+class Target;
+namespace internal {
+Target cuda_target_without_device();
+}
+
 class Target {
 public:
     enum class Arch { Host, CUDA };
+    /** The CPU this process runs on: the same as Target::host(). */
+    Target();
     /** The CPU this process runs on (the default). */
     static Target host();
     /** The CUDA GPU (throws Error where no CUDA driver and device exist). */
@@ -206,6 +213,8 @@ public:
     const std::shared_ptr<const Data> &data() const { return d_; }
 
 private:
+    explicit Target(std::shared_ptr<const Data> d) : d_(std::move(d)) {}
+    friend Target internal::cuda_target_without_device();
     std::shared_ptr<const Data> d_;
 };
 

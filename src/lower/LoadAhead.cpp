@@ -3,7 +3,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
-#include "lower/InjectGPU.h"
+#include "lower/gpu/InjectGPU.h"
 
 namespace weft {
 namespace internal {

@@ -4,7 +4,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
-#include "lower/InjectGPU.h"
+#include "lower/gpu/InjectGPU.h"
 #include "lower/LoadAhead.h"
 #include "lower/ScheduleFunctions.h"
 #include "lower/AlignLoads.h"

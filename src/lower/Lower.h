@@ -9,8 +9,8 @@ namespace internal {
 
 /** What lowering is for, beyond the pipeline itself. */
 struct LowerOptions {
-    /** The target's architecture: for CUDA, GPU loops become kernels (see lower/InjectGPU.h). */
-    Target::Arch arch = Target::Arch::Host;
+    /** The target: for CUDA, GPU loops become kernels (see lower/gpu/InjectGPU.h). */
+    Target target;
     /** false: loops on the CPU are not vectorized (serial; for a backend that runs scalar code
         only, the interpreter of a build without LLVM); GPU kernels still are. */
     bool host_vectors = true;
@@ -19,7 +19,7 @@ struct LowerOptions {
     std::function<int(const std::string &)> profile_id;
     /** Where the IR after each pass goes; null: nowhere. */
     std::string *log = nullptr;
-    bool cuda() const { return arch == Target::Arch::CUDA; }
+    bool cuda() const { return target.arch() == Target::Arch::CUDA; }
 };
 
 /** Lowers env. shape_consts gives constants for buffer fields ("in.extent.0", "out.stride.1",

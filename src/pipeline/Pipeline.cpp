@@ -204,7 +204,7 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     per-Func timers while profiling is on. */
 LowerOptions lower_options(const Target &t, std::string *log) {
     LowerOptions o;
-    o.arch = t.arch();
+    o.target = t;
     o.host_vectors = llvm_backend_available();
     if (profile_enabled()) o.profile_id = profile_id;
     o.log = log;

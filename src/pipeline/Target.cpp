@@ -27,7 +27,6 @@ static std::shared_ptr<const Target::Data> finish(Target::Data d) {
 
 Target Target::host() {
     static const Target t = [] {
-        Target r;
         Data d;
         auto info = internal::host_cpu_info();
         d.cpu = info.cpu;
@@ -38,11 +37,12 @@ Target Target::host() {
             d.all_features.insert(item.substr(1));
             if (item[0] == '+') d.features.insert(item.substr(1));
         }
-        r.d_ = finish(std::move(d));
-        return r;
+        return Target(finish(std::move(d)));
     }();
     return t;
 }
+
+Target::Target() : d_(host().d_) {}
 
 bool cuda_available() {
     if (internal::cuda_emulated()) return true;
@@ -62,15 +62,12 @@ bool cuda_available() {
 Target Target::cuda() {
     if (!cuda_available())
         throw Error("weft: Target::cuda(): no CUDA driver (libcuda.so.1) or no CUDA device on this machine");
-    Target r;
     Data d = *host().d_;
     d.arch = Arch::CUDA;
-    r.d_ = finish(std::move(d));
     // Kernels depend on the device's compute capability and the NVRTC version too.
-    auto dd = std::make_shared<Data>(*r.d_);
+    auto dd = std::make_shared<Data>(*finish(std::move(d)));
     dd->key += "|" + internal::cuda_device_key();
-    r.d_ = dd;
-    return r;
+    return Target(std::move(dd));
 }
 
 Target Target::from_string(const std::string &s) {
@@ -125,18 +122,14 @@ Target Target::without_feature(const std::string &f) const {
     for (auto &a : d.all_features) known |= matches(a, f);
     if (!known && f != "cuda") throw Error("weft: Target::without_feature(\"" + f + "\"): unknown feature");
     if (f == "cuda") d.arch = Arch::Host;
-    Target r;
-    r.d_ = finish(std::move(d));
-    return r;
+    return Target(finish(std::move(d)));
 }
 Target Target::with_feature(const std::string &f) const {
     if (f == "cuda") return cuda();
     Data d = *d_;
     if (!d.all_features.count(f)) throw Error("weft: Target::with_feature(\"" + f + "\"): this CPU does not have it");
     d.features.insert(f);
-    Target r;
-    r.d_ = finish(std::move(d));
-    return r;
+    return Target(finish(std::move(d)));
 }
 int Target::natural_vector_size(Type t) const {
     int bytes = has_feature("avx512f") ? 64 : (has_feature("avx") ? 32 : 16);
@@ -154,6 +147,14 @@ std::string Target::str() const {
 bool Target::operator==(const Target &o) const { return d_ == o.d_ || d_->key == o.d_->key; }
 
 namespace internal {
+Target cuda_target_without_device() {
+    Target::Data d = *Target::host().data();
+    d.arch = Target::Arch::CUDA;
+    auto dd = std::make_shared<Target::Data>(*finish(std::move(d)));
+    dd->key += "|no device";
+    return Target(std::move(dd));
+}
+
 /** The LLVM feature string for a target: every known host feature, on or off. */
 CPUTargetInfo cpu_info_for(const Target &t) {
     CPUTargetInfo info;

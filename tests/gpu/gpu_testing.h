@@ -27,7 +27,7 @@ inline void add_buffer_consts(std::map<std::string, Expr> &m, const std::string 
 /** Lowering options for a CUDA target (no device needed to lower). */
 inline internal::LowerOptions cuda_lowering(std::string *log = nullptr) {
     internal::LowerOptions o;
-    o.arch = Target::Arch::CUDA;
+    o.target = internal::cuda_target_without_device();
     o.log = log;
     return o;
 }

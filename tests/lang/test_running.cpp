@@ -1,5 +1,6 @@
 // API.md "Running": realize forms, multi-output Pipelines, Callables, Targets.
 #include "lang_test_util.h"
+#include "pipeline/PipelineInternal.h"
 
 using namespace weft;
 
@@ -173,6 +174,22 @@ TEST(Running, TargetHost) {
     for (int i = 0; i < 37; i++) EXPECT_EQ(o2(i), 2 * i);
 }
 
+// A default-constructed Target is the host (it held no data before: every use crashed).
+TEST(Running, DefaultTargetIsTheHost) {
+    Target t;
+    EXPECT_EQ(t, Target::host());
+    EXPECT_EQ(t.arch(), Target::Arch::Host);
+    EXPECT_EQ(t.str(), Target::host().str());
+    Var x("x");
+    Func f("default_target_f");
+    f(x) = x + 1;
+    Buffer<int> o = f.realize({5}, t);
+    for (int i = 0; i < 5; i++) EXPECT_EQ(o(i), i + 1);
+    Target copied = t;
+    copied = Target();
+    EXPECT_EQ(copied, t);
+}
+
 TEST(Running, TargetFromString) {
     EXPECT_EQ(Target::from_string("host"), Target::host());
     EXPECT_TRUE(Target::from_string("host-fma").has_feature("fma"));
@@ -278,4 +295,43 @@ TEST(Running, InlinedChainsStayGraphs) {
     }
 }
 
+// The unscheduled reference compiled by LLVM gives what the interpreter gives, whatever the
+// pipeline's own schedule; bad outputs and unbound inputs are errors, as for the interpreter.
+TEST(Reference, CompiledMatchesInterpreted) {
+    Var x("x"), y("y");
+    ImageParam in(Int(32), 2, "ref_in");
+    Param<int> k("ref_k");
+    Func g("ref_g"), h("ref_h");
+    RDom r(0, 5, "ref_r");
+    g(x, y) = in(clamp(x + y - 2, 0, 19), y) * k + select(x % 3 == 0, y, -y);
+    h(x, y) = 0;
+    h(x, y) += g(x + r.x - 2, y) / 3 + r.x;  // an update over an RDom
+    h.update().reorder(x, r.x, y);
+    g.compute_at(h, y).vectorize(x, 8);  // ignored by both references
+    h.parallel(y).vectorize(x, 4);
+
+    Buffer<int> input(20, 7);
+    for (int j = 0; j < 7; j++)
+        for (int i = 0; i < 20; i++) input(i, j) = (i * 37 + j * 11) % 101 - 50;
+    in.set(input);
+    k.set(-3);
+    Buffer<int> a(20, 7), b(20, 7), c(20, 7);
+    internal::interpret_pipeline(Pipeline(h), {a});
+    internal::compiled_reference(Pipeline(h), {b});
+    h.realize(c);
+    for (int j = 0; j < 7; j++)
+        for (int i = 0; i < 20; i++) {
+            ASSERT_EQ(a(i, j), b(i, j)) << i << "," << j;
+            ASSERT_EQ(a(i, j), c(i, j)) << i << "," << j;
+        }
+
+    EXPECT_THROW(internal::compiled_reference(Pipeline(h), {Buffer<void>()}), Error);
+    ImageParam unbound(Float(32), 1, "ref_unbound");
+    Func u("ref_u");
+    u(x) = unbound(x) * 2.0f;
+    Buffer<float> uo(4);
+    EXPECT_THROW(internal::compiled_reference(Pipeline(u), {uo}), Error);
+}
+
 }  // namespace
+
