@@ -179,6 +179,8 @@ private:
 /** What to compile for. Cheap to copy (shares immutable contents). */
 class Target;
 namespace internal {
+/** Not for users: a CUDA target that needs no device, for lowering and compiling kernels with
+    NVRTC only (its kernels cannot run; Target::cuda() is the one that runs them). */
 Target cuda_target_without_device();
 }
 

@@ -615,7 +615,7 @@ void run_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs, boo
     if (compiled)
         if (auto m = on_large_stack<std::shared_ptr<CompiledModule>>(
                 [&] { return compile_llvm(lf, cpu_info_for(Target::host()), nullptr); }))
-            k = std::make_shared<LLVMKernel>(lf, std::move(m));
+            k = std::make_shared<LLVMKernel>(std::move(lf), std::move(m));
     if (!k) k = std::make_shared<InterpretedKernel>(std::move(lf));
     fill_args(env);
     weft_context_t ctx;

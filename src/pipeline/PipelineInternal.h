@@ -18,10 +18,6 @@ void compiled_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs
 /** The algorithm-and-schedule part of p's cache key (names canonicalised). */
 std::string algorithm_key(const Pipeline &p);
 
-/** A CUDA target that needs no device: for lowering and compiling kernels with NVRTC only
-    (its kernels cannot run; Target::cuda() is the one to run them). Declared in weft/Func.h. */
-Target cuda_target_without_device();
-
 /** The id of a profiled Func's timer (by name; Profile.cpp). */
 int profile_id(const std::string &name);
 

@@ -17,12 +17,20 @@ struct Target::Data {
     std::string key;                     // arch, cpu and features, for comparisons and cache keys
 };
 
-static std::shared_ptr<const Target::Data> finish(Target::Data d) {
+/** d with its key: arch, cpu and features, then key_suffix (what else the kernels depend on). */
+static std::shared_ptr<const Target::Data> finish(Target::Data d, const std::string &key_suffix = "") {
     std::ostringstream k;
     k << (int)d.arch << ":" << d.cpu << ":";
     for (auto &f : d.features) k << f << ",";
-    d.key = k.str();
+    d.key = k.str() + key_suffix;
     return std::make_shared<const Target::Data>(std::move(d));
+}
+
+/** The host's CPU with a CUDA device; key_suffix tells devices apart. */
+static std::shared_ptr<const Target::Data> cuda_data(const std::string &key_suffix) {
+    Target::Data d = *Target::host().data();
+    d.arch = Target::Arch::CUDA;
+    return finish(std::move(d), key_suffix);
 }
 
 Target Target::host() {
@@ -62,12 +70,8 @@ bool cuda_available() {
 Target Target::cuda() {
     if (!cuda_available())
         throw Error("weft: Target::cuda(): no CUDA driver (libcuda.so.1) or no CUDA device on this machine");
-    Data d = *host().d_;
-    d.arch = Arch::CUDA;
     // Kernels depend on the device's compute capability and the NVRTC version too.
-    auto dd = std::make_shared<Data>(*finish(std::move(d)));
-    dd->key += "|" + internal::cuda_device_key();
-    return Target(std::move(dd));
+    return Target(cuda_data("|" + internal::cuda_device_key()));
 }
 
 Target Target::from_string(const std::string &s) {
@@ -147,13 +151,7 @@ std::string Target::str() const {
 bool Target::operator==(const Target &o) const { return d_ == o.d_ || d_->key == o.d_->key; }
 
 namespace internal {
-Target cuda_target_without_device() {
-    Target::Data d = *Target::host().data();
-    d.arch = Target::Arch::CUDA;
-    auto dd = std::make_shared<Target::Data>(*finish(std::move(d)));
-    dd->key += "|no device";
-    return Target(std::move(dd));
-}
+Target cuda_target_without_device() { return Target(cuda_data("|no device")); }
 
 /** The LLVM feature string for a target: every known host feature, on or off. */
 CPUTargetInfo cpu_info_for(const Target &t) {

@@ -534,18 +534,22 @@ private:
         return r;
     }
 
+    /** op with its body rewritten by f, its let in scope (lets) meanwhile. */
+    template <typename F>
+    Stmt under_let(const LetStmt *op, F &&f) {
+        lets.push_back({op->name, op->value});
+        Stmt b = f(op->body);
+        lets.pop_back();
+        return LetStmt::make(op->name, op->value, b);
+    }
+
     Stmt single_thread(const Stmt &s) {
         return leaf(For::make(thread_var(0), 0, 1, ForType::GPUThread, s), s);
     }
 
     Stmt block_level(const Stmt &s) {
         if (!s.defined()) return s;
-        if (auto op = s.as<LetStmt>()) {
-            lets.push_back({op->name, op->value});
-            Stmt b = block_level(op->body);
-            lets.pop_back();
-            return LetStmt::make(op->name, op->value, b);
-        }
+        if (auto op = s.as<LetStmt>()) return under_let(op, [&](const Stmt &b) { return block_level(b); });
         if (auto op = s.as<Block>()) {
             Stmt a = block_level(op->first);
             Stmt b = block_level(op->rest);
@@ -690,12 +694,7 @@ private:
 
     Stmt in_thread(const Stmt &s) {
         if (!s.defined()) return s;
-        if (auto op = s.as<LetStmt>()) {
-            lets.push_back({op->name, op->value});
-            Stmt b = in_thread(op->body);
-            lets.pop_back();
-            return LetStmt::make(op->name, op->value, b);
-        }
+        if (auto op = s.as<LetStmt>()) return under_let(op, [&](const Stmt &b) { return in_thread(b); });
         if (auto op = s.as<Block>()) return Block::make(in_thread(op->first), in_thread(op->rest));
         if (auto op = s.as<IfThenElse>()) return IfThenElse::make(op->condition, in_thread(op->then_case), in_thread(op->else_case));
         if (auto op = s.as<Allocate>()) {
