@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaPipeline.h"
 #include "gpu/gpu_testing.h"
 
 using namespace weft;

@@ -13,151 +13,6 @@ namespace weft {
 namespace internal {
 namespace {
 
-/** What the CUDA C needs from CUDA, for a host C++ compiler: the CPU emulation of a device
-    (see codegen_cuda's emulate). Blocks run one after another; each thread of a block is a
-    fiber that runs until it reaches __syncthreads() or ends, thread 0 first (in every other
-    block the last thread first): so a thread that reads shared memory written by other threads
-    without a barrier in between reads it before they have written it, and a wrong or missing
-    barrier shows in the results. Shared memory is filled with all-ones bytes (NaN for floats)
-    at the start of each block, so that a read of what the block has not written shows too. */
-const char *kEmulationHeader = R"(// CPU emulation of the CUDA features weft's kernels use
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-#include <ucontext.h>
-#include <memory>
-#include <stdexcept>
-#include <string>
-#include <vector>
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
-#define __restrict__ __restrict
-#define __align__(n) __attribute__((aligned(n)))
-#define __shared__ static thread_local
-struct weft_emu_trap_error : std::runtime_error {
-    weft_emu_trap_error() : std::runtime_error("__trap() (a failed assertion) in an emulated kernel") {}
-};
-static inline void __trap() { throw weft_emu_trap_error(); }
-struct weft_emu_dim3 { unsigned x, y, z; };
-static thread_local weft_emu_dim3 threadIdx, blockIdx;
-struct weft_emu_fiber {
-    ucontext_t ctx;
-    weft_emu_dim3 idx;
-    bool done;
-};
-static thread_local ucontext_t weft_emu_sched;
-static thread_local weft_emu_fiber *weft_emu_cur;
-static thread_local void (*weft_emu_body)(void **);
-static thread_local void **weft_emu_params;
-static thread_local std::string weft_emu_failure;
-static inline void __syncthreads() { swapcontext(&weft_emu_cur->ctx, &weft_emu_sched); }
-static void weft_emu_entry() {
-    try {
-        weft_emu_body(weft_emu_params);
-    } catch (std::exception &e) {
-        if (weft_emu_failure.empty()) weft_emu_failure = e.what();
-    }
-    weft_emu_cur->done = true;  // returns to uc_link, the scheduler
-}
-static void weft_emu_run_grid(void (*body)(void **), void (*poison)(), void **p, unsigned gx, unsigned gy,
-                              unsigned gz, unsigned bx, unsigned by, unsigned bz) {
-    const size_t kStack = 64 * 1024, n = (size_t)bx * by * bz;
-    std::vector<weft_emu_fiber> f(n);
-    std::unique_ptr<char[]> stacks(new char[n * kStack]);
-    weft_emu_body = body;
-    weft_emu_params = p;
-    weft_emu_failure.clear();
-    for (unsigned z = 0; z < gz && weft_emu_failure.empty(); z++)
-        for (unsigned y = 0; y < gy && weft_emu_failure.empty(); y++)
-            for (unsigned x = 0; x < gx && weft_emu_failure.empty(); x++) {
-                blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;
-                poison();  // a read of shared memory this block did not write gives NaN (or all ones)
-                // Every other block runs its threads last first: a read of what another thread
-                // writes before the next barrier then sees the old value whichever thread wrote it.
-                const bool reverse = (x + y + z) % 2 == 1;
-                for (size_t t = 0; t < n; t++) {
-                    f[t].idx.x = (unsigned)(t % bx);
-                    f[t].idx.y = (unsigned)(t / bx % by);
-                    f[t].idx.z = (unsigned)(t / ((size_t)bx * by));
-                    f[t].done = false;
-                    getcontext(&f[t].ctx);
-                    f[t].ctx.uc_stack.ss_sp = stacks.get() + t * kStack;
-                    f[t].ctx.uc_stack.ss_size = kStack;
-                    f[t].ctx.uc_link = &weft_emu_sched;
-                    makecontext(&f[t].ctx, weft_emu_entry, 0);
-                }
-                size_t alive = n;
-                while (alive && weft_emu_failure.empty()) {
-                    size_t waiting = 0, ended = 0;
-                    for (size_t i = 0; i < n && weft_emu_failure.empty(); i++) {
-                        size_t t = reverse ? n - 1 - i : i;
-                        if (f[t].done) continue;
-                        weft_emu_cur = &f[t];
-                        threadIdx = f[t].idx;
-                        swapcontext(&weft_emu_sched, &f[t].ctx);
-                        if (f[t].done) alive--, ended++;
-                        else waiting++;
-                    }
-                    if (waiting && ended && weft_emu_failure.empty())
-                        weft_emu_failure = "__syncthreads() that not every thread of the block reaches";
-                }
-            }
-    if (!weft_emu_failure.empty()) throw std::runtime_error(weft_emu_failure);
-}
-template <typename T> static inline T weft_emu_bits(const void *p) { T v; memcpy(&v, p, sizeof v); return v; }
-// Shared memory is thread_local storage here; its address goes through this so that the host
-// compiler cannot fold a constant index (a wrapped one, in a branch not taken) into the TLS
-// relocation, whose 32 bits it can overflow.
-template <typename T> static inline T *weft_emu_opaque(T *p) { asm volatile("" : "+r"(p)); return p; }
-// Per-thread arrays start as all-ones bytes (NaN) too: reading an element not written shows.
-#define WEFT_POISON_LOCAL(a) memset(a, 0xff, sizeof a)
-static inline float __int_as_float(unsigned u) { return weft_emu_bits<float>(&u); }
-// Atomics: a block's threads are fibers of one host thread, switching only at __syncthreads(),
-// and blocks run one after another, so a plain read-modify-write is atomic here.
-template <typename T> static inline T atomicAdd(T *p, T v) { T o = *p; *p = (T)(o + v); return o; }
-template <typename T> static inline T atomicMin(T *p, T v) { T o = *p; *p = v < o ? v : o; return o; }
-template <typename T> static inline T atomicMax(T *p, T v) { T o = *p; *p = v > o ? v : o; return o; }
-template <typename T> static inline T atomicCAS(T *p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
-static inline double __longlong_as_double(long long u) { return weft_emu_bits<double>(&u); }
-// Saturating conversions toward zero, NaN -> 0 (as the cvt.rzi.sat instructions).
-template <typename I, typename F> static inline I weft_emu_sat(F x, double lo, double hi) {
-    if (x != x) return 0;
-    if ((double)x <= lo) return (I)lo;
-    if ((double)x >= hi) return (I)hi;
-    return (I)x;
-}
-// 64-bit bounds are not exact in float or double: compare with 2^63 and 2^64 themselves.
-template <typename F> static inline long long weft_emu_ll(F x) {
-    if (x != x) return 0;
-    if (x >= (F)9.2233720368547758e18) return INT64_MAX;
-    if (x <= (F)-9.2233720368547758e18) return INT64_MIN;
-    return (long long)x;
-}
-template <typename F> static inline unsigned long long weft_emu_ull(F x) {
-    if (x != x || x <= 0) return 0;
-    if (x >= (F)1.8446744073709552e19) return UINT64_MAX;
-    return (unsigned long long)x;
-}
-static inline int __float2int_rz(float x) { return weft_emu_sat<int>(x, -2147483648.0, 2147483647.0); }
-static inline unsigned __float2uint_rz(float x) { return weft_emu_sat<unsigned>(x, 0.0, 4294967295.0); }
-static inline long long __float2ll_rz(float x) { return weft_emu_ll(x); }
-static inline unsigned long long __float2ull_rz(float x) { return weft_emu_ull(x); }
-static inline int __double2int_rz(double x) { return weft_emu_sat<int>(x, -2147483648.0, 2147483647.0); }
-static inline unsigned __double2uint_rz(double x) { return weft_emu_sat<unsigned>(x, 0.0, 4294967295.0); }
-static inline long long __double2ll_rz(double x) { return weft_emu_ll(x); }
-static inline unsigned long long __double2ull_rz(double x) { return weft_emu_ull(x); }
-#define WEFT_EMU_VEC(T, N2, N4)                                                             \
-    struct alignas(2 * sizeof(T)) N2 { T x, y; };                                           \
-    struct alignas(4 * sizeof(T)) N4 { T x, y, z, w; };                                     \
-    static inline N2 make_##N2(T a, T b) { return N2{a, b}; }                               \
-    static inline N4 make_##N4(T a, T b, T c, T d) { return N4{a, b, c, d}; }
-WEFT_EMU_VEC(float, float2, float4)
-WEFT_EMU_VEC(int, int2, int4)
-WEFT_EMU_VEC(unsigned, uint2, uint4)
-)";
-
 const char *kPrelude = R"(// generated by weft (CUDA backend)
 #ifndef WEFT_POISON_LOCAL
 #define WEFT_POISON_LOCAL(a)  // (the emulation fills per-thread arrays with all-ones bytes)
@@ -273,74 +128,6 @@ std::string float_literal(double v, int bits) {
     if (bits == 32) s += "f";
     return s;
 }
-
-/** The free variables and buffers of a kernel. */
-class KernelUses : public IRVisitor {
-public:
-    std::vector<std::pair<std::string, Type>> vars;  // first-use order
-    std::set<std::string> var_seen;
-    std::vector<std::string> buffers;
-    std::map<std::string, Type> buffer_type;
-    std::set<std::string> written;
-    std::vector<std::set<std::string>> scopes{{}};
-    std::set<std::string> allocated;
-
-    bool defined(const std::string &n) const {
-        for (auto &s : scopes)
-            if (s.count(n)) return true;
-        return n.compare(0, 9, "blockIdx.") == 0 || n.compare(0, 10, "threadIdx.") == 0;
-    }
-
-protected:
-    void visit(const Variable *op) override {
-        if (!defined(op->name) && !var_seen.count(op->name)) {
-            var_seen.insert(op->name);
-            vars.push_back({op->name, op->type});
-        }
-    }
-    void visit(const Let *op) override {
-        include(op->value);
-        scopes.push_back({op->name});
-        include(op->body);
-        scopes.pop_back();
-    }
-    void visit(const LetStmt *op) override {
-        include(op->value);
-        scopes.push_back({op->name});
-        include(op->body);
-        scopes.pop_back();
-    }
-    void visit(const For *op) override {
-        include(op->min);
-        include(op->extent);
-        scopes.push_back({op->name});
-        include(op->body);
-        scopes.pop_back();
-    }
-    void buffer(const std::string &n, Type t) {
-        if (allocated.count(n)) return;
-        if (!buffer_type.count(n)) {
-            buffers.push_back(n);
-            buffer_type[n] = t.element_of();
-        }
-    }
-    void visit(const Load *op) override {
-        buffer(op->name, op->type);
-        IRVisitor::visit(op);
-    }
-    void visit(const Store *op) override {
-        buffer(op->name, op->value.type());
-        if (!allocated.count(op->name)) written.insert(op->name);
-        IRVisitor::visit(op);
-    }
-    void visit(const Allocate *op) override {
-        include(op->extent);
-        bool had = allocated.count(op->name);
-        allocated.insert(op->name);
-        include(op->body);
-        if (!had) allocated.erase(op->name);
-    }
-};
 
 /** Which threadIdx dimensions a thread nest uses. */
 class ThreadDims : public IRVisitor {
@@ -875,226 +662,86 @@ Expr lane_of(const Expr &e, int i, const std::map<const ExprNode *, std::string>
     }
 }
 
-class ExtractKernels : public IRMutator {
-public:
-    CudaProgram *prog;
-    std::string prefix;
-    bool emulate = false;
-    std::ostringstream src;
+/** Appends kernel k's CUDA C (or, with emulate, its host C++ and launcher) to src; sets
+    k.shared_bytes. */
+void emit_kernel(CudaKernel &k, bool emulate, std::ostringstream &src) {
+    SharedAllocs sh;
+    sh.include(k.body);
 
-protected:
-    Stmt visit(const For *op, const Stmt &s) override {
-        if (op->for_type != ForType::GPUBlock) return IRMutator::visit(op, s);
-        CudaKernel k;
-        k.name = prefix + "_k" + std::to_string(prog->kernels.size());
-        k.loop = op->name;
-        for (int d = 0; d < 3; d++) k.grid[d] = Expr(1);
-        // The grid, and the block size (the max thread-loop extent per dimension).
-        Stmt cur = s;
-        while (auto f = cur.as<For>()) {
-            if (f->for_type != ForType::GPUBlock) break;
-            int d = f->name.back() - 'x';
-            k.grid[d] = f->extent;
-            cur = f->body;
-        }
-        class Block : public IRVisitor {
-        public:
-            int b[3] = {1, 1, 1};
-
-        protected:
-            void visit(const For *op) override {
-                if (op->for_type == ForType::GPUThread) {
-                    int64_t c = 1;
-                    is_const_int(op->extent, &c);
-                    int d = op->name.back() - 'x';
-                    b[d] = std::max<int>(b[d], (int)c);
-                }
-                IRVisitor::visit(op);
-            }
-        } bl;
-        bl.include(cur);
-        for (int d = 0; d < 3; d++) k.block[d] = bl.b[d];
-        KernelUses uses;
-        uses.include(cur);
-        SharedAllocs sh;
-        sh.include(cur);
-
-        Emitter em;
-        for (int d = 0; d < 3; d++) em.block[d] = k.block[d];
-        std::string sig;
-        for (auto &b : uses.buffers) {
-            CudaKernelParam p{b, true, uses.buffer_type[b], uses.written.count(b) > 0};
-            k.params.push_back(p);
-            std::string t = storage_type(p.type);
-            sig += std::string(sig.empty() ? "" : ",\n    ") + (p.written ? "" : "const ") + t + " *__restrict__ " + em.id(b);
-        }
-        for (auto &v : uses.vars) {
-            if (v.second.is_handle()) throw Error("weft internal error: CUDA codegen: handle parameter " + v.first);
-            k.params.push_back({v.first, false, v.second, false});
-            sig += std::string(sig.empty() ? "" : ",\n    ") + "const " + ctype(v.second) + " " + em.id(v.first);
-        }
-        int threads = k.block[0] * k.block[1] * k.block[2];
-        std::string poison;  // emulation: fills the kernel's shared memory with NaN / all-ones bytes
-        if (emulate)
-            for (auto &n : sh.order) {
-                auto &a = sh.allocs[n];
-                std::string g = "weft_emu_sh_" + k.name + "_" + em.id(n);
-                src << "static thread_local __attribute__((aligned(16))) " << storage_type(a.first) << " " << g << "["
-                    << std::max<int64_t>(a.second, 1) << "];\n";
-                poison += "    memset(" + g + ", 0xff, sizeof " + g + ");\n";
-            }
-        src << "// kernel for loop " << op->name << ": block " << k.block[0] << "x" << k.block[1] << "x" << k.block[2] << "\n";
-        // The launch bounds: the block's threads, and the blocks per multiprocessor where
-        // compile_kernels asks ptxas for more than one (a second argument of 1 is not the same
-        // as none to ptxas: it is left out).
-        std::string bounds = "WEFT_LAUNCH_BOUNDS_" + k.name;
-        src << "#ifndef " << bounds << "\n#define " << bounds << " " << threads << "\n#endif\n";
-        src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") " << k.name << "(\n    " << sig << ") {\n";
+    Emitter em;
+    for (int d = 0; d < 3; d++) em.block[d] = k.block[d];
+    std::string sig;
+    for (auto &p : k.params) {
+        sig += sig.empty() ? "" : ",\n    ";
+        if (p.is_buffer) sig += (p.written ? "" : "const ") + storage_type(p.type) + " *__restrict__ " + em.id(p.name);
+        else sig += "const " + ctype(p.type) + " " + em.id(p.name);
+    }
+    int threads = k.block[0] * k.block[1] * k.block[2];
+    std::string poison;  // emulation: fills the kernel's shared memory with NaN / all-ones bytes
+    if (emulate)
         for (auto &n : sh.order) {
             auto &a = sh.allocs[n];
-            int64_t bytes = std::max<int64_t>(a.second, 1) * a.first.bytes();
-            k.shared_bytes += (bytes + 15) / 16 * 16;
-            if (emulate)  // see weft_emu_opaque
-                src << "    " << storage_type(a.first) << " *const " << em.id(n) << " = weft_emu_opaque(weft_emu_sh_"
-                    << k.name << "_" << em.id(n) << ");\n";
+            std::string g = "weft_emu_sh_" + k.name + "_" + em.id(n);
+            src << "static thread_local __attribute__((aligned(16))) " << storage_type(a.first) << " " << g << "["
+                << std::max<int64_t>(a.second, 1) << "];\n";
+            poison += "    memset(" + g + ", 0xff, sizeof " + g + ");\n";
+        }
+    src << "// kernel for loop " << k.loop << ": block " << k.block[0] << "x" << k.block[1] << "x" << k.block[2] << "\n";
+    // The launch bounds: the block's threads, and the blocks per multiprocessor where
+    // compile_kernels asks ptxas for more than one (a second argument of 1 is not the same
+    // as none to ptxas: it is left out).
+    std::string bounds = "WEFT_LAUNCH_BOUNDS_" + k.name;
+    src << "#ifndef " << bounds << "\n#define " << bounds << " " << threads << "\n#endif\n";
+    src << "extern \"C\" __global__ void __launch_bounds__(" << bounds << ") " << k.name << "(\n    " << sig << ") {\n";
+    for (auto &n : sh.order) {
+        auto &a = sh.allocs[n];
+        int64_t bytes = std::max<int64_t>(a.second, 1) * a.first.bytes();
+        k.shared_bytes += (bytes + 15) / 16 * 16;
+        if (emulate)  // see weft_emu_opaque
+            src << "    " << storage_type(a.first) << " *const " << em.id(n) << " = weft_emu_opaque(weft_emu_sh_"
+                << k.name << "_" << em.id(n) << ");\n";
+        else
+            src << "    __shared__ __align__(16) " << storage_type(a.first) << " " << em.id(n) << "["
+                << std::max<int64_t>(a.second, 1) << "];\n";
+    }
+    em.stmt(k.body);
+    src << em.os.str() << "}\n\n";
+    if (emulate) {
+        // The launcher the emulated driver calls: the kernel's parameters from the launch's
+        // argument slots (device pointers are host pointers here), the grid run by the
+        // header's scheduler, each thread a fiber.
+        src << "static void weft_emu_body_" << k.name << "(void **p) {\n    " << k.name << "(";
+        for (size_t i = 0; i < k.params.size(); i++) {
+            const CudaKernelParam &q = k.params[i];
+            if (i) src << ", ";
+            if (q.is_buffer)
+                src << "(" << (q.written ? "" : "const ") << storage_type(q.type) << " *)(uintptr_t)*(const u64 *)p[" << i << "]";
             else
-                src << "    __shared__ __align__(16) " << storage_type(a.first) << " " << em.id(n) << "["
-                    << std::max<int64_t>(a.second, 1) << "];\n";
+                src << "*(const " << ctype(q.type) << " *)p[" << i << "]";
         }
-        em.stmt(cur);
-        src << em.os.str() << "}\n\n";
-        if (emulate) {
-            // The launcher the emulated driver calls: the kernel's parameters from the launch's
-            // argument slots (device pointers are host pointers here), the grid run by the
-            // header's scheduler, each thread a fiber.
-            src << "static void weft_emu_body_" << k.name << "(void **p) {\n    " << k.name << "(";
-            for (size_t i = 0; i < k.params.size(); i++) {
-                const CudaKernelParam &q = k.params[i];
-                if (i) src << ", ";
-                if (q.is_buffer)
-                    src << "(" << (q.written ? "" : "const ") << storage_type(q.type) << " *)(uintptr_t)*(const u64 *)p[" << i << "]";
-                else
-                    src << "*(const " << ctype(q.type) << " *)p[" << i << "]";
-            }
-            src << ");\n}\n";
-            src << "static void weft_emu_poison_" << k.name << "() {\n" << poison << "}\n";
-            src << "extern \"C\" void weft_emu_" << k.name << "(void **p, unsigned gx, unsigned gy, unsigned gz) {\n"
-                << "    weft_emu_run_grid(weft_emu_body_" << k.name << ", weft_emu_poison_" << k.name << ", p, gx, gy, gz, "
-                << k.block[0] << ", " << k.block[1] << ", " << k.block[2] << ");\n}\n\n";
-        }
-        int idx = (int)prog->kernels.size();
-        prog->kernels.push_back(std::move(k));
-        return Evaluate::make(Call::make_intrinsic(Int(32), "gpu_launch", {Expr(idx)}));
+        src << ");\n}\n";
+        src << "static void weft_emu_poison_" << k.name << "() {\n" << poison << "}\n";
+        src << "extern \"C\" void weft_emu_" << k.name << "(void **p, unsigned gx, unsigned gy, unsigned gz) {\n"
+            << "    weft_emu_run_grid(weft_emu_body_" << k.name << ", weft_emu_poison_" << k.name << ", p, gx, gy, gz, "
+            << k.block[0] << ", " << k.block[1] << ", " << k.block[2] << ");\n}\n\n";
     }
-};
-
-/** Splits the host code (kernels already replaced by gpu_launch) into what drives the kernels
-    and host stages: each largest run of statements that stores something and launches
-    nothing becomes a CPU pipeline of its own (CudaHostStage), called by host_stage(index). */
-class SplitHostStages {
-public:
-    SplitHostStages(const LoweredFunc &f, CudaProgram &p) : prog(p) {
-        for (auto &a : f.args)
-            if (a.kind == LoweredArg::Buffer) pipeline_buffers[a.name] = a.dims;
-    }
-
-    Stmt split(const Stmt &s) {
-        if (!s.defined()) return s;
-        if (stack_low()) return on_large_stack<Stmt>([&] { return split(s); });
-        Scan sc = scan(s);
-        if (!sc.store) return s;
-        if (!sc.launch) return stage(s);
-        if (s.as<Block>()) {
-            std::vector<Stmt> items, out, run;
-            flatten(s, items);
-            bool run_stores = false;
-            auto flush = [&] {
-                if (run.empty()) return;
-                Stmt r = Block::make(run);
-                out.push_back(run_stores ? stage(r) : r);
-                run.clear();
-                run_stores = false;
-            };
-            for (auto &it : items) {
-                Scan c = scan(it);
-                if (c.launch) {
-                    flush();
-                    out.push_back(split(it));
-                } else {
-                    run.push_back(it);
-                    run_stores |= c.store;
-                }
-            }
-            flush();
-            return Block::make(out);
-        }
-        if (auto op = s.as<For>()) return For::make(op->name, op->min, op->extent, op->for_type, split(op->body));
-        if (auto op = s.as<LetStmt>()) return LetStmt::make(op->name, op->value, split(op->body));
-        if (auto op = s.as<IfThenElse>()) return IfThenElse::make(op->condition, split(op->then_case), split(op->else_case));
-        if (auto op = s.as<Allocate>()) return Allocate::make(op->name, op->type, op->extent, op->memory_type, split(op->body));
-        throw Error("weft internal error: CUDA codegen: host statement with stores and kernels cannot be split");
-    }
-
-private:
-    CudaProgram &prog;
-    std::map<std::string, int> pipeline_buffers;
-
-    struct Scan {
-        bool store = false, launch = false;
-    };
-    static Scan scan(const Stmt &s) {
-        class V : public IRVisitor {
-        public:
-            Scan r;
-
-        protected:
-            void visit(const Store *op) override { r.store = true; }
-            void visit(const Call *op) override {
-                if (op->is_intrinsic("gpu_launch")) r.launch = true;
-                IRVisitor::visit(op);
-            }
-        } v;
-        v.include(s);
-        return v.r;
-    }
-    Stmt stage(const Stmt &body) {
-        KernelUses uses;
-        uses.include(body);
-        CudaHostStage st;
-        int idx = (int)prog.stages.size();
-        st.fn.name = "host_stage_" + std::to_string(idx);
-        st.fn.body = body;
-        std::set<std::string> from_buffers;  // fields of the pipeline's buffers: read from their weft_buffer_t
-        for (auto &b : uses.buffers) {
-            auto it = pipeline_buffers.find(b);
-            int dims = it == pipeline_buffers.end() ? 0 : it->second;
-            st.fn.args.push_back({b, LoweredArg::Buffer, uses.buffer_type[b], dims});
-            st.written.push_back(uses.written.count(b) > 0);
-            for (int d = 0; d < dims; d++)
-                for (const char *fld : {"min", "extent", "stride"}) from_buffers.insert(buffer_field(b, fld, d));
-        }
-        for (auto &v : uses.vars) {
-            if (from_buffers.count(v.first)) continue;
-            if (v.second.is_handle() || v.second.is_vector())
-                throw Error("weft internal error: CUDA codegen: host stage uses " + v.first + " of an unsupported type");
-            st.fn.args.push_back({v.first, LoweredArg::Scalar, v.second, 0});
-        }
-        prog.stages.push_back(std::move(st));
-        return Evaluate::make(Call::make_intrinsic(Int(32), "host_stage", {Expr(idx)}));
-    }
-};
+}
 
 }  // namespace
 
+std::string cuda_source(CudaProgram &p, bool emulate) {
+    std::ostringstream src;
+    src << kPrelude;
+    for (auto &k : p.kernels) {
+        k.shared_bytes = 0;
+        emit_kernel(k, emulate, src);
+    }
+    return src.str();
+}
+
 CudaProgram codegen_cuda(const LoweredFunc &f, bool emulate) {
-    CudaProgram prog;
-    ExtractKernels ex;
-    ex.prog = &prog;
-    ex.prefix = f.name;
-    ex.emulate = emulate;
-    prog.host = ex.mutate(f.body);
-    if (!prog.kernels.empty()) prog.host = SplitHostStages(f, prog).split(prog.host);
-    prog.source = (emulate ? std::string(kEmulationHeader) : std::string()) + kPrelude + ex.src.str();
+    CudaProgram prog = split_host_device(f);
+    prog.source = cuda_source(prog, emulate);
     return prog;
 }
 

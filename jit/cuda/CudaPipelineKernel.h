@@ -1,7 +1,7 @@
 // The CUDA backend's kernel: host code that launches the kernels (and runs host stages).
 #pragma once
 #include "cache/Kernel.h"
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaPipeline.h"
 
 namespace weft {
 namespace internal {

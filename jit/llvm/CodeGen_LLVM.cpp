@@ -1,7 +1,7 @@
 // The CPU backend: lowered IR -> LLVM IR -> O3 -> object code -> ORC JIT (LLVM 19).
-#include <cmath>
-#include "weft/Func.h"  // MemoryType (IR.h uses it without including it)
 #include "llvm/CodeGen_LLVM.h"
+#include <cmath>
+#include <cstddef>
 
 #include <math.h>
 #include <string.h>
@@ -86,6 +86,7 @@ JITState &jit_state() {
         add("weft_rt_assert_fail", (const void *)&weft_rt_assert_fail);
         add("weft_rt_num_threads", (const void *)&weft_rt_num_threads);
         add("weft_rt_profile", (const void *)&weft_rt_profile);
+        add("weft_rt_device_call", (const void *)&weft_rt_device_call);
 using F1 = float (*)(float);
         using F2 = float (*)(float, float);
         using D1 = double (*)(double);
@@ -858,6 +859,7 @@ private:
             intrinsic(llvm::Intrinsic::prefetch, {p->getType()}, {p, b.getInt32(0), b.getInt32(3), b.getInt32(1)});
             return b.getInt32(0);
         }
+        if (nm == "device_call") return codegen_device_call(op);
         if (nm == "weft_rt_profile") {
             // profile(id, begin): per-Func timing (WEFT_PROFILE).
             llvm::FunctionCallee f = mod.getOrInsertFunction(
@@ -1054,6 +1056,37 @@ private:
         llvm::Value *r = b.CreateCall(rt("weft_rt_assert_fail"), {fs->ctx, msg, arr, b.getInt32(n)});
         emit_fail_return(r);
         b.SetInsertPoint(ok_bb);
+    }
+
+    /** device_call(device, op, index, args...): weft_rt_device_call with the args (Int(64)
+        each) in an array; where it records a failure in the context, the function returns
+        its code (after freeing what it allocated). */
+    llvm::Value *codegen_device_call(const Call *op) {
+        if (op->args.size() < 3) fail("device_call without its device, op and index");
+        llvm::Value *dev = codegen(op->args[0]);
+        llvm::Value *code = codegen(op->args[1]), *index = codegen(op->args[2]);
+        int n = (int)op->args.size() - 3;
+        llvm::Value *arr = llvm::ConstantPointerNull::get(ptr);
+        if (n > 0) {
+            arr = entry_alloca(llvm::ArrayType::get(i64, n), nullptr, 8, "device_args");
+            for (int i = 0; i < n; i++) {
+                if (op->args[3 + i].type() != Int(64)) fail("device_call argument not an Int(64)");
+                b.CreateStore(codegen(op->args[3 + i]), b.CreateConstInBoundsGEP1_64(i64, arr, i));
+            }
+        }
+        llvm::FunctionCallee f = mod.getOrInsertFunction(
+            "weft_rt_device_call", llvm::FunctionType::get(i64, {ptr, ptr, i32, i32, ptr, i32}, false));
+        if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) fn->addFnAttr(llvm::Attribute::NoUnwind);
+        llvm::Value *r = b.CreateCall(f, {fs->ctx, dev, code, index, arr, b.getInt32(n)});
+        llvm::Value *err = b.CreateLoad(i32, b.CreateConstInBoundsGEP1_64(i8, fs->ctx, offsetof(weft_context_t, error_code)));
+        auto *fail_bb = llvm::BasicBlock::Create(ctx, "device_fail", fs->fn);
+        auto *ok_bb = llvm::BasicBlock::Create(ctx, "device_ok", fs->fn);
+        llvm::MDBuilder md(ctx);
+        b.CreateCondBr(b.CreateICmpEQ(err, b.getInt32(0)), ok_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
+        b.SetInsertPoint(fail_bb);
+        emit_fail_return(err);
+        b.SetInsertPoint(ok_bb);
+        return r;
     }
 
     void codegen_for(const For *op) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <vector>
 #include <limits>
 #include "ir/Evaluate.h"
 #include "ir/IRVisitor.h"
@@ -68,6 +69,16 @@ public:
         if (op->call_type == Call::Intrinsic && op->name == "weft_rt_profile") {
             weft_rt_profile(ctx, (int32_t)eval(op->args[0]).i, (int32_t)eval(op->args[1]).i);
             return make_int(Int(32), 0);
+        }
+        if (op->call_type == Call::Intrinsic && op->name == "device_call") {
+            // device_call(device, op, index, args...): see weft_rt_device_call.
+            std::vector<int64_t> args;
+            for (size_t i = 3; i < op->args.size(); i++) args.push_back(eval(op->args[i]).i);
+            int64_t r = weft_rt_device_call(ctx, (weft_device_t *)(uintptr_t)eval(op->args[0]).u,
+                                            (int32_t)eval(op->args[1]).i, (int32_t)eval(op->args[2]).i, args.data(),
+                                            (int32_t)args.size());
+            if (ctx->error_code != 0) throw Fail{ctx->error_code};
+            return make_int(Int(64), (uint64_t)r);
         }
         return ExprEvaluator::call(op);
     }

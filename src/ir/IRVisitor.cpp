@@ -1,4 +1,5 @@
 #include "ir/IRVisitor.h"
+#include <cstring>
 #include <cmath>
 #include "ir/Stack.h"
 
@@ -428,8 +429,9 @@ bool equal(const Expr &a, const Expr &b) {
     case IRNodeType::IntImm: return static_cast<const IntImm *>(x)->value == static_cast<const IntImm *>(y)->value;
     case IRNodeType::UIntImm: return static_cast<const UIntImm *>(x)->value == static_cast<const UIntImm *>(y)->value;
     case IRNodeType::FloatImm: {
+        // Bit for bit: 0.0 and -0.0 differ, a NaN equals the same NaN.
         double p = static_cast<const FloatImm *>(x)->value, q = static_cast<const FloatImm *>(y)->value;
-        return p == q && std::signbit(p) == std::signbit(q);
+        return std::memcmp(&p, &q, sizeof p) == 0;
     }
     case IRNodeType::StringImm:
         return static_cast<const StringImm *>(x)->value == static_cast<const StringImm *>(y)->value;
@@ -496,10 +498,84 @@ bool equal(const Expr &a, const Expr &b) {
     }
 }
 
+static bool equal_regions(const Region &a, const Region &b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); i++)
+        if (!equal(a[i].min, b[i].min) || !equal(a[i].extent, b[i].extent)) return false;
+    return true;
+}
+
 bool equal(const Stmt &a, const Stmt &b) {
     if (a.same_as(b)) return true;
     if (!a.defined() || !b.defined()) return false;
-    return to_string(a) == to_string(b);
+    if (stack_low()) return on_large_stack<bool>([&] { return equal(a, b); });
+    const StmtNode *x = a.get(), *y = b.get();
+    if (x->node_type != y->node_type) return false;
+    switch (x->node_type) {
+    case IRNodeType::LetStmt: {
+        auto *p = static_cast<const LetStmt *>(x);
+        auto *q = static_cast<const LetStmt *>(y);
+        return p->name == q->name && equal(p->value, q->value) && equal(p->body, q->body);
+    }
+    case IRNodeType::AssertStmt: {
+        auto *p = static_cast<const AssertStmt *>(x);
+        auto *q = static_cast<const AssertStmt *>(y);
+        return p->message == q->message && equal(p->condition, q->condition) && equal_all(p->args, q->args);
+    }
+    case IRNodeType::For: {
+        auto *p = static_cast<const For *>(x);
+        auto *q = static_cast<const For *>(y);
+        return p->name == q->name && p->for_type == q->for_type && equal(p->min, q->min) &&
+               equal(p->extent, q->extent) && equal(p->body, q->body);
+    }
+    case IRNodeType::Store: {
+        auto *p = static_cast<const Store *>(x);
+        auto *q = static_cast<const Store *>(y);
+        return p->name == q->name && p->alignment == q->alignment && p->nontemporal == q->nontemporal &&
+               p->atomic == q->atomic && equal(p->value, q->value) && equal(p->index, q->index);
+    }
+    case IRNodeType::Provide: {
+        auto *p = static_cast<const Provide *>(x);
+        auto *q = static_cast<const Provide *>(y);
+        return p->name == q->name && p->atomic == q->atomic && equal(p->value, q->value) && equal_all(p->args, q->args);
+    }
+    case IRNodeType::Allocate: {
+        auto *p = static_cast<const Allocate *>(x);
+        auto *q = static_cast<const Allocate *>(y);
+        return p->name == q->name && p->type == q->type && p->memory_type == q->memory_type &&
+               equal(p->extent, q->extent) && equal(p->body, q->body);
+    }
+    case IRNodeType::Realize: {
+        auto *p = static_cast<const Realize *>(x);
+        auto *q = static_cast<const Realize *>(y);
+        return p->name == q->name && p->type == q->type && p->memory_type == q->memory_type &&
+               equal_regions(p->bounds, q->bounds) && equal(p->body, q->body);
+    }
+    case IRNodeType::Block: {
+        // Long chains of statements: along `rest` by a loop, not by recursion.
+        Stmt r = a, t = b;
+        while (r.as<Block>() && t.as<Block>()) {
+            auto *p = r.as<Block>();
+            auto *q = t.as<Block>();
+            if (!equal(p->first, q->first)) return false;
+            r = p->rest;
+            t = q->rest;
+            if (r.same_as(t)) return true;
+            if (!r.defined() || !t.defined()) return false;
+        }
+        return !r.as<Block>() && !t.as<Block>() && equal(r, t);
+    }
+    case IRNodeType::IfThenElse: {
+        auto *p = static_cast<const IfThenElse *>(x);
+        auto *q = static_cast<const IfThenElse *>(y);
+        return equal(p->condition, q->condition) && equal(p->then_case, q->then_case) &&
+               (p->else_case.defined() == q->else_case.defined()) &&
+               (!p->else_case.defined() || equal(p->else_case, q->else_case));
+    }
+    case IRNodeType::Evaluate:
+        return equal(static_cast<const Evaluate *>(x)->value, static_cast<const Evaluate *>(y)->value);
+    default: return false;
+    }
 }
 
 AtomicUpdate atomic_update(const Store *op, const std::string &old) {

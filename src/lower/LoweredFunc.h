@@ -18,7 +18,7 @@ struct LoweredArg {
       the weft_buffer_t (only generic kernels use them; specialised ones have constants);
     - scalar arguments as Variables named by the argument's name, of its type;
     - Allocate nodes for internal storage.
-    The compiled function has the signature weft_pipeline_fn (jit/runtime/Runtime.h). */
+    The compiled function has the signature weft_pipeline_fn (src/runtime/Runtime.h). */
 struct LoweredFunc {
     std::string name;
     std::vector<LoweredArg> args;

@@ -5,7 +5,7 @@
 #include "ir/IR.h"
 #include "weft/Func.h"
 #include "llvm/CodeGen_LLVM.h"
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaDriver.h"
 
 namespace weft {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 #include <string>
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaPipeline.h"
 #include "gpu/gpu_pipelines.h"
 #include "interp/Interpreter.h"
 #include "pipeline/PipelineInternal.h"

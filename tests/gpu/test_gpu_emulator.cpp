@@ -2,10 +2,11 @@
 // these under it with the label gpu-emulated). Suites start with "GPUEmulator"; every test
 // skips unless the emulator is on.
 #include <gtest/gtest.h>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <set>
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaPipeline.h"
 #include "gpu/gpu_testing.h"
 #include "ir/IRVisitor.h"
 
@@ -206,4 +207,100 @@ TEST(GPUEmulator, LoweredIrShowsTheTargetsLowering) {
     std::string cuda = p.lowered_ir({64, 32}, Target::cuda());
     EXPECT_EQ(host.find("after inject_gpu"), std::string::npos) << host;
     EXPECT_NE(cuda.find("after inject_gpu"), std::string::npos) << cuda;
+}
+
+// The emulator stands behind the driver interface: a module's image is the kernels' host C++,
+// loaded by cuModuleLoadData, its launchers found by cuModuleGetFunction; what it cannot
+// compile or find is an error code with a message, as the driver's.
+TEST(GPUEmulator, ModulesLoadThroughTheDriverInterface) {
+    REQUIRE_EMULATOR();
+    CudaDriver &d = cuda_driver();
+    void *mod = nullptr;
+    CUresult_t r = d.cuModuleLoadData(&mod, "this is not C++");
+    ASSERT_NE(r, 0);
+    const char *why = nullptr;
+    d.cuGetErrorString(r, &why);
+    EXPECT_NE(std::string(why ? why : "").find("host compiler failed"), std::string::npos);
+    EXPECT_EQ(mod, nullptr);
+
+    GpuCase c = pointwise(64, 16);
+    Env env = build_env({c.out.contents()}, false);
+    std::map<std::string, Expr> consts;
+    LoweredFunc lf = lower(env, consts, "weft_emu_iface", cuda_lowering());
+    CudaProgram p = codegen_cuda(lf, true);
+    ASSERT_EQ(p.kernels.size(), 1u);
+    ASSERT_EQ(d.cuModuleLoadData(&mod, p.source.c_str()), 0);
+    void *fn = nullptr;
+    EXPECT_EQ(d.cuModuleGetFunction(&fn, mod, p.kernels[0].name.c_str()), 0);
+    EXPECT_NE(fn, nullptr);
+    EXPECT_NE(d.cuModuleGetFunction(&fn, mod, "no_such_kernel"), 0);
+    EXPECT_EQ(d.cuModuleUnload(mod), 0);
+}
+
+namespace {
+std::atomic<int> g_syncs{0}, g_allocs{0};
+CUresult_t (*g_real_sync)() = nullptr;
+CUresult_t (*g_real_alloc)(CUdeviceptr_t *, size_t) = nullptr;
+CUresult_t counting_sync() {
+    g_syncs++;
+    return g_real_sync();
+}
+CUresult_t counting_alloc(CUdeviceptr_t *p, size_t n) {
+    g_allocs++;
+    return g_real_alloc(p, n);
+}
+}  // namespace
+
+// The host code of a CUDA pipeline is compiled (LLVM, where the build has it), and calls the
+// runtime for each launch and internal buffer; the internal buffers' device memory comes from a
+// pool: a second call allocates nothing and waits for nothing (launches are stream-ordered).
+TEST(GPUEmulator, HostCodeCompiledAndDeviceMemoryPooled) {
+    REQUIRE_EMULATOR();
+    {
+        GpuCase c = pointwise(64, 16);
+        Env env = build_env({c.out.contents()}, false);
+        std::map<std::string, Expr> consts;
+        LoweredFunc lf = lower(env, consts, "weft_emu_hostcode", cuda_lowering());
+        std::string ir;
+        auto m = compile_cuda(lf, nullptr, nullptr, &ir);
+        ASSERT_EQ(m->program.kernels.size(), 1u);
+        EXPECT_EQ(m->host.fn.args.back().name, kDeviceArg);
+        if (llvm_backend_available()) {
+            EXPECT_NE(m->host_fn, nullptr);
+            EXPECT_NE(ir.find("weft_emu_hostcode_host"), std::string::npos) << ir;
+            EXPECT_NE(ir.find("weft_rt_device_call"), std::string::npos) << ir;
+        }
+    }
+    const int w = 64, h = 48;
+    Buffer<float> in = ramp_buffer(w, h, 1.0f, "pool_in");
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func a("pool_a"), out("pool_out");
+    a(x, y) = in(x, y) * 2.0f;
+    out(x, y) = a(x, y) + a(x, min(y + 1, h - 1));
+    a.compute_root().gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+    out.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+    Pipeline p(out);
+    Target t = Target::cuda();
+    Buffer<float> o(w, h);
+    p.realize(o, t);
+    size_t pooled = device_pool_free_bytes();
+    EXPECT_GE(pooled, (size_t)w * h * sizeof(float));  // pool_a's, given back
+    CudaDriver &d = cuda_driver();
+    g_real_sync = d.cuCtxSynchronize;
+    g_real_alloc = d.cuMemAlloc;
+    d.cuCtxSynchronize = counting_sync;
+    d.cuMemAlloc = counting_alloc;
+    g_syncs = 0;
+    g_allocs = 0;
+    p.realize(o, t);
+    int syncs = g_syncs, allocs = g_allocs;
+    d.cuCtxSynchronize = g_real_sync;
+    d.cuMemAlloc = g_real_alloc;
+    EXPECT_EQ(allocs, 0);
+    EXPECT_EQ(syncs, 0);
+    EXPECT_EQ(device_pool_free_bytes(), pooled);
+    o.copy_to_host();
+    for (int yy = 0; yy < h; yy++)
+        for (int xx = 0; xx < w; xx++)
+            ASSERT_FLOAT_EQ(o(xx, yy), in(xx, yy) * 2.0f + in(xx, std::min(yy + 1, h - 1)) * 2.0f) << xx << "," << yy;
 }

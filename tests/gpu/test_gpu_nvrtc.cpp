@@ -1,7 +1,7 @@
 // GPU pipelines lowered for CUDA, turned into CUDA C and compiled by NVRTC for sm_90, with
 // no GPU needed. Suites start with "GPUNvrtc" (CTest label nvrtc).
 #include <gtest/gtest.h>
-#include "cuda/CudaRuntime.h"
+#include "cuda/CudaPipeline.h"
 #include "gpu/gpu_testing.h"
 #include "lang/atomic_cases.h"
 

@@ -43,6 +43,19 @@ void weft_rt_free(weft_context_t *ctx, void *p);
     Returns -1 (the pipeline returns it). */
 int32_t weft_rt_assert_fail(weft_context_t *ctx, const char *msg, const int64_t *args, int32_t nargs);
 
+/** The runtime of a device that host code drives (the host code of a GPU pipeline: kernel
+    launches, host stages, its internal device buffers). What op and index mean, and what args
+    hold, is the device backend's business; the host code reaches it through
+    weft_rt_device_call, with this struct (the backend's state follows it) as an argument. */
+struct weft_device_t {
+    int64_t (*call)(weft_context_t *ctx, struct weft_device_t *self, int32_t op, int32_t index, const int64_t *args,
+                    int32_t nargs);
+};
+/** dev->call(ctx, dev, op, index, args, nargs). A failure is recorded in ctx (error_code
+    nonzero), and the calling code returns that code. */
+int64_t weft_rt_device_call(weft_context_t *ctx, weft_device_t *dev, int32_t op, int32_t index, const int64_t *args,
+                            int32_t nargs);
+
 /** Number of threads in the pool. */
 int32_t weft_rt_num_threads();
 

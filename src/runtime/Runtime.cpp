@@ -372,6 +372,15 @@ uint64_t now_ns() {
 }
 }  // namespace
 
+int64_t weft_rt_device_call(weft_context_t *ctx, weft_device_t *dev, int32_t op, int32_t index, const int64_t *args,
+                            int32_t nargs) {
+    if (!dev || !dev->call) {
+        set_error(ctx, -1, "weft internal error: host code called a device that is not there");
+        return 0;
+    }
+    return dev->call(ctx, dev, op, index, args, nargs);
+}
+
 extern "C" int32_t weft_rt_profile(weft_context_t *, int32_t id, int32_t begin) {
     // Exclusive time: an item's clock pauses while a nested item (a producer computed inside
     // it) runs on the same thread.
