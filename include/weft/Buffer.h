@@ -71,51 +71,58 @@ public:
         : contents_(internal::make_buffer(t, extents, nullptr, name)) {}
     explicit Buffer(std::shared_ptr<internal::BufferContents> c) : contents_(std::move(c)) {}
     bool defined() const { return (bool)contents_; }
-    Type type() const { return contents_->type; }
-    int dimensions() const { return contents_->dims; }
+    Type type() const { return get().type; }
+    int dimensions() const { return get().dims; }
     Dimension dim(int i) const {
-        if (i < 0 || i >= contents_->dims)
-            internal::buffer_error("Buffer \"" + contents_->name + "\" has " + std::to_string(contents_->dims) +
+        if (i < 0 || i >= get().dims)
+            internal::buffer_error("Buffer \"" + get().name + "\" has " + std::to_string(get().dims) +
                                    " dimensions; dimension " + std::to_string(i) + " does not exist");
-        return Dimension(contents_->dim[i]);
+        return Dimension(get().dim[i]);
     }
     int width() const { return dimensions() > 0 ? dim(0).extent() : 1; }
     int height() const { return dimensions() > 1 ? dim(1).extent() : 1; }
     int channels() const { return dimensions() > 2 ? dim(2).extent() : 1; }
-    void *raw_data() const { return contents_->host; }
-    const std::string &name() const { return contents_->name; }
+    void *raw_data() const { return get().host; }
+    const std::string &name() const { return get().name; }
     const std::shared_ptr<internal::BufferContents> &contents() const { return contents_; }
     /** A wrapper Func that consumers read instead of this buffer (in(g): only g). */
     Func in() const;
     Func in(const Func &consumer) const;
     /** GPU: makes the device copy current (allocating it if needed). */
-    void copy_to_device() { internal::buffer_copy_to_device(*contents_); }
+    void copy_to_device() { internal::buffer_copy_to_device(get()); }
     /** GPU: makes the host copy current. */
-    void copy_to_host() { internal::buffer_copy_to_host(*contents_); }
+    void copy_to_host() { internal::buffer_copy_to_host(get()); }
     /** GPU: waits until the kernels launched so far have finished (CUDA calls return while
         their kernels run), without copying; a kernel's failure is thrown here as an Error.
         Nothing to do for a buffer that has no device copy. */
-    void device_sync() { internal::buffer_device_sync(*contents_); }
+    void device_sync() { internal::buffer_device_sync(get()); }
     /** Marks the host copy as modified (after writing through data()). */
-    void set_host_dirty(bool d = true) { contents_->host_dirty = d; }
-    bool host_dirty() const { return contents_->host_dirty; }
-    bool device_dirty() const { return contents_->device_dirty; }
-    bool has_device_allocation() const { return contents_->device != 0; }
+    void set_host_dirty(bool d = true) { get().host_dirty = d; }
+    bool host_dirty() const { return get().host_dirty; }
+    bool device_dirty() const { return get().device_dirty; }
+    bool has_device_allocation() const { return get().device != 0; }
     void set_min(const std::vector<int> &mins) {
         if ((int)mins.size() > dimensions())
             internal::buffer_error("Buffer \"" + name() + "\": set_min given " + std::to_string(mins.size()) +
                                    " values for " + std::to_string(dimensions()) + " dimensions");
         for (size_t i = 0; i < mins.size(); i++)  // coordinates are 32-bit, and so is the end of a loop over them
-            if ((int64_t)mins[i] + contents_->dim[i].extent > INT32_MAX)
+            if ((int64_t)mins[i] + get().dim[i].extent > INT32_MAX)
                 internal::buffer_error("Buffer \"" + name() + "\": set_min(" + std::to_string(mins[i]) + ") in dimension " +
                                        std::to_string(i) + ": min + extent = " +
-                                       std::to_string((int64_t)mins[i] + contents_->dim[i].extent) +
+                                       std::to_string((int64_t)mins[i] + get().dim[i].extent) +
                                        " is past the largest 32-bit integer");
-        for (size_t i = 0; i < mins.size(); i++) contents_->dim[i].min = mins[i];
+        for (size_t i = 0; i < mins.size(); i++) get().dim[i].min = mins[i];
     }
 
 protected:
     std::shared_ptr<internal::BufferContents> contents_;
+    /** The contents; an Error for an undefined (default-constructed) Buffer. */
+    internal::BufferContents &get() const {
+        if (!contents_)
+            internal::buffer_error("this Buffer is undefined (default-constructed): construct it with extents, or assign "
+                                   "one, before using it");
+        return *contents_;
+    }
 };
 
 /** A buffer of elements of type T. Dimension 0 is innermost. */
@@ -140,13 +147,13 @@ public:
     /** From an untyped buffer: throws Error if the element type differs. */
     Buffer(const Buffer<void> &b) : Buffer<void>(b.contents()) {
         if (contents_ && contents_->type != type_of<T>())
-            internal::buffer_error("cannot view a buffer of " + contents_->type.str() + " as Buffer<" +
+            internal::buffer_error("cannot view a buffer of " + get().type.str() + " as Buffer<" +
                                    type_of<T>().str() + ">");
     }
 
     T *data() const {
-        if (contents_->device_dirty) internal::buffer_copy_to_host(*contents_);
-        return static_cast<T *>(contents_->host);
+        if (get().device_dirty) internal::buffer_copy_to_host(get());
+        return static_cast<T *>(get().host);
     }
     void set_min(const std::vector<int> &mins) { Buffer<void>::set_min(mins); }
     template <typename... Ints>
@@ -172,7 +179,7 @@ public:
     }
     template <typename F>
     void for_each_offset(F &&f) const {
-        const auto &c = *contents_;
+        const auto &c = get();
         int64_t n = c.num_elements();
         for (int64_t i = 0; i < n; i++) {
             int64_t rem = i, off = 0;
@@ -186,7 +193,7 @@ public:
 
 private:
     T &at(const int *c, int n) const {
-        auto &b = *contents_;
+        auto &b = get();
         if (b.device_dirty) internal::buffer_copy_to_host(b);
         if (b.device) b.host_dirty = true;  // the reference may be written through
         if (n != b.dims)

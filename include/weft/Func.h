@@ -424,7 +424,12 @@ public:
     Realization() = default;
     explicit Realization(std::vector<Buffer<void>> bufs) : bufs_(std::move(bufs)) {}
     size_t size() const { return bufs_.size(); }
-    const Buffer<void> &operator[](size_t i) const { return bufs_.at(i); }
+    const Buffer<void> &operator[](size_t i) const {
+        if (i >= bufs_.size())
+            internal::buffer_error("Realization[" + std::to_string(i) + "]: it holds " + std::to_string(bufs_.size()) +
+                                   " buffer" + (bufs_.size() == 1 ? "" : "s"));
+        return bufs_[i];
+    }
     template <typename T>
     operator Buffer<T>() const {
         if (bufs_.size() != 1) internal::buffer_error("a Realization of " + std::to_string(bufs_.size()) +

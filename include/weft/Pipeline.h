@@ -10,7 +10,8 @@ struct PipelineContents;
 struct CallableContents;
 /** One argument of a Callable call, type-erased. */
 struct CallArg {
-    const BufferContents *buf = nullptr;  // for buffers
+    bool is_buffer = false;
+    const BufferContents *buf = nullptr;  // for buffers (null: an undefined Buffer)
     Type type;                            // for scalars
     unsigned char bytes[8] = {};
 };
@@ -19,6 +20,7 @@ CallArg make_call_arg(T &&v) {
     using D = std::decay_t<T>;
     CallArg a;
     if constexpr (std::is_base_of_v<Buffer<void>, D>) {
+        a.is_buffer = true;
         a.buf = v.contents().get();
     } else {
         static_assert(std::is_arithmetic_v<D>, "weft::Callable: arguments are Buffers or scalars");
@@ -37,7 +39,7 @@ public:
     Argument(const Param<T> &p) : param_(p.contents()) {}
     const std::shared_ptr<internal::ImageParamContents> &image() const { return image_; }
     const std::shared_ptr<internal::ParamContents> &param() const { return param_; }
-    std::string name() const { return image_ ? image_->name : param_->name; }
+    std::string name() const { return image_ ? image_->name : param_ ? param_->name : std::string("(undefined)"); }
 
 private:
     std::shared_ptr<internal::ImageParamContents> image_;

@@ -2,6 +2,7 @@
 // jit/cuda/CudaPipelineKernel.h, jit/interp/InterpretedKernel.h). The cache keeps them without
 // knowing which backend made them.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include "lower/LoweredFunc.h"
 #include "runtime/Runtime.h"
@@ -11,10 +12,13 @@ namespace internal {
 
 struct BufferContents;
 
+/** How many compiled kernels are alive (the cache's, and those a call still runs). */
+std::atomic<int64_t> &live_kernels();
+
 class CompiledKernel {
 public:
-    explicit CompiledKernel(LoweredFunc f) : lowered(std::move(f)) {}
-    virtual ~CompiledKernel() = default;
+    explicit CompiledKernel(LoweredFunc f) : lowered(std::move(f)) { live_kernels()++; }
+    virtual ~CompiledKernel() { live_kernels()--; }
     /** Runs the pipeline. args: one per lowered.args (a weft_buffer_t * for a buffer, the
         value's address for a scalar); bufs: the BufferContents behind the buffer arguments,
         in the same order (a backend that keeps device copies reads and marks them there).

@@ -8,6 +8,12 @@
 namespace weft {
 namespace internal {
 
+std::atomic<int64_t> &live_kernels() {
+    static std::atomic<int64_t> n{0};
+    return n;
+}
+
+
 CacheCounters &cache_counters() {
     static CacheCounters c;
     return c;

@@ -596,12 +596,16 @@ Stage &Stage::reorder(const std::vector<VarOrRVar> &vars) {
 }
 Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo, const VarOrRVar &xi,
                    const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail) {
+    check_factor(*f_, stage_, fx, "tile");
+    check_factor(*f_, stage_, fy, "tile");
     split(x, xo, xi, fx, tail);
     split(y, yo, yi, fy, tail);
     return reorder({xi, yi, xo, yo});
 }
 Stage &Stage::tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy,
                    TailStrategy tail) {
+    check_factor(*f_, stage_, fx, "tile");
+    check_factor(*f_, stage_, fy, "tile");
     split(x, x, xi, fx, tail);
     split(y, y, yi, fy, tail);
     return reorder({xi, yi, x, y});
@@ -712,12 +716,15 @@ Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVa
     return gpu_threads(z);
 }
 Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &xo, const VarOrRVar &xi, Expr f, TailStrategy tail) {
+    check_factor(*f_, stage_, f, "gpu_tile");
     split(x, xo, xi, f, tail);
     gpu_blocks(xo);
     return gpu_threads(xi);
 }
 Stage &Stage::gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                        const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail) {
+    check_factor(*f_, stage_, fx, "gpu_tile");
+    check_factor(*f_, stage_, fy, "gpu_tile");
     tile(x, y, xo, yo, xi, yi, fx, fy, tail);
     gpu_blocks(xo, yo);
     return gpu_threads(xi, yi);
@@ -734,11 +741,13 @@ static std::string fresh_inner(const StageSchedule &s, const std::string &base) 
 Stage &Stage::vectorize(const VarOrRVar &v, Expr factor, TailStrategy tail) {
     std::string in = fresh_inner(sched_of(f_, stage_, spec_), v.name() + "_vi");
     if (v.is_rvar()) mark(*this, f_, stage_, spec_, v, ForType::Vectorized, "vectorize");  // raises the error
+    check_factor(*f_, stage_, factor, "vectorize");
     split(v, v, Var(in), factor, tail);
     return vectorize(Var(in));
 }
 Stage &Stage::unroll(const VarOrRVar &v, Expr factor, TailStrategy tail) {
     std::string in = fresh_inner(sched_of(f_, stage_, spec_), v.name() + "_ui");
+    check_factor(*f_, stage_, factor, "unroll");
     if (v.is_rvar()) {
         split(v, v, RVar(in), factor, tail);
         return unroll(RVar(in));
@@ -749,6 +758,7 @@ Stage &Stage::unroll(const VarOrRVar &v, Expr factor, TailStrategy tail) {
 Stage &Stage::parallel(const VarOrRVar &v, Expr task_size, TailStrategy tail) {
     std::string in = fresh_inner(sched_of(f_, stage_, spec_), v.name() + "_pi");
     if (v.is_rvar()) mark(*this, f_, stage_, spec_, v, ForType::Parallel, "parallel");
+    check_factor(*f_, stage_, task_size, "parallel");
     split(v, v, Var(in), task_size, tail);
     return parallel(v);
 }

@@ -87,6 +87,7 @@ struct Builder {
             Expr imax, outer_max;  // fuse: the inner's and the outer's last values
         };
         std::vector<Rec> recs;
+        std::map<std::string, Expr> short_inner;  // see below
         for (auto &sp : sched.splits) {
             if (sp.kind == Split::SplitVar) {
                 auto it = bounds.find(sp.old_var);
@@ -96,7 +97,17 @@ struct Builder {
                 TailStrategy t = resolve_tail(f, k, sched, sp, rv, oext, F);
                 recs.push_back({sp, t, omin, oext, maxes.at(sp.old_var), Expr(), Expr(), Expr()});
                 bounds[sp.inner] = {0, F};
-                bounds[sp.outer] = {0, simplify((oext + F - 1) / F)};
+                // A factor that may be huge (a Param, or a constant such as INT32_MAX): a serial or
+                // parallel inner loop under a guard stops at the extent, past which the guard
+                // fails anyway (else 2^31 iterations of a failing guard).
+                int64_t fc = 0;
+                if (t == TailStrategy::GuardWithIf && (!is_const_int(F, &fc) || fc > 65536))
+                    short_inner[sp.inner] = simplify(Min::make(F, oext));
+                // ceil(oext / F) without (oext + F - 1) / F, which wraps for extents near 2^31.
+                bounds[sp.outer] = {0, simplify((oext - 1) / F + 1)};
+                if (!is_const(F))  // a Param: checked at each call, before anything runs
+                    top_asserts.push_back(AssertStmt::make(
+                        F > 0, stage_name(*f.contents, k) + ".split(" + sp.old_var + "): the factor is %, it must be positive", {F}));
                 maxes[sp.inner] = simplify(F - 1);
                 maxes[sp.outer] = simplify(bounds[sp.outer].second - 1);
                 is_rvar[sp.inner] = is_rvar[sp.outer] = rv;
@@ -143,12 +154,18 @@ struct Builder {
                                                              !can_prove(simplify(it->oext % F) == 0)));
                 if (shift) base = Max::make(Min::make(base, it->omax - F + 1), it->omin);
                 if (guard) {
-                    // The let may exceed the range until the guard right after it.
+                    // The let may exceed the range until the guard right after it. Near INT32_MAX
+                    // the let wraps, and `let <= omax` alone admits lanes beyond the buffer: the
+                    // guard also checks the offset from the min, i < oext - o * F, which never
+                    // wraps (o * F < oext for every o it admits). (ShiftInwards moves the last
+                    // iteration down: only the let's check applies.)
                     bool saved = overshoot[sp.old_var];
                     overshoot[sp.old_var] = true;
                     bind(sp.old_var, base + i, it->omin, it->omax);
                     overshoot[sp.old_var] = saved;
-                    wraps.push_back({"", likely(values[sp.old_var] <= it->omax)});
+                    Expr c = values[sp.old_var] <= it->omax;
+                    if (!shift) c = c && i < it->oext - o * F;
+                    wraps.push_back({"", likely(c)});
                 } else {
                     bind(sp.old_var, base + i, it->omin, it->omax);
                 }
@@ -202,6 +219,9 @@ struct Builder {
             body = it->let.empty() ? IfThenElse::make(it->value, body) : LetStmt::make(it->let, it->value, body);
         for (auto &d : sched.dims) {
             auto b = bounds.at(d.var);
+            auto si = short_inner.find(d.var);
+            if (si != short_inner.end() && (d.for_type == ForType::Serial || d.for_type == ForType::Parallel))
+                b.second = si->second;
             if (sched.single_thread && (d.for_type == ForType::GPUBlock || d.for_type == ForType::GPUThread))
                 user_error("weft: " + stage_name(*f.contents, k) + " is scheduled gpu_single_thread() and also has the GPU loop " +
                            d.var + "; use one or the other");
@@ -250,10 +270,13 @@ struct Builder {
         for (auto &bs : f.sched.bounds) {
             size_t i = std::find(f.args.begin(), f.args.end(), bs.var) - f.args.begin();
             Interval b(bs.min, simplify(bs.min + bs.extent - 1));
-            if (box[i].is_bounded() && f.output_index < 0) {
+            if (box[i].is_bounded()) {
+                // An output computes its buffer's region: a buffer beyond the bound is refused, as
+                // a consumer needing more than the bound is.
                 Expr ok = simplify(box[i].min >= b.min && box[i].max <= b.max);
                 pre.push_back(AssertStmt::make(ok,
-                    "Func \"" + fname + "\" dimension " + std::to_string(i) + ": bound() gives [%, %] but the pipeline needs [%, %]",
+                    "Func \"" + fname + "\" dimension " + std::to_string(i) + ": bound() gives [%, %] but " +
+                        (f.output_index < 0 ? "the pipeline needs" : "its output buffer holds") + " [%, %]",
                     {b.min, b.max, box[i].min, box[i].max}));
             }
             if (f.output_index < 0) box[i] = b;

@@ -43,7 +43,9 @@ struct Memo {
     std::shared_ptr<const Target::Data> target;
     std::string target_key;
     std::vector<int32_t> shape;
-    std::shared_ptr<const CompiledKernel> kernel;
+    /** Not owned: a kernel the cache evicts (or clear_cache() drops) is freed, not kept alive
+        by every Func and thread that last ran it. */
+    std::weak_ptr<const CompiledKernel> kernel;
 };
 
 /** How a Callable's arguments map onto the pipeline's inputs. */
@@ -355,8 +357,8 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
     const CompiledKernel *kernel_ptr = nullptr;
     std::shared_ptr<const CompiledKernel> kernel;
     if (memo && memo->snapshot == p->id && (memo->target == t.data() || memo->target_key == target_key(t)) &&
-        memo->shape == scratch.shape) {
-        kernel_ptr = memo->kernel.get();  // kept alive by this thread's memo
+        memo->shape == scratch.shape && (kernel = memo->kernel.lock())) {
+        kernel_ptr = kernel.get();  // alive until this call returns, even if evicted meanwhile
         cache_counters().hits.fetch_add(1, std::memory_order_relaxed);
     } else {
         std::string base = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "");
@@ -468,6 +470,10 @@ Callable Pipeline::compile_to_callable(const std::vector<Argument> &args, const 
     c->args = args;
     c->target = t;
     for (size_t i = 0; i < args.size(); i++)
+        if (!args[i].image() && !args[i].param())
+            throw Error("weft: compile_to_callable(): argument " + std::to_string(i) +
+                        " is an undefined (default-constructed) ImageParam or Param");
+    for (size_t i = 0; i < args.size(); i++)
         for (size_t j = 0; j < i; j++)
             if ((args[i].image() && args[i].image() == args[j].image()) ||
                 (args[i].param() && args[i].param() == args[j].param()))
@@ -509,14 +515,17 @@ int Callable::call(const CallArg *args, size_t n) const {
     for (size_t k = 0; k < decl.size(); k++) {
         const Argument &a = decl[k];
         if (a.image()) {
-            if (!args[k].buf)
+            if (!args[k].is_buffer)
                 throw Error("weft: Callable argument " + std::to_string(k) + " (\"" + a.name() +
                             "\") must be a Buffer for ImageParam \"" + a.name() + "\", got a scalar of type " +
                             args[k].type.str());
+            if (!args[k].buf)
+                throw Error("weft: Callable argument " + std::to_string(k) + " (ImageParam \"" + a.name() +
+                            "\") is an undefined (default-constructed) Buffer");
             check_buffer_against(args[k].buf, a.image()->type, a.image()->dims,
                                  "Callable argument " + std::to_string(k) + " (ImageParam \"" + a.name() + "\")");
         } else {
-            if (args[k].buf)
+            if (args[k].is_buffer)
                 throw Error("weft: Callable argument " + std::to_string(k) + " (\"" + a.name() +
                             "\") must be a scalar of type " + a.param()->type.str() + ", got a Buffer");
             if (args[k].type != a.param()->type)
@@ -527,8 +536,11 @@ int Callable::call(const CallArg *args, size_t n) const {
     const BufferContents *outs[16];
     if (nouts > 16) throw Error("weft: a Callable supports at most 16 outputs");
     for (size_t j = 0; j < nouts; j++) {
-        if (!args[decl.size() + j].buf)
+        if (!args[decl.size() + j].is_buffer)
             throw Error("weft: Callable argument " + std::to_string(decl.size() + j) + " must be an output Buffer");
+        if (!args[decl.size() + j].buf)
+            throw Error("weft: Callable argument " + std::to_string(decl.size() + j) +
+                        " (an output) is an undefined (default-constructed) Buffer");
         outs[j] = args[decl.size() + j].buf;
     }
     CallBinding cb{&decl, args};
