@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -222,8 +223,21 @@ public:
                 push(a.name, {v, 0});
             }
         }
+        class CountLoops : public IRVisitor {
+        public:
+            int n = 0;
+
+        protected:
+            void visit(const For *op) override {
+                n++;
+                IRVisitor::visit(op);
+            }
+        } loops;
+        loops.include(f.body);
+        outline_loops = loops.n > kOutlineLoops;
         codegen(f.body);
         end_function(st);
+        outline_loops = false;
     }
 
 private:
@@ -236,6 +250,9 @@ private:
     std::map<std::string, std::vector<Sym>> syms;
     FnState *fs = nullptr;
     int num_bodies = 0;
+    int loop_depth = 0;          // loops around the code being generated, in this function
+    bool outline_loops = false;  // a function with very many loops: see codegen_outlined
+    static constexpr int kOutlineLoops = 64;
 
     // ---- symbols
     void push(const std::string &n, Sym s) { syms[n].push_back(s); }
@@ -1090,6 +1107,7 @@ private:
     }
 
     void codegen_for(const For *op) {
+        if (outline_loops && loop_depth == 0 && op->for_type == ForType::Serial) return codegen_outlined(op);
         llvm::Value *mn = codegen(op->min);
         llvm::Value *ext = codegen(op->extent);
         if (op->for_type == ForType::Parallel) return codegen_parallel(op, mn, ext);
@@ -1103,7 +1121,9 @@ private:
         llvm::PHINode *phi = b.CreatePHI(mn->getType(), 2, op->name);
         phi->addIncoming(mn, pre);
         push(op->name, {phi, 0});
+        loop_depth++;
         codegen(op->body);
+        loop_depth--;
         pop(op->name);
         llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);  // a loop counter never wraps
         phi->addIncoming(next, b.GetInsertBlock());
@@ -1111,13 +1131,16 @@ private:
         b.SetInsertPoint(after_bb);
     }
 
-    void codegen_parallel(const For *op, llvm::Value *mn, llvm::Value *ext) {
-        // Captured values: names used in the body that are bound here (constants are re-created).
-        CollectNames cn;
-        cn.include(op->body);
+    /** A new internal function of type fty (its argument ctx_arg the context, closure_arg a
+        closure) whose body `gen` generates, with the values bound here of the names it uses
+        (those in `uses`, except `skip`) passed in the closure; constants are made again there.
+        Returns the function; *closure receives the closure to pass it. */
+    llvm::Function *outline(const std::set<std::string> &uses, const std::string &skip, llvm::FunctionType *fty,
+                            const std::string &fname, unsigned ctx_arg, unsigned closure_arg,
+                            const std::function<void(llvm::Function *)> &gen, llvm::Value **closure) {
         std::vector<std::pair<std::string, Sym>> captured, constants;
-        for (const std::string &n : cn.names) {
-            if (n == op->name) continue;
+        for (const std::string &n : uses) {
+            if (n == skip) continue;
             auto it = syms.find(n);
             if (it == syms.end()) continue;
             const Sym &s = it->second.back();
@@ -1127,48 +1150,88 @@ private:
         std::vector<llvm::Type *> fields;
         for (auto &c : captured) fields.push_back(c.second.value->getType());
         llvm::StructType *cty = llvm::StructType::get(ctx, fields);
-        llvm::Value *closure = llvm::ConstantPointerNull::get(ptr);
+        *closure = llvm::ConstantPointerNull::get(ptr);
         if (!captured.empty()) {
-            closure = entry_alloca(cty, nullptr, 16, "closure");
+            *closure = entry_alloca(cty, nullptr, 16, "closure");
             for (size_t i = 0; i < captured.size(); i++)
-                b.CreateStore(captured[i].second.value, b.CreateStructGEP(cty, closure, (unsigned)i));
+                b.CreateStore(captured[i].second.value, b.CreateStructGEP(cty, *closure, (unsigned)i));
         }
-        // The outlined body.
-        auto *bty = llvm::FunctionType::get(i32, {ptr, i32, ptr}, false);
-        std::string bname = fs->fn->getName().str() + ".par." + std::to_string(num_bodies++) + "." + op->name;
-        llvm::Function *bfn = llvm::Function::Create(bty, llvm::Function::InternalLinkage, bname, mod);
+        llvm::Function *fn = llvm::Function::Create(fty, llvm::Function::InternalLinkage, fname, mod);
         llvm::IRBuilderBase::InsertPoint saved_ip = b.saveIP();
         FnState *saved_fs = fs;
         std::map<std::string, std::vector<Sym>> saved_syms;
         saved_syms.swap(syms);
         FnState st;
-        begin_function(st, bfn, bfn->getArg(0));
-        llvm::Value *cl = bfn->getArg(2);
+        begin_function(st, fn, fn->getArg(ctx_arg));
+        llvm::Value *cl = fn->getArg(closure_arg);
         for (size_t i = 0; i < captured.size(); i++) {
             llvm::Value *v = b.CreateLoad(fields[i], b.CreateStructGEP(cty, cl, (unsigned)i), captured[i].first);
             push(captured[i].first, {v, captured[i].second.align});
         }
         for (auto &c : constants) push(c.first, c.second);
-        llvm::Value *idx = bfn->getArg(1);
-        idx->setName(op->name);
-        if (mn->getType() != i32) idx = b.CreateSExtOrTrunc(idx, mn->getType());
-        push(op->name, {idx, 0});
-        codegen(op->body);
+        gen(fn);
         end_function(st);
         syms.swap(saved_syms);
         fs = saved_fs;
         b.restoreIP(saved_ip);
-        // The call.
-        llvm::Value *r = b.CreateCall(rt("weft_rt_parallel_for"),
-                                      {fs->ctx, bfn, closure, b.CreateSExtOrTrunc(mn, i32), b.CreateSExtOrTrunc(ext, i32)});
-        llvm::Function *fn = fs->fn;
-        auto *fail_bb = llvm::BasicBlock::Create(ctx, "par_fail", fn);
-        auto *ok_bb = llvm::BasicBlock::Create(ctx, "par_ok", fn);
+        return fn;
+    }
+    /** Returns from this function with r's code where r is nonzero. */
+    void return_on_failure(llvm::Value *r, const char *what) {
+        auto *fail_bb = llvm::BasicBlock::Create(ctx, std::string(what) + "_fail", fs->fn);
+        auto *ok_bb = llvm::BasicBlock::Create(ctx, std::string(what) + "_ok", fs->fn);
         llvm::MDBuilder md(ctx);
         b.CreateCondBr(b.CreateICmpEQ(r, b.getInt32(0)), ok_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
         b.SetInsertPoint(fail_bb);
         emit_fail_return(r);
         b.SetInsertPoint(ok_bb);
+    }
+
+    void codegen_parallel(const For *op, llvm::Value *mn, llvm::Value *ext) {
+        CollectNames cn;
+        cn.include(op->body);
+        llvm::Value *closure;
+        std::string bname = fs->fn->getName().str() + ".par." + std::to_string(num_bodies++) + "." + op->name;
+        llvm::Function *bfn = outline(cn.names, op->name, llvm::FunctionType::get(i32, {ptr, i32, ptr}, false), bname, 0, 2,
+                                      [&](llvm::Function *f) {
+                                          llvm::Value *idx = f->getArg(1);
+                                          idx->setName(op->name);
+                                          if (mn->getType() != i32) idx = b.CreateSExtOrTrunc(idx, mn->getType());
+                                          push(op->name, {idx, 0});
+                                          int saved = loop_depth;
+                                          loop_depth = 1;
+                                          codegen(op->body);
+                                          loop_depth = saved;
+                                      },
+                                      &closure);
+        llvm::Value *r = b.CreateCall(rt("weft_rt_parallel_for"),
+                                      {fs->ctx, bfn, closure, b.CreateSExtOrTrunc(mn, i32), b.CreateSExtOrTrunc(ext, i32)});
+        return_on_failure(r, "par");
+    }
+
+    /** A serial loop nest made a function of its own, called here once: in a function with very
+        many loops (hundreds of update stages, say), LLVM's loop analyses walk from each loop up
+        through all the loops before it, and compile time grows with the square of their
+        number; each loop nest apart, it grows linearly. */
+    void codegen_outlined(const For *op) {
+        CollectNames cn;
+        cn.include(op->min);
+        cn.include(op->extent);
+        cn.include(op->body);
+        llvm::Value *closure;
+        std::string fname = fs->fn->getName().str() + ".nest." + std::to_string(num_bodies++) + "." + op->name;
+        llvm::Function *nfn = outline(cn.names, "", llvm::FunctionType::get(i32, {ptr, ptr}, false), fname, 0, 1,
+                                      [&](llvm::Function *) {
+                                          int saved = loop_depth;
+                                          loop_depth = 0;
+                                          outline_loops = false;
+                                          codegen_for(op);
+                                          outline_loops = true;
+                                          loop_depth = saved;
+                                      },
+                                      &closure);
+        nfn->addFnAttr(llvm::Attribute::NoInline);  // (called once: the inliner would put it back)
+        return_on_failure(b.CreateCall(nfn, {fs->ctx, closure}), "nest");
     }
 
     void codegen_allocate(const Allocate *op) {

@@ -110,9 +110,16 @@ void add_term(Lin &L, const Expr &e, i128 c, Type t) {
     }
     L.terms.emplace_back(e, c);
 }
-void lin_of(const Expr &e, i128 scale, Lin &L, Type t) {
+/** budget: how many more nodes this linear form may look through. Past it, a subtree is one
+    opaque term: without a bound, a deep sum that stays unflattened (coefficients that overflow)
+    is walked again at each level above it, and simplifying it takes time quadratic in its depth. */
+void lin_of(const Expr &e, i128 scale, Lin &L, Type t, int &budget) {
     norm(t, scale, L.exact);
     if (scale == 0) return;
+    if (--budget < 0) {
+        add_term(L, e, scale, t);
+        return;
+    }
     i128 v;
     if (cint(e, &v)) {
         v = swrap(t.bits(), v);  // uint constants in signed form
@@ -121,22 +128,22 @@ void lin_of(const Expr &e, i128 scale, Lin &L, Type t) {
         return;
     }
     if (auto *p = e.as<Add>()) {
-        lin_of(p->a, scale, L, t);
-        lin_of(p->b, scale, L, t);
+        lin_of(p->a, scale, L, t, budget);
+        lin_of(p->b, scale, L, t, budget);
         return;
     }
     if (auto *p = e.as<Sub>()) {
-        lin_of(p->a, scale, L, t);
-        lin_of(p->b, -scale, L, t);
+        lin_of(p->a, scale, L, t, budget);
+        lin_of(p->b, -scale, L, t, budget);
         return;
     }
     if (auto *p = e.as<Mul>()) {
         if (cint(p->b, &v)) {
-            lin_of(p->a, scale * swrap(t.bits(), v), L, t);
+            lin_of(p->a, scale * swrap(t.bits(), v), L, t, budget);
             return;
         }
         if (cint(p->a, &v)) {
-            lin_of(p->b, scale * swrap(t.bits(), v), L, t);
+            lin_of(p->b, scale * swrap(t.bits(), v), L, t, budget);
             return;
         }
     }
@@ -148,7 +155,8 @@ void cleanup(Lin &L) {
 }
 Lin lin(const Expr &e) {
     Lin L;
-    lin_of(e, 1, L, e.type());
+    int budget = 256;
+    lin_of(e, 1, L, e.type(), budget);
     cleanup(L);
     return L;
 }

@@ -238,6 +238,29 @@ TEST(Hostile, ClearedKernelsAreFreedWhileTheirFuncsLive) {
     set_cache_capacity(256);
 }
 
+// ---------------- size ----------------
+
+// A Func with hundreds of update stages: LLVM's loop analyses walked from each loop up through
+// all the loops before it in the function (2,000 updates took 31 s to compile); each top-level
+// loop nest is now a function of its own. The results are the same. (Compile time against
+// program size is measured, with a budget, by bench/weft_bench_compile.)
+TEST(Hostile, HundredsOfUpdateStages) {
+    Var x("x"), y("y");
+    Func g("many_g"), f("many_updates");
+    g(x, y) = x + y;
+    f(x, y) = g(x, y);
+    for (int i = 0; i < 300; i++) f(x, y) = f(x, y) + (i % 7);
+    g.compute_root().parallel(y);
+    f.update(5).parallel(y);
+    f.update(17).vectorize(x, 8);
+    f.update(200).split(y, y, Var("yi"), 4);
+    Buffer<int> out = f.realize({20, 6});
+    int add = 0;
+    for (int i = 0; i < 300; i++) add += i % 7;
+    for (int yy = 0; yy < 6; yy++)
+        for (int xx = 0; xx < 20; xx++) ASSERT_EQ(out(xx, yy), xx + yy + add) << xx << "," << yy;
+}
+
 // ---------------- random: extents and mins at the edges of int32 ----------------
 
 // Random 1-D pipelines (a pure definition and an update reading an input) over buffers placed

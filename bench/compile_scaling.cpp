@@ -1,0 +1,102 @@
+// weft_bench_compile: how the first call's time (lowering + LLVM, the JIT) grows with the size of
+// the program. Compile time should grow about linearly: each family is compiled at sizes n, 2n,
+// 4n, 8n, and the growth exponent of each doubling, log2(t(2n) / t(n)), is checked against a
+// budget of 1.35 (1 is linear, 2 quadratic). Families:
+//   chain    f(x) = ((x * 3 + in(x % 8)) * 3 + in(x % 8)) * 3 + ...   (one deep int expression)
+//   chainf   the same in float
+//   updates  f(x) = f(x) + i, n updates of one Func (n loops in one function)
+// Prints a table and writes compile_scaling.json (bench/ in the source tree, or argv[1]).
+#include <weft/weft.h>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+using namespace weft;
+
+double first_call_s(const std::string &family, int n) {
+    Var x("x");
+    Buffer<int> in(std::vector<int>{8}, "in");
+    Buffer<float> inf(std::vector<int>{8}, "inf");
+    for (int i = 0; i < 8; i++) {
+        in(i) = i;
+        inf(i) = 0.5f * i;
+    }
+    Func f(family + "_" + std::to_string(n));
+    if (family == "chain") {
+        Expr e = x;
+        for (int i = 0; i < n; i++) e = e * 3 + in(x % 8);
+        f(x) = e;
+    } else if (family == "chainf") {
+        Expr e = cast<float>(x);
+        for (int i = 0; i < n; i++) e = e * 0.5f + inf(x % 8);
+        f(x) = e;
+    } else {
+        f(x) = x;
+        for (int i = 0; i < n; i++) f(x) = f(x) + i;
+    }
+    double t0 = now_s();
+    if (family == "chainf") {
+        Buffer<float> o = f.realize({64});
+    } else {
+        Buffer<int> o = f.realize({64});
+    }
+    return now_s() - t0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::string json_path = argc > 1 ? argv[1] : WEFT_BENCH_COMPILE_JSON;
+    struct Family {
+        std::string name;
+        int n0;
+    };
+    const std::vector<Family> families = {{"chain", 1000}, {"chainf", 1000}, {"updates", 100}};
+    const double budget = 1.35;
+    bool all_ok = true;
+    std::string js = "{\n  \"target\": \"" + Target::host().str() + "\",\n  \"budget_exponent\": 1.35,\n  \"families\": [\n";
+    std::printf("first-call time (lowering + JIT) against program size; growth exponent per doubling (budget %.2f)\n\n",
+                budget);
+    std::printf("%-8s %8s %10s %9s\n", "family", "size", "seconds", "exponent");
+    for (size_t fi = 0; fi < families.size(); fi++) {
+        const Family &fam = families[fi];
+        double prev = 0, worst = 0;
+        std::string pts;
+        for (int k = 0; k < 4; k++) {
+            int n = fam.n0 << k;
+            double t = first_call_s(fam.name, n);
+            double e = k ? std::log2(t / prev) : 0;
+            if (k) worst = std::max(worst, e);
+            if (k) std::printf("%-8s %8d %10.3f %9.2f\n", fam.name.c_str(), n, t, e);
+            else std::printf("%-8s %8d %10.3f %9s\n", fam.name.c_str(), n, t, "-");
+            char b[96];
+            std::snprintf(b, sizeof b, "%s{\"size\": %d, \"seconds\": %.4f}", k ? ", " : "", n, t);
+            pts += b;
+            prev = t;
+        }
+        bool ok = worst <= budget;
+        all_ok &= ok;
+        std::printf("%-8s worst exponent %.2f: %s\n\n", fam.name.c_str(), worst, ok ? "within budget" : "OVER BUDGET");
+        char b[160];
+        std::snprintf(b, sizeof b, "    {\"family\": \"%s\", \"worst_exponent\": %.3f, \"within_budget\": %s, \"points\": [",
+                      fam.name.c_str(), worst, ok ? "true" : "false");
+        js += b + pts + "]}" + (fi + 1 < families.size() ? "," : "") + "\n";
+    }
+    js += "  ]\n}\n";
+    std::ofstream out(json_path);
+    if (out) {
+        out << js;
+        std::printf("wrote %s\n", json_path.c_str());
+    }
+    return all_ok ? 0 : 1;
+}
