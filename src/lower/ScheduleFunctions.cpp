@@ -3,6 +3,7 @@
 #include "lower/ScheduleFunctions.h"
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <iostream>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
@@ -384,6 +385,7 @@ struct Builder {
         int fold_dim = -1;             // the dimension that slid, if any
         int64_t fold_factor = 0;       // a power of two >= the rows one iteration needs
         std::string compute_loop;
+        std::set<std::string> injected_loops;  // the loops it was put in
 
     protected:
         Stmt visit(const For *op, const Stmt &s) override {
@@ -393,6 +395,7 @@ struct Builder {
             bool uses = touches(body, f->name);
             if (!uses) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
             count++;
+            injected_loops.insert(op->name);
             if (produce) {
                 Box req = box_required(body, f->name);
                 Box unslid = req;
@@ -466,6 +469,35 @@ struct Builder {
         }
         void visit(const Call *op) override {
             if (op->call_type == Call::Func && op->name == name && depth == 0) outside = true;
+            IRVisitor::visit(op);
+        }
+    };
+
+    /** Finds a read of f inside the loops of the Func it is computed at (cfunc) but in none of
+        the loops f was computed in: a specialization or update stage of cfunc without that loop.
+        There f would be read before it is computed (or, stored outside, stale). */
+    class ReadsWhereNotComputed : public IRVisitor {
+    public:
+        std::string name, prefix;  // prefix: cfunc's loops, "<cfunc>.s"
+        const std::set<std::string> *computed = nullptr;
+        int in_cfunc = 0, in_computed = 0;
+        std::string where;  // the innermost loop of cfunc around the first such read
+
+    protected:
+        std::vector<std::string> loops;
+        void visit(const For *op) override {
+            bool c = op->name.compare(0, prefix.size(), prefix) == 0, k = computed->count(op->name) > 0;
+            in_cfunc += c;
+            in_computed += k;
+            if (c) loops.push_back(op->name);
+            IRVisitor::visit(op);
+            if (c) loops.pop_back();
+            in_cfunc -= c;
+            in_computed -= k;
+        }
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == name && in_cfunc > 0 && in_computed == 0 && where.empty())
+                where = loops.back();
             IRVisitor::visit(op);
         }
     };
@@ -562,6 +594,19 @@ struct Builder {
         if (in.count == 0)
             user_error("weft: Func \"" + fname + "\".compute_at(" + cname + ", " + in.var + "): \"" + fname +
                        "\" is not used inside that loop of \"" + cname + "\"; compute it at a consumer's loop");
+        {
+            ReadsWhereNotComputed rw;
+            rw.name = f.name;
+            rw.prefix = f.compute_func + ".s";
+            rw.computed = &in.injected_loops;
+            rw.include(s);
+            if (!rw.where.empty())
+                user_error("weft: Func \"" + fname + "\".compute_at(" + cname + ", " + in.var + "): \"" + cname +
+                           "\" also reads \"" + fname + "\" where it has no loop " + in.var + " (in loop " + rw.where +
+                           ": a specialization, or an update stage, scheduled without it), so \"" + fname +
+                           "\" would be read there before it is computed; give that schedule the loop " + in.var +
+                           " too, or compute \"" + fname + "\" at root");
+        }
         if (!same) {
             if (f.sched.store.kind == LoopLevelSpec::Root) {
                 s = realize(f, s);

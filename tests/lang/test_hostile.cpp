@@ -138,6 +138,37 @@ TEST(Hostile, OutputBufferBeyondItsBound) {
     EXPECT_EQ(big(0), -1);
 }
 
+// A specialization made before the split that gives the loop a producer is computed at: the
+// producer (stored at root) was read there without being computed: silently wrong values.
+TEST(Hostile, ComputeAtALoopASpecializationLacks) {
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    Param<int> p("spec_p", 1);
+    Func g("spec_g"), out("spec_out");
+    g(x, y) = x * 10 + y;
+    out(x, y) = g(x, y) + g(x, y + 1);
+    out.specialize(p < 0);  // made before the split: no loop yo
+    out.split(y, yo, yi, 4);
+    g.store_root().compute_at(out, yo);
+    std::string m = error_of([&] { out.realize({8, 8}); });
+    EXPECT_CONTAINS(m, "spec_g");
+    EXPECT_CONTAINS(m, "no loop yo");
+    EXPECT_CONTAINS(m, "specialization");
+
+    // With the loop in every specialization it runs, in each branch.
+    Func g2("spec_g2"), out2("spec_out2");
+    g2(x, y) = x * 10 + y;
+    out2(x, y) = g2(x, y) + g2(x, y + 1);
+    out2.split(y, yo, yi, 4);
+    out2.specialize(p < 0).vectorize(x, 4);
+    g2.store_root().compute_at(out2, yo);
+    for (int pv : {1, -1}) {
+        p.set(pv);
+        Buffer<int> o = out2.realize({8, 8});
+        for (int yy = 0; yy < 8; yy++)
+            for (int xx = 0; xx < 8; xx++) ASSERT_EQ(o(xx, yy), xx * 20 + 2 * yy + 1) << pv;
+    }
+}
+
 // ---------------- undefined handles ----------------
 
 TEST(Hostile, UndefinedBufferAccessors) {
