@@ -69,6 +69,8 @@ std::string cuda_device_key();
 CudaDriver *loaded_cuda_driver();
 
 // ---------------- device memory (DeviceMemory.cpp) ----------------
+/** Elements from a buffer's first to its last (its host copy's and device copy's size). */
+int64_t span_elements(const BufferContents &b);
 /** Makes sure b has a device allocation (same layout as the host's); with copy, also that
     the device copy is current (copies the host's when host_dirty or new). */
 void ensure_device_copy(BufferContents &b, bool copy);

@@ -77,15 +77,6 @@ std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *sour
 
 namespace {
 
-int64_t span_elements(const BufferContents &b) {
-    int64_t n = 1;
-    for (int d = 0; d < b.dims; d++) {
-        if (b.dim[d].extent <= 0) return 0;
-        n += (int64_t)(b.dim[d].extent - 1) * std::abs((int64_t)b.dim[d].stride);
-    }
-    return n;
-}
-
 /** One call's device runtime: what the compiled host code's device_calls reach. */
 struct HostRun : weft_device_t {
     HostRun(const CudaModule &mod, weft_context_t *c, CudaDriver &dr) : m(mod), ctx(c), d(dr) { call = &dispatch; }

@@ -8,16 +8,18 @@
 
 namespace weft {
 namespace internal {
-namespace {
-
-size_t span_bytes(const BufferContents &b) {
+int64_t span_elements(const BufferContents &b) {
     int64_t n = 1;
     for (int d = 0; d < b.dims; d++) {
         if (b.dim[d].extent <= 0) return 0;
         n += (int64_t)(b.dim[d].extent - 1) * std::abs((int64_t)b.dim[d].stride);
     }
-    return (size_t)n * b.type.bytes();
+    return n;
 }
+
+namespace {
+
+size_t span_bytes(const BufferContents &b) { return (size_t)span_elements(b) * b.type.bytes(); }
 
 const char *kAsyncNote = "; kernels run asynchronously, so this may be the error of a kernel that wrote it: "
                          "WEFT_CUDA_SYNC=1 reports such errors at the call that launched it";
