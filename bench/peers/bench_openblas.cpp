@@ -1,5 +1,5 @@
 // OpenBLAS peer: SGEMM through cblas_sgemm (row- and column-major). Threads: OPENBLAS_NUM_THREADS.
-// bench/run starts it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (see BENCH.md).
+// bench/run starts it with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they force older kernels).
 #include <cblas.h>
 
 #include "bench_common.h"
