@@ -567,12 +567,7 @@ private:
         if (auto op = s.as<Allocate>()) {
             if (op->memory_type == MemoryType::Register)
                 if (Stmt p = promote_to_registers(s, op); p.defined()) return p;
-            Expr ext = resolve(op->extent);
-            int64_t n;
-            if (!constant_upper_bound(ext, thread_scope, &n))
-                user_error("weft: Func \"" + func_user_name(op->name) + "\" is stored in GPU shared memory inside the kernel of " +
-                           describe(kernel_name) + ", but its size (" + to_string(ext) +
-                           " elements) is not a constant; use constant tile sizes or bound() it");
+            int64_t n = constant_size(op, "in GPU shared memory inside the kernel of", "constant tile sizes");
             int64_t bytes = std::max<int64_t>(n, 1) * op->type.bytes();
             bytes = (bytes + 15) / 16 * 16;
             shared_bytes += bytes;
@@ -692,18 +687,25 @@ private:
         return r;
     }
 
+    /** The constant upper bound of an allocation's size inside the kernel; an Error (saying
+        where it is stored and what to use instead) where there is none. */
+    int64_t constant_size(const Allocate *op, const char *where, const char *instead) {
+        Expr ext = resolve(op->extent);
+        int64_t n;
+        if (!constant_upper_bound(ext, thread_scope, &n))
+            user_error("weft: Func \"" + func_user_name(op->name) + "\" is stored " + where + " " + describe(kernel_name) +
+                       ", but its size (" + to_string(ext) + " elements) is not a constant; use " + instead +
+                       " or bound() it");
+        return n;
+    }
+
     Stmt in_thread(const Stmt &s) {
         if (!s.defined()) return s;
         if (auto op = s.as<LetStmt>()) return under_let(op, [&](const Stmt &b) { return in_thread(b); });
         if (auto op = s.as<Block>()) return Block::make(in_thread(op->first), in_thread(op->rest));
         if (auto op = s.as<IfThenElse>()) return IfThenElse::make(op->condition, in_thread(op->then_case), in_thread(op->else_case));
         if (auto op = s.as<Allocate>()) {
-            Expr ext = resolve(op->extent);
-            int64_t n;
-            if (!constant_upper_bound(ext, thread_scope, &n))
-                user_error("weft: Func \"" + func_user_name(op->name) + "\" is stored per GPU thread (registers) inside " +
-                           describe(kernel_name) + ", but its size (" + to_string(ext) +
-                           " elements) is not a constant; use constant split factors or bound() it");
+            int64_t n = constant_size(op, "per GPU thread (registers) inside", "constant split factors");
             return Allocate::make(op->name, op->type, Expr((int)std::max<int64_t>(n, 1)), MemoryType::Register,
                                   in_thread(op->body));
         }
