@@ -6,6 +6,7 @@
 //   chainf   the same in float
 //   updates  f(x) = f(x) + i, n updates of one Func (n loops in one function)
 // Prints a table and writes compile_scaling.json (bench/ in the source tree, or argv[1]).
+#include <cstdlib>
 #include <weft/weft.h>
 #include <chrono>
 #include <cmath>
@@ -57,6 +58,7 @@ double first_call_s(const std::string &family, int n) {
 
 int main(int argc, char **argv) {
     std::string json_path = argc > 1 ? argv[1] : WEFT_BENCH_COMPILE_JSON;
+    setenv("WEFT_CACHE_DIR", "off", 1);  // compiles are measured, not loads from the disk cache
     struct Family {
         std::string name;
         int n0;

@@ -1,6 +1,6 @@
 # Shared by demo.sh and test.sh: installs what is missing (apt-get; sudo if not root),
 # then configures and builds weft with Ninja into $BUILD_DIR (default build/).
-PACKAGES=(build-essential cmake ninja-build ccache llvm-19-dev libeigen3-dev libgtest-dev googletest
+PACKAGES=(build-essential cmake ninja-build ccache llvm-19-dev libeigen3-dev libxxhash-dev libgtest-dev googletest
           clang-14 libclang-rt-14-dev)
 
 install_missing() {

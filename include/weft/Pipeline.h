@@ -106,6 +106,8 @@ struct CacheStats {
     uint64_t generic_compilations = 0;
     /** Entries dropped by the LRU bound. */
     uint64_t evictions = 0;
+    /** Kernels loaded from the disk cache (WEFT_CACHE_DIR) instead of compiled, and written to it. */
+    uint64_t disk_hits = 0, disk_writes = 0;
 };
 CacheStats cache_stats();
 void clear_cache();

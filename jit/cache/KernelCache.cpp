@@ -92,7 +92,6 @@ std::shared_ptr<const CompiledKernel> cache_get(const std::string &key,
         throw;
     }
     promise.set_value(result);
-    cache_counters().compilations++;
     std::lock_guard<std::mutex> lock(c.m);
     auto it = c.map.find(key);
     if (it != c.map.end()) it->second.ready = true;
@@ -146,6 +145,7 @@ void cache_clear() {
     c.shapes_lru.clear();
     auto &k = cache_counters();
     k.hits = k.misses = k.compilations = k.generic_compilations = k.evictions = 0;
+    k.disk_hits = k.disk_writes = 0;
 }
 void cache_set_capacity(size_t n) {
     Cache &c = cache();

@@ -12,10 +12,11 @@ namespace internal {
 
 struct CacheCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, compilations{0}, generic_compilations{0}, evictions{0};
+    std::atomic<uint64_t> disk_hits{0}, disk_writes{0};
 };
 CacheCounters &cache_counters();
 
-/** Returns the kernel for key, compiling it with make() on a miss. Concurrent callers with
+/** Returns the kernel for key, made by make() on a miss (which counts its compilations). Concurrent callers with
     the same key wait for one compile. A failed compile is not cached (its Error is rethrown
     to every waiter). */
 std::shared_ptr<const CompiledKernel> cache_get(const std::string &key,

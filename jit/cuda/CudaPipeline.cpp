@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <sstream>
 #include "cuda/CodeGen_CUDA.h"
 #include "interp/Interpreter.h"
 #include "weft/Pipeline.h"
@@ -17,8 +18,36 @@ CudaModule::~CudaModule() {
     d->cuModuleUnload(module);
 }
 
+namespace {
+/** NVRTC's output as disk cache sections, and back. */
+void put_nvrtc(CodeSections &code, const NvrtcOutput &o) {
+    code["gpu.bin"] = o.binary;
+    std::string meta = std::string(o.is_ptx ? "ptx" : "cubin") + " " + o.arch + "\n";
+    for (auto &[k, u] : o.usage)
+        meta += k + " " + std::to_string(u.registers) + " " + std::to_string(u.shared_bytes) + " " +
+                std::to_string(u.stack_bytes) + " " + std::to_string(u.spill_stores) + " " +
+                std::to_string(u.spill_loads) + " " + std::to_string(u.min_blocks) + "\n";
+    code["gpu.meta"] = meta;
+}
+bool get_nvrtc(const CodeSections &code, NvrtcOutput &o) {
+    auto b = code.find("gpu.bin"), m = code.find("gpu.meta");
+    if (b == code.end() || m == code.end()) return false;
+    std::istringstream in(m->second);
+    std::string kind;
+    if (!(in >> kind >> o.arch) || (kind != "ptx" && kind != "cubin"))
+        throw Error("weft: the cached GPU code's description is unreadable");
+    o.is_ptx = kind == "ptx";
+    o.binary = b->second;
+    std::string name;
+    KernelUsage u;
+    while (in >> name >> u.registers >> u.shared_bytes >> u.stack_bytes >> u.spill_stores >> u.spill_loads >> u.min_blocks)
+        o.usage[name] = u;
+    return true;
+}
+}  // namespace
+
 std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source, const CPUTargetInfo *cpu,
-                                         std::string *llvm_ir) {
+                                         std::string *llvm_ir, CodeSections *code) {
     auto m = std::make_shared<CudaModule>();
     m->program = split_host_device(f);
     m->program.source = cuda_source(m->program);
@@ -27,12 +56,13 @@ std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *sour
     CPUTargetInfo host = cpu ? *cpu : host_cpu_info();
     m->host = make_host_code(f, m->program);
     std::string ir;
-    m->host_fn = compile_llvm(m->host.fn, host, llvm_ir ? &ir : nullptr);
+    m->host_fn = compile_llvm(m->host.fn, host, llvm_ir ? &ir : nullptr, code, "host");
     if (llvm_ir) *llvm_ir += ir;
     for (auto &st : m->program.stages) {
         LoweredFunc sf = st.fn;
         sf.name = f.name + "_" + st.fn.name;
-        m->stages.push_back(compile_llvm(sf, host, llvm_ir ? &ir : nullptr));
+        m->stages.push_back(
+            compile_llvm(sf, host, llvm_ir ? &ir : nullptr, code, "stage" + std::to_string(m->stages.size())));
         if (llvm_ir) *llvm_ir += ir;
     }
     CudaDriver &d = cuda_driver();
@@ -42,20 +72,26 @@ std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *sour
     if (cuda_emulated()) {
         // NVRTC (where it exists) checks that the device code compiles and fits; the emulated
         // driver's image is the same kernels as host C++.
-        if (nvrtc_available()) {
+        bool checked = code && get_nvrtc(*code, m->compiled);
+        if (!checked && nvrtc_available()) {
             m->compiled = compile_kernels(m->program, arch, d.per_sm);
-            check_kernel_resources(m->program, m->compiled, d.regs_per_block, d.max_shared_per_block);
+            if (code) put_nvrtc(*code, m->compiled);
+            checked = true;
         }
+        if (checked) check_kernel_resources(m->program, m->compiled, d.regs_per_block, d.max_shared_per_block);
         CudaProgram emulation = m->program;
         emulated_image = cuda_source(emulation, true);
         image = emulated_image.c_str();
     } else {
-        try {
-            m->compiled = compile_kernels(m->program, arch, d.per_sm);
-        } catch (Error &e) {
-            // NVRTC may not know this device's architecture: PTX for the driver to finish.
-            if (std::string(e.what()).find("invalid value for --gpu-architecture") == std::string::npos) throw;
-            m->compiled = nvrtc_compile(m->program.source, "sm_90", true);
+        if (!code || !get_nvrtc(*code, m->compiled)) {
+            try {
+                m->compiled = compile_kernels(m->program, arch, d.per_sm);
+            } catch (Error &e) {
+                // NVRTC may not know this device's architecture: PTX for the driver to finish.
+                if (std::string(e.what()).find("invalid value for --gpu-architecture") == std::string::npos) throw;
+                m->compiled = nvrtc_compile(m->program.source, "sm_90", true);
+            }
+            if (code) put_nvrtc(*code, m->compiled);
         }
         check_kernel_resources(m->program, m->compiled, d.regs_per_block, d.max_shared_per_block);
         for (auto &k : m->program.kernels) {

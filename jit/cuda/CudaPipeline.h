@@ -28,9 +28,12 @@ struct CudaModule {
 };
 /** Generates, compiles (NVRTC) and loads the kernels of a LoweredFunc lowered for CUDA, and
     compiles its host code and host stages for cpu (the host's CPU when null). If source is
-    non-null it receives the CUDA C; llvm_ir, the host code's and host stages' LLVM IR. */
+    non-null it receives the CUDA C; llvm_ir, the host code's and host stages' LLVM IR. With
+    code: the compiled parts (host objects, the kernels' cubin) are taken from its sections
+    where it has them (the disk cache's), else compiled and added to it. */
 std::shared_ptr<CudaModule> compile_cuda(const LoweredFunc &f, std::string *source = nullptr,
-                                         const CPUTargetInfo *cpu = nullptr, std::string *llvm_ir = nullptr);
+                                         const CPUTargetInfo *cpu = nullptr, std::string *llvm_ir = nullptr,
+                                         CodeSections *code = nullptr);
 
 /** Runs a CUDA pipeline that has kernels: its host code here, its kernels on the device, its
     host stages on the CPU. bufs: the BufferContents of the buffer arguments, in the order they

@@ -22,6 +22,7 @@
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -116,16 +117,50 @@ using F1 = float (*)(float);
     return *state;
 }
 
+/** A module's code lives in a JITDylib of its own (linked against the main one, which has the
+    runtime's symbols): entry points of objects compiled by other processes (the disk cache)
+    may have the same names as this process's. */
 class LLVMModule : public CompiledModule {
 public:
-    llvm::orc::ResourceTrackerSP rt;
+    llvm::orc::JITDylib *jd = nullptr;
     ~LLVMModule() override {
-        if (!rt) return;
+        if (!jd) return;
         JITState &s = jit_state();
         std::lock_guard<std::mutex> lk(s.mu);
-        if (auto e = rt->remove()) llvm::consumeError(std::move(e));
+        if (auto e = s.jit->getExecutionSession().removeJITDylib(*jd)) llvm::consumeError(std::move(e));
     }
 };
+
+std::atomic<uint64_t> dylib_counter{0};
+
+/** Links an object file into the JIT; fname is its entry point. */
+std::shared_ptr<CompiledModule> load_object(const std::string &obj, const std::string &fname) {
+    JITState &js = jit_state();
+    auto buf = llvm::MemoryBuffer::getMemBufferCopy(obj, fname);
+    auto result = std::make_shared<LLVMModule>();
+    std::lock_guard<std::mutex> lk(js.mu);
+    auto jd = js.jit->createJITDylib("weft_module_" + std::to_string(dylib_counter.fetch_add(1)));
+    if (!jd) fail("cannot create a JITDylib: " + llvm_err(jd.takeError()));
+    jd->addToLinkOrder(js.jit->getMainJITDylib());
+    result->jd = &*jd;
+    auto drop = [&] {
+        llvm::consumeError(js.jit->getExecutionSession().removeJITDylib(*result->jd));
+        result->jd = nullptr;
+    };
+    if (auto e = js.jit->addObjectFile(*jd, std::move(buf))) {
+        std::string m = llvm_err(std::move(e));
+        drop();
+        fail("JIT cannot add object: " + m);
+    }
+    auto sym = js.jit->lookup(*jd, fname);
+    if (!sym) {
+        std::string m = llvm_err(sym.takeError());
+        drop();
+        fail("JIT lookup of " + fname + " failed: " + m);
+    }
+    result->fn = sym->toPtr<weft_pipeline_fn>();
+    return result;
+}
 
 // One TargetMachine per thread and target (a TargetMachine is not for concurrent use).
 llvm::TargetMachine *target_machine(const CPUTargetInfo &t) {
@@ -1312,8 +1347,17 @@ CPUTargetInfo host_cpu_info() {
     return info;
 }
 
-std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target, std::string *llvm_ir) {
-    JITState &js = jit_state();
+std::string llvm_version() { return LLVM_VERSION_STRING; }
+
+std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target, std::string *llvm_ir,
+                                             CodeSections *code, const std::string &tag) {
+    if (code) {
+        auto o = code->find(tag + ".o"), sym = code->find(tag + ".sym");
+        if (o != code->end() && sym != code->end()) {
+            if (llvm_ir) llvm_ir->clear();
+            return load_object(o->second, sym->second);
+        }
+    }
     llvm::TargetMachine *tm = target_machine(target);
     std::string fname = "weft_" + sanitize(f.name) + "_" + std::to_string(module_counter.fetch_add(1));
 
@@ -1368,26 +1412,12 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
             fail("the target cannot emit object files");
         pm.run(*mod);
     }
-    auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(obj.data(), obj.size()), fname);
-    auto result = std::make_shared<LLVMModule>();
-    {
-        std::lock_guard<std::mutex> lk(js.mu);
-        result->rt = js.jit->getMainJITDylib().createResourceTracker();
-        if (auto e = js.jit->addObjectFile(result->rt, std::move(buf))) {
-            llvm::orc::ResourceTrackerSP rt = std::move(result->rt);
-            llvm::consumeError(rt->remove());
-            fail("JIT cannot add object: " + llvm_err(std::move(e)));
-        }
-        auto sym = js.jit->lookup(fname);
-        if (!sym) {
-            llvm::orc::ResourceTrackerSP rt = std::move(result->rt);
-            std::string m = llvm_err(sym.takeError());
-            llvm::consumeError(rt->remove());
-            fail("JIT lookup of " + fname + " failed: " + m);
-        }
-        result->fn = sym->toPtr<weft_pipeline_fn>();
+    std::string object(obj.data(), obj.size());
+    if (code) {
+        (*code)[tag + ".o"] = object;
+        (*code)[tag + ".sym"] = fname;
     }
-    return result;
+    return load_object(object, fname);
 }
 
 }  // namespace internal

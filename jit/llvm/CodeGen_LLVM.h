@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include "cache/DiskCache.h"
 #include "lower/LoweredFunc.h"
 #include "runtime/Runtime.h"
 
@@ -29,9 +30,14 @@ bool llvm_backend_available();
 CPUTargetInfo host_cpu_info();
 
 /** Compiles f for the CPU. If llvm_ir is non-null it receives the optimised LLVM IR as text.
-    Throws weft::Error on failure. Thread-safe. */
+    With code: where code holds sections `<tag>.o` and `<tag>.sym` (an object file and its
+    entry point, from the disk cache), loads those instead of compiling (llvm_ir then stays
+    empty); else compiles and adds them. Throws weft::Error on failure. Thread-safe. */
 std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target,
-                                             std::string *llvm_ir = nullptr);
+                                             std::string *llvm_ir = nullptr, CodeSections *code = nullptr,
+                                             const std::string &tag = "cpu");
+/** LLVM's version, for the disk cache's entries ("none" without LLVM). */
+std::string llvm_version();
 
 }  // namespace internal
 }  // namespace weft

@@ -32,7 +32,9 @@ CPUTargetInfo host_cpu_info() {
     return info;  // no features: the interpreter needs none
 }
 
-std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &, const CPUTargetInfo &, std::string *llvm_ir) {
+std::string llvm_version() { return "none"; }
+std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &, const CPUTargetInfo &, std::string *llvm_ir,
+                                             CodeSections *, const std::string &) {
     if (llvm_ir) *llvm_ir = "; (no LLVM in this build: the interpreter runs this pipeline)\n";
     return nullptr;
 }

@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include "cache/DiskCache.h"
 #include "cache/KernelCache.h"
 #include "cuda/CudaPipelineKernel.h"
 #include "interp/InterpretedKernel.h"
@@ -15,6 +16,7 @@
 #include "lower/Lower.h"
 #include "pipeline/ApplySchedule.h"
 #include "pipeline/PipelineInternal.h"
+#include "weft_build_id.h"
 
 namespace weft {
 namespace internal {
@@ -200,7 +202,7 @@ std::map<std::string, Expr> shape_consts(const Env &env) {
 }
 
 std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
-                                             bool generic);
+                                             bool generic, const std::string &key);
 
 /** Lowering for target t in this build (vectors on the host only with the LLVM backend), with
     per-Func timers while profiling is on. */
@@ -213,13 +215,40 @@ LowerOptions lower_options(const Target &t, std::string *log) {
     return o;
 }
 
+/** key: the kernel's cache key (that of its disk cache entry too). */
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
-                                        bool generic) {
-    return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic); });
+                                        bool generic, const std::string &key) {
+    return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic, key); });
+}
+
+/** What wrote a disk cache entry: weft (its version and the fingerprint of its sources) and
+    LLVM (NVRTC's version is in a CUDA target's key). */
+const std::string &code_versions() {
+    static const std::string v =
+        std::string("weft ") + WEFT_VERSION + " (sources " + WEFT_BUILD_ID + "), LLVM " + llvm_version();
+    return v;
+}
+
+/** The kernel for lf: its code compiled, or loaded from code's sections where it has them. */
+std::shared_ptr<CompiledKernel> build_kernel(LoweredFunc lf, const Target &t, CodeSections *code,
+                                             std::string *cuda_src, std::string *llvm_ir,
+                                             std::shared_ptr<CudaModule> &gpu) {
+    const CPUTargetInfo cpu = cpu_info_for(t);
+    gpu.reset();
+    if (t.arch() == Target::Arch::CUDA) gpu = compile_cuda(lf, cuda_src, &cpu, llvm_ir, code);
+    std::shared_ptr<CompiledKernel> k;
+    if (!gpu || gpu->program.kernels.empty()) {
+        // For the CPU: LLVM's machine code, or the interpreter in a build without LLVM.
+        auto m = compile_llvm(lf, cpu, llvm_ir, code);
+        if (m) k = std::make_shared<LLVMKernel>(lf, std::move(m));
+        else k = std::make_shared<InterpretedKernel>(lf);
+    }
+    if (gpu) k = std::make_shared<CudaPipelineKernel>(std::move(lf), gpu, std::move(k));
+    return k;
 }
 
 std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
-                                             bool generic) {
+                                             bool generic, const std::string &key) {
     static std::atomic<int> counter{0};
     std::string name = "weft_pipeline_" + std::to_string(counter++);
     bool dbg = debug_enabled();
@@ -233,22 +262,38 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         throw;
     }
     std::string cuda_src, llvm_ir;
-    const CPUTargetInfo cpu = cpu_info_for(t);
     std::shared_ptr<CudaModule> gpu;
-    if (cuda) gpu = compile_cuda(lf, dbg ? &cuda_src : nullptr, &cpu, dbg ? &llvm_ir : nullptr);
     std::shared_ptr<CompiledKernel> k;
-    if (!gpu || gpu->program.kernels.empty()) {
-        // For the CPU: LLVM's machine code, or the interpreter in a build without LLVM.
-        auto m = compile_llvm(lf, cpu, dbg ? &llvm_ir : nullptr);
-        if (m) k = std::make_shared<LLVMKernel>(lf, std::move(m));
-        else k = std::make_shared<InterpretedKernel>(lf);
+    // The disk cache: code compiled by an earlier process for this key (not for a profiling
+    // kernel: its timers' ids are this process's), loaded instead of compiled.
+    bool disk = !profile_enabled() && llvm_backend_available() && !key.empty();
+    CodeSections code;
+    bool loaded = false;
+    if (disk && disk_cache_load("kernels", key, code_versions(), code, dbg)) {
+        try {
+            size_t parts = code.size();
+            k = build_kernel(lf, t, &code, dbg ? &cuda_src : nullptr, nullptr, gpu);
+            if (code.size() != parts) throw Error("it lacks part of the code (compiled instead)");
+            cache_counters().disk_hits++;
+            loaded = true;
+        } catch (Error &e) {
+            if (dbg) std::fprintf(stderr, "// weft: disk cache entry not used: %s\n", e.what());
+            k.reset();
+        }
     }
-    if (gpu) k = std::make_shared<CudaPipelineKernel>(std::move(lf), gpu, std::move(k));
+    if (!k) {
+        code.clear();
+        k = build_kernel(lf, t, disk ? &code : nullptr, dbg ? &cuda_src : nullptr, dbg ? &llvm_ir : nullptr, gpu);
+        cache_counters().compilations++;
+        if (generic) cache_counters().generic_compilations++;
+        if (disk) {
+            if (disk_cache_store("kernels", key, code_versions(), code, dbg)) cache_counters().disk_writes++;
+        }
+    }
     k->generic = generic;
-    if (generic) cache_counters().generic_compilations++;
     if (dbg) {
-        std::fprintf(stderr, "// weft: compiled %s for %s%s\n%s\n", name.c_str(), t.str().c_str(),
-                     generic ? " (shape-generic)" : "", log.c_str());
+        std::fprintf(stderr, "// weft: %s %s for %s%s\n%s\n", loaded ? "loaded from the disk cache" : "compiled",
+                     name.c_str(), t.str().c_str(), generic ? " (shape-generic)" : "", log.c_str());
         if (!cuda_src.empty()) std::fprintf(stderr, "// ---- CUDA source ----\n%s\n", cuda_src.c_str());
         if (gpu && !gpu->program.kernels.empty())
             std::fprintf(stderr, "// ---- host code (gpu_launch(k): kernel k; host_stage(i): host stage i, on the CPU) ----\n%s\n",
@@ -367,15 +412,17 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         bool specialize = cache_note_shape(base, shape, max_specs) <= max_specs;
         if (!specialize) {
             try {
-                kernel = cache_get(base + "|generic|" + generic_signature(scratch.bufs),
-                                   [&] { return compile(env, {}, t, true); });
+                std::string generic_key = base + "|generic|" + generic_signature(scratch.bufs);
+                kernel = cache_get(generic_key,
+                                   [&] { return compile(env, {}, t, true, generic_key); });
             } catch (Error &) {
                 specialize = true;  // this pipeline cannot be lowered without its shapes
             }
         }
         if (specialize) {
             auto consts = shape_consts(env);
-            kernel = cache_get(base + "|" + shape, [&] { return compile(env, consts, t, false); });
+            std::string key = base + "|" + shape;
+            kernel = cache_get(key, [&] { return compile(env, consts, t, false, key); });
         }
         remember(p->id, t, kernel, tm);
         kernel_ptr = kernel.get();
@@ -391,7 +438,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         std::string key = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "") + "|" +
                           shape_string(scratch.shape);
         auto consts = shape_consts(env);
-        kernel = cache_get(key, [&] { return compile(env, consts, t, false); });
+        kernel = cache_get(key, [&] { return compile(env, consts, t, false, key); });
         remember(p->id, t, kernel, tm);
         ctx.error[0] = 0;
         ctx.error_code = 0;
@@ -581,6 +628,8 @@ CacheStats cache_stats() {
     s.misses = c.misses;
     s.compilations = c.compilations;
     s.generic_compilations = c.generic_compilations;
+    s.disk_hits = c.disk_hits;
+    s.disk_writes = c.disk_writes;
     s.evictions = c.evictions;
     s.entries = cache_entries();
     return s;

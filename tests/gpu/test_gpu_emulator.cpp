@@ -5,8 +5,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include "cache/DiskCache.h"
 #include "cuda/CudaPipeline.h"
+#include "cuda/Nvrtc.h"
 #include "gpu/gpu_testing.h"
 #include "ir/IRVisitor.h"
 
@@ -303,4 +307,55 @@ TEST(GPUEmulator, HostCodeCompiledAndDeviceMemoryPooled) {
     for (int yy = 0; yy < h; yy++)
         for (int xx = 0; xx < w; xx++)
             ASSERT_FLOAT_EQ(o(xx, yy), in(xx, yy) * 2.0f + in(xx, std::min(yy + 1, h - 1)) * 2.0f) << xx << "," << yy;
+}
+
+TEST(GPUEmulator, DiskCacheKeepsHostCodeHostStagesAndDeviceCode) {
+    REQUIRE_EMULATOR();
+    if (!llvm_backend_available()) GTEST_SKIP() << "the disk cache keeps LLVM's object code";
+    char tmpl[] = "/tmp/weft-gpu-disk-cache-XXXXXX";
+    std::string dir = mkdtemp(tmpl);
+    setenv("WEFT_CACHE_DIR", dir.c_str(), 1);
+    const int w = 64, h = 48;
+    Buffer<float> in = ramp_buffer(w, h, 1.0f, "disk_in");
+    auto run = [&] {
+        clear_cache();
+        Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        Func pre("disk_pre"), a("disk_a"), out("disk_out");
+        pre(x, y) = in(x, y) + 1.0f;  // computed at root with no GPU schedule: a host stage
+        a(x, y) = pre(x, y) * 2.0f;
+        out(x, y) = a(x, y) + a(x, min(y + 1, h - 1));
+        pre.compute_root();
+        a.compute_root().gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+        out.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+        Buffer<float> o(w, h);
+        Pipeline(out).realize(o, Target::cuda());
+        o.copy_to_host();
+        for (int yy = 0; yy < h; yy++)
+            for (int xx = 0; xx < w; xx++) {
+                int y1 = std::min(yy + 1, h - 1);
+                EXPECT_FLOAT_EQ(o(xx, yy), (in(xx, yy) + 1.0f) * 2.0f + (in(xx, y1) + 1.0f) * 2.0f) << xx << "," << yy;
+            }
+        return cache_stats();
+    };
+    CacheStats first = run();
+    EXPECT_EQ(first.compilations, 1u);
+    EXPECT_EQ(first.disk_writes, 1u);
+    CacheStats second = run();
+    EXPECT_EQ(second.compilations, 0u);
+    EXPECT_EQ(second.disk_hits, 1u);
+    // The entry: the host code and the host stage as objects, and NVRTC's cubin where NVRTC is.
+    std::vector<std::string> files;
+    for (auto &e : std::filesystem::directory_iterator(dir + "/kernels")) files.push_back(e.path().string());
+    ASSERT_EQ(files.size(), 1u);
+    std::ifstream f(files[0], std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), {});
+    std::string key, versions;
+    ASSERT_TRUE(peek_cache_entry(bytes, key, versions));
+    CodeSections code;
+    ASSERT_EQ(decode_cache_entry(bytes, key, versions, code), "");
+    EXPECT_TRUE(code.count("host.o") && code.count("host.sym"));
+    EXPECT_TRUE(code.count("stage0.o") && code.count("stage0.sym"));
+    if (nvrtc_available()) EXPECT_TRUE(code.count("gpu.bin") && code.count("gpu.meta"));
+    setenv("WEFT_CACHE_DIR", "off", 1);
+    std::filesystem::remove_all(dir);
 }

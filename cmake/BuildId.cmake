@@ -1,0 +1,17 @@
+# Writes OUT: #define WEFT_BUILD_ID, a SHA-256 over the contents of the files listed in LIST
+# (weft's sources). The header is rewritten only when the fingerprint changes.
+file(READ ${LIST} files)
+set(all "")
+foreach(f IN LISTS files)
+  file(SHA256 ${f} h)
+  string(APPEND all "${h}")
+endforeach()
+string(SHA256 id "${all}")
+string(SUBSTRING ${id} 0 16 id)
+set(text "#define WEFT_BUILD_ID \"${id}\"\n")
+if(EXISTS ${OUT})
+  file(READ ${OUT} old)
+endif()
+if(NOT "${old}" STREQUAL "${text}")
+  file(WRITE ${OUT} "${text}")
+endif()
