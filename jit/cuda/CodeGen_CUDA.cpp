@@ -313,7 +313,7 @@ public:
             return "weft_reinterpret<" + ctype(t) + ", " + ctype(op->args[0].type()) + ">(" + expr(op->args[0]) + ")";
         static const std::map<std::string, std::string> f1 = {
             {"sqrt", "sqrt"}, {"exp", "exp"}, {"log", "log"}, {"sin", "sin"}, {"cos", "cos"}, {"tanh", "tanh"},
-            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}};
+            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"}};
         auto it = f1.find(n);
         if (it == f1.end() || !t.is_float())
             throw Error("weft: the CUDA backend does not support the intrinsic \"" + n + "\" on " + t.str());

@@ -148,7 +148,8 @@ NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bo
     int r = n.create(&prog, source.c_str(), "weft_kernels.cu", 0, nullptr, nullptr);
     if (r != 0) throw Error("weft: NVRTC could not create a program: " + nvrtc_err(r));
     std::string a = ptx ? "--gpu-architecture=compute_" + arch.substr(3) : "--gpu-architecture=" + arch;
-    std::vector<const char *> opts = {a.c_str(), "--std=c++17", "--device-as-default-execution-space"};
+    // --fmad=false: no contraction; the multiply-adds written in one definition are fmaf() calls.
+    std::vector<const char *> opts = {a.c_str(), "--std=c++17", "--device-as-default-execution-space", "--fmad=false"};
     if (!ptx) opts.push_back("--ptxas-options=-v");
     std::vector<std::string> defs;
     for (auto &d : defines) defs.push_back("-D" + d);

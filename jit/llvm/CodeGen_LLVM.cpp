@@ -21,6 +21,7 @@
 #include <llvm/ADT/StringMap.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/Config/llvm-config.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -174,7 +175,7 @@ llvm::TargetMachine *target_machine(const CPUTargetInfo &t) {
     const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
     if (!target) fail("no LLVM target for " + triple + ": " + err);
     llvm::TargetOptions opts;
-    opts.AllowFPOpFusion = llvm::FPOpFusion::Fast;
+    opts.AllowFPOpFusion = llvm::FPOpFusion::Standard;  // (fuses only llvm.fmuladd, which weft never emits)
     std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
         triple, t.cpu, t.features, opts, llvm::Reloc::PIC_, llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
     if (!tm) fail("cannot create a TargetMachine for " + triple);
@@ -219,9 +220,8 @@ class CodeGen {
 public:
     CodeGen(llvm::LLVMContext &c, llvm::Module &m, const CPUTargetInfo &t)
         : ctx(c), mod(m), b(c), target(t) {
-        llvm::FastMathFlags fmf;
-        fmf.setAllowContract(true);
-        b.setFastMathFlags(fmf);
+        // No contraction: a multiply-add is fused only where the front end made it an fma()
+        // (where it was written), so results do not depend on the schedule.
         i1 = b.getInt1Ty();
         i8 = b.getInt8Ty();
         i32 = b.getInt32Ty();
@@ -764,6 +764,44 @@ private:
         return b.CreateSExt(codegen(e), i64);
     }
 
+    /** The constant stride of a ramp index that strided_load() reads densely (2 to 4 either
+        way, or -1: a reversed vector), else 0. */
+    int64_t small_stride(const Expr &index, Type t) {
+        const Ramp *r = index.as<Ramp>();
+        int64_t st = 0;
+        if (!r || r->base.type().lanes() != 1 || !is_const_int(r->stride, &st) || t.is_bool()) return 0;
+        int64_t a = st < 0 ? -st : st;
+        return (st == -1 || (a >= 2 && a <= 4)) && t.lanes() >= 2 && t.lanes() <= 64 ? st : 0;
+    }
+    /** A load at ramp(base, stride, n) as dense loads of the elements from the lowest address
+        to the highest and one shuffle, instead of a gather: the last vector loaded is shifted
+        to end at the highest element, so nothing outside the accessed range is read. */
+    llvm::Value *strided_load(const Load *op, const Sym &s, int64_t stride) {
+        const Ramp *r = op->index.as<Ramp>();
+        Type t = op->type;
+        int n = t.lanes();
+        int64_t a = stride < 0 ? -stride : stride;
+        int64_t span = a * (n - 1) + 1;  // elements from the lowest to the highest accessed
+        int k = (int)((span + n - 1) / n);  // vectors of n loaded
+        Expr lowest = stride > 0 ? r->base : Add::make(r->base, make_const(Int(32), stride * (n - 1)));
+        llvm::Value *lo = index64(codegen_index(lowest));
+        llvm::Type *elem = mem_type(t.element_of()), *vt = mem_type(t);
+        llvm::Align al = access_align(s, t.element_of(), 0);
+        std::vector<llvm::Value *> parts;
+        for (int j = 0; j < k; j++) {
+            int64_t at = j + 1 < k ? (int64_t)j * n : span - n;
+            llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, b.CreateAdd(lo, b.getInt64(at), "", false, true));
+            parts.push_back(b.CreateAlignedLoad(vt, p, al));
+        }
+        llvm::Value *all = parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
+        std::vector<int> mask;
+        for (int i = 0; i < n; i++) {
+            int64_t o = a * (stride > 0 ? i : n - 1 - i);  // offset from the lowest element
+            mask.push_back((int)(o < (int64_t)(k - 1) * n ? o : (int64_t)(k - 1) * n + (o - (span - n))));
+        }
+        return b.CreateShuffleVector(all, mask);
+    }
+
     llvm::Value *codegen_load(const Load *op) {
         Type t = op->type;
         Sym s = lookup(op->name);
@@ -777,6 +815,8 @@ private:
             const Ramp *r = op->index.as<Ramp>();
             llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(r->base)));
             result = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment));
+        } else if (int64_t stride = small_stride(op->index, t)) {
+            result = strided_load(op, s, stride);
         } else {
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
@@ -944,6 +984,10 @@ private:
             if (args.size() != 2) fail("pow needs 2 arguments");
             return intrinsic(llvm::Intrinsic::pow, {ty}, {args[0], args[1]});
         }
+        if (nm == "fma") {  // the one place a multiply-add is fused (lower/FuseMultiplyAdds.h)
+            if (args.size() != 3 || !t.is_float()) fail("fma needs 3 float arguments");
+            return intrinsic(llvm::Intrinsic::fma, {ty}, {args[0], args[1], args[2]});
+        }
         if (nm == "tanh") {
             if (!t.is_float() || (t.bits() != 32 && t.bits() != 64)) fail("tanh of type " + t.str());
             llvm::Type *st = scalar_type(t.element_of());
@@ -992,7 +1036,6 @@ private:
             if (t.is_float()) {
                 llvm::IRBuilderBase::FastMathFlagGuard guard(b);
                 llvm::FastMathFlags fmf;
-                fmf.setAllowContract(true);
                 fmf.setAllowReassoc(true);
                 b.setFastMathFlags(fmf);
                 switch (op->op) {

@@ -280,6 +280,9 @@ Val ExprEvaluator::call(const Call *op) {
     else if (n == "pow") {
         double y = eval(op->args[1]).f;
         r = f32 ? std::pow((float)x, (float)y) : std::pow(x, y);
+    } else if (n == "fma") {  // one rounding, as the backends' fused multiply-add
+        double y = eval(op->args[1]).f, z = eval(op->args[2]).f;
+        r = f32 ? std::fma((float)x, (float)y, (float)z) : std::fma(x, y, z);
     } else throw Error("weft internal error: interpreter: unknown intrinsic " + n);
     return make_float(op->type, r);
 }

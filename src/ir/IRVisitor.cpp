@@ -604,6 +604,17 @@ AtomicUpdate atomic_update(const Store *op, const std::string &old) {
         auto v = e.as<Variable>();
         return v && v->name == old;
     };
+    if (auto c = u.value.as<Call>()) {
+        // f = fma(a, b, f), a multiply-add written in the update (lower/FuseMultiplyAdds.h): an
+        // atomic add of the rounded product (an atomic add cannot fuse; atomic updates already
+        // add in no fixed order).
+        if (c->is_intrinsic("fma") && c->args.size() == 3 && is_old(c->args[2]) && !expr_uses_var(c->args[0], old) &&
+            !expr_uses_var(c->args[1], old)) {
+            u.op = AtomicUpdate::Add;
+            u.operand = Mul::make(c->args[0], c->args[1]);
+        }
+        return u;
+    }
     IRNodeType nt = u.value.get()->node_type;
     if (nt != IRNodeType::Add && nt != IRNodeType::Sub && nt != IRNodeType::Min && nt != IRNodeType::Max) return u;
     auto b = static_cast<const BinaryExprNode *>(u.value.get());

@@ -356,6 +356,23 @@ public:
     Interval call_iv(const Call *op) {
         Type t = op->type.element_of();
         if (op->call_type != Call::Intrinsic) return value_range(t);
+        if (op->name == "fma" && op->args.size() == 3 && t.is_float()) {
+            // a * b + c rounded once: monotone in c, and over a box in a and b extreme at its
+            // corners (rounding is monotone), so the corners' fma()s bound it exactly.
+            Interval A = get(op->args[0]), B = get(op->args[1]), C = get(op->args[2]);
+            if (!A.min.defined() || !A.max.defined() || !B.min.defined() || !B.max.defined()) return value_range(t);
+            auto corners = [&](const Expr &c, BOp pick) {
+                if (!c.defined()) return Expr();
+                Expr r;
+                for (const Expr &x : {A.min, A.max})
+                    for (const Expr &y : {B.min, B.max}) {
+                        Expr v = simplify(Call::make_intrinsic(t, "fma", {x, y, c}));
+                        r = r.defined() ? bop(pick, r, v) : v;
+                    }
+                return r;
+            };
+            return Interval(corners(C.min, BMIN), corners(C.max, BMAX));
+        }
         if (op->args.size() == 1) {
             const std::string &n = op->name;
             if (n == "likely") return get(op->args[0]);

@@ -1134,6 +1134,12 @@ public:
                 if (op->name == "sqrt") return mkf(t, std::sqrt(d));
             }
         }
+        if (op->call_type == Call::Intrinsic && op->name == "fma" && args.size() == 3) {
+            Type t = op->type;
+            double x, y, z;
+            if (float_foldable(t) && cflt(args[0], &x) && cflt(args[1], &y) && cflt(args[2], &z))
+                return mkf(t, t.bits() == 32 ? (double)std::fma((float)x, (float)y, (float)z) : std::fma(x, y, z));
+        }
         if (!changed) return e;
         auto n = std::make_shared<Call>(*op);
         n->args = std::move(args);

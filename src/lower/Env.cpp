@@ -4,6 +4,7 @@
 #include <set>
 #include "ir/IRVisitor.h"
 #include "lower/CacheKey.h"
+#include "lower/FuseMultiplyAdds.h"
 #include "lower/Inline.h"
 #include "lower/RealizationOrder.h"
 
@@ -253,13 +254,15 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
             const DefinitionSchedule &ds = fc->stage_schedules.at(lf.stages.size());
             LStage s;
             for (auto &a : d.args) s.args.push_back(rn.mutate(a));
-            s.value = rn.mutate(d.value);
+            // The contraction rule: multiply-adds fused where written, before anything is inlined.
+            s.value = fuse_multiply_adds(rn.mutate(d.value));
             if (d.rdom) {
-                if (d.rdom->predicate.defined()) s.predicate = rn.mutate(d.rdom->predicate);
+                if (d.rdom->predicate.defined()) s.predicate = fuse_multiply_adds(rn.mutate(d.rdom->predicate));
                 for (auto &rv : d.rdom->domain) s.rvars.push_back({rv.var, rn.mutate(rv.min), rn.mutate(rv.extent)});
             }
             s.sched = ds.schedule;
-            for (auto &sp : ds.specializations) s.specs.push_back({rn.mutate(sp.condition), sp.schedule});
+            for (auto &sp : ds.specializations)
+                s.specs.push_back({fuse_multiply_adds(rn.mutate(sp.condition)), sp.schedule});
             auto note_prefetches = [&](const StageSchedule &sc) {
                 for (auto &pf : sc.prefetches) {
                     auto fi = fnames.find((const FunctionContents *)pf.src);

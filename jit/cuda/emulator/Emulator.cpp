@@ -283,7 +283,7 @@ CUresult_t module_load(void **out, const void *image) {
         std::fclose(f);
     }
     const char *cxx = std::getenv("WEFT_EMULATOR_CXX");
-    std::string cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O1 -fPIC -shared -fno-strict-aliasing -w " +
+    std::string cmd = std::string(cxx && *cxx ? cxx : "c++") + " -std=c++17 -O1 -ffp-contract=off -fPIC -shared -fno-strict-aliasing -w " +
                       src + " -o " + so + " > " + log + " 2>&1";
     int rc = std::system(cmd.c_str());
     if (rc != 0) {

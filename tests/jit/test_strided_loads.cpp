@@ -1,0 +1,92 @@
+// Dense vector access where Halide has it. Vector loads at a constant stride (2 to 4 either way,
+// or reversed) are dense loads and a shuffle, not gathers (jit/llvm/CodeGen_LLVM.cpp,
+// strided_load): they must read nothing outside the elements accessed (the input here ends, or
+// starts, at a page that cannot be read). A vectorized loop variable bound in a let (a serial
+// loop inside the vectorized one) stays a ramp at its uses (dense loads and stores, no gathers
+// or scatters).
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstdint>
+#include <string>
+#include "weft/weft.h"
+
+using namespace weft;
+
+namespace {
+
+/** n elements of T whose last (or, with at_end false, first) element touches a page that
+    cannot be read. */
+template <typename T>
+struct Guarded {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes;
+    char *base = nullptr;
+    T *data = nullptr;
+    Guarded(size_t n, bool at_end) {
+        size_t need = (n * sizeof(T) + page - 1) / page * page;
+        bytes = need + 2 * page;
+        base = (char *)mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mprotect(base, page, PROT_NONE);
+        mprotect(base + page + need, page, PROT_NONE);
+        data = at_end ? (T *)(base + page + need) - n : (T *)(base + page);
+    }
+    ~Guarded() { munmap(base, bytes); }
+};
+
+template <typename T>
+void check_strides(const char *tname) {
+    for (int stride : {2, 3, 4, -1, -2, -3, -4})
+        for (int lanes : {4, 8, 16})
+            for (int w : {64, 61}) {  // 61: a scalar tail after the vectors
+                SCOPED_TRACE(std::string(tname) + " stride " + std::to_string(stride) + " lanes " +
+                             std::to_string(lanes) + " width " + std::to_string(w));
+                int a = stride < 0 ? -stride : stride;
+                size_t n = (size_t)a * (w - 1) + 1;  // exactly the elements read
+                Guarded<T> g(n, stride > 0);
+                for (size_t i = 0; i < n; i++) g.data[i] = (T)(i * 7 + 3);
+                Buffer<T> in(g.data, {(int)n}, "strided_in");
+                Var x("x");
+                Func f("strided");
+                Expr at = stride > 0 ? stride * x : Expr((int)n - 1) + stride * x;
+                f(x) = in(at);
+                f.vectorize(x, lanes);
+                Buffer<T> out = f.realize({w});
+                for (int i = 0; i < w; i++) {
+                    size_t k = stride > 0 ? (size_t)(stride * i) : n - 1 - (size_t)(a * i);
+                    ASSERT_EQ(out(i), g.data[k]) << "at " << i;
+                }
+            }
+}
+
+TEST(StridedLoads, ReadOnlyTheElementsAccessed) {
+    check_strides<float>("float");
+    check_strides<uint8_t>("uint8");
+    check_strides<int16_t>("int16");
+    check_strides<double>("double");
+}
+
+/** The LLVM IR compiled for f's pipeline (WEFT_DEBUG's output). */
+std::string llvm_ir_of(Func f, std::vector<int> sizes) {
+    set_debug(true);
+    testing::internal::CaptureStderr();
+    f.realize(sizes);
+    std::string err = testing::internal::GetCapturedStderr();
+    set_debug(false);
+    size_t at = err.find("---- LLVM IR ----");
+    return at == std::string::npos ? "" : err.substr(at);
+}
+
+TEST(StridedLoads, AreNotGathers) {
+    Buffer<float> in(std::vector<int>{1024}, "strided_src");
+    in.fill(1.0f);
+    Var x("x");
+    Func f("downsample");
+    f(x) = in(2 * x) + in(2 * x + 1) + in(1023 - x);
+    f.vectorize(x, 16);
+    std::string ir = llvm_ir_of(f, {500});
+    ASSERT_FALSE(ir.empty());
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("shufflevector"), std::string::npos);
+}
+
+}  // namespace
