@@ -1150,6 +1150,23 @@ public:
     Stmt visit(const LetStmt *op, const Stmt &) override {
         Expr v = mutate(op->value);
         if (is_c(v) || v.as<Variable>() || cheap_affine(v)) return mutate(substitute(op->name, v, op->body));
+        // A vector bound to a name that is a ramp or a broadcast of a scalar (a vectorized loop
+        // variable bound in a let, with a loop inside it): its uses see the ramp, so that loads
+        // and stores through it stay dense and arithmetic on it folds; its scalar part stays
+        // shared in a let of its own.
+        const Ramp *ramp = v.as<Ramp>();
+        const Broadcast *bc = v.as<Broadcast>();
+        if ((ramp && ramp->base.type().lanes() == 1 && is_c(ramp->stride)) || (bc && bc->value.type().lanes() == 1)) {
+            Expr scalar = ramp ? ramp->base : bc->value;
+            auto rebuild = [&](const Expr &x) {
+                return ramp ? Ramp::make(x, ramp->stride, ramp->lanes) : Broadcast::make(x, bc->lanes);
+            };
+            if (is_c(scalar) || scalar.as<Variable>() || cheap_affine(scalar))
+                return mutate(substitute(op->name, v, op->body));
+            std::string base = op->name + ".base";
+            Stmt body = substitute(op->name, rebuild(Variable::make(scalar.type(), base)), op->body);
+            return mutate(LetStmt::make(base, scalar, body));
+        }
         Saved s;
         bool pushed = sc.count(op->name) > 0;
         if (pushed) {

@@ -89,4 +89,27 @@ TEST(StridedLoads, AreNotGathers) {
     EXPECT_NE(ir.find("shufflevector"), std::string::npos);
 }
 
+TEST(DenseVectorAccess, AVectorLoopVariableBoundInALetStaysARamp) {
+    // Halide's idiom: reorder(c, x).vectorize(x).unroll(c): x's vector is bound in a let and the
+    // loop over c runs inside it.
+    const int W = 67, C = 3;
+    Buffer<float> in(W, C);
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < W; i++) in(i, c) = (float)(i * 10 + c);
+    Var x("x"), c("c");
+    Func g("interleaved");
+    g(x, c) = in(x, c) * 2.0f + 1.0f;
+    g.reorder(c, x).vectorize(x, 8).unroll(c);
+    std::string lowered = Pipeline(g).lowered_ir({W, C});
+    std::string last = lowered.substr(lowered.rfind("// ----"));
+    EXPECT_EQ(last.find("= ramp("), std::string::npos) << "a ramp still bound in a let:\n" << last;
+    std::string ir = llvm_ir_of(g, {W, C});
+    ASSERT_FALSE(ir.empty());
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("masked.scatter"), std::string::npos) << ir;
+    Buffer<float> out = g.realize({W, C});
+    for (int cc = 0; cc < C; cc++)
+        for (int i = 0; i < W; i++) ASSERT_EQ(out(i, cc), in(i, cc) * 2.0f + 1.0f) << i << "," << cc;
+}
+
 }  // namespace
