@@ -1205,8 +1205,28 @@ private:
         pop(op->name);
         llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);  // a loop counter never wraps
         phi->addIncoming(next, b.GetInsertBlock());
-        b.CreateCondBr(b.CreateICmpNE(next, end), loop_bb, after_bb);
+        llvm::BranchInst *back = b.CreateCondBr(b.CreateICmpNE(next, end), loop_bb, after_bb);
+        if (huge_body(loop_bb, after_bb)) {
+            // LLVM's loop vectorizer and unroller take time superlinear in a loop's size (a
+            // 16,000-instruction body: 40% of the compile, for nothing): not for such loops.
+            llvm::MDNode *no_vec = llvm::MDNode::get(
+                ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
+                      llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))});
+            llvm::MDNode *no_unroll = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")});
+            llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, {nullptr, no_vec, no_unroll});
+            id->replaceOperandWith(0, id);
+            back->setMetadata(llvm::LLVMContext::MD_loop, id);
+        }
         b.SetInsertPoint(after_bb);
+    }
+
+    /** Whether a loop just generated holds more instructions than LLVM's loop passes are worth
+        running on: its first block, and the blocks made for its body (after its exit block,
+        which was made before the body). */
+    bool huge_body(llvm::BasicBlock *loop_bb, llvm::BasicBlock *after_bb) {
+        size_t n = loop_bb->size();
+        for (auto it = std::next(after_bb->getIterator()); it != fs->fn->end() && n <= 2000; ++it) n += it->size();
+        return n > 2000;
     }
 
     /** A new internal function of type fty (its argument ctx_arg the context, closure_arg a
