@@ -802,6 +802,77 @@ private:
         return b.CreateShuffleVector(all, mask);
     }
 
+    /** An index (base + i) / c + offset for lanes i (c from 2 to 4): an upsampling read. */
+    struct Upsample {
+        Expr base, offset;
+        int64_t c = 0;
+        int lanes = 0;
+    };
+    bool upsample_index(const Expr &index, Upsample &u) {
+        std::vector<std::pair<Expr, bool>> terms;  // (term, negated)
+        std::function<bool(const Expr &, bool)> walk = [&](const Expr &e, bool neg) {
+            if (auto a = e.as<Add>()) return walk(a->a, neg) && walk(a->b, neg);
+            if (auto d = e.as<Sub>()) return walk(d->a, neg) && walk(d->b, !neg);
+            terms.push_back({e, neg});
+            return terms.size() <= 8;
+        };
+        if (!walk(index, false)) return false;
+        Expr offset;
+        const Div *div = nullptr;
+        for (auto &[e, neg] : terms) {
+            if (auto bc = e.as<Broadcast>()) {
+                if (bc->value.type().lanes() != 1) return false;
+                Expr v = neg ? Sub::make(make_zero(bc->value.type()), bc->value) : bc->value;
+                offset = offset.defined() ? Add::make(offset, v) : v;
+                continue;
+            }
+            auto d = e.as<Div>();
+            if (!d || neg || div) return false;
+            div = d;
+        }
+        if (!div) return false;
+        auto r = div->a.as<Ramp>();
+        auto cb = div->b.as<Broadcast>();
+        int64_t one = 0, c = 0;
+        if (!r || !cb || r->base.type().lanes() != 1 || !is_const_int(r->stride, &one) || one != 1 ||
+            !is_const_int(cb->value, &c) || c < 2 || c > 4)
+            return false;
+        u.base = r->base;
+        u.offset = offset.defined() ? offset : make_zero(r->base.type());
+        u.c = c;
+        u.lanes = r->lanes;
+        return true;
+    }
+    /** Lanes (base + i) / c + offset: the elements from lo = base / c + offset read densely (a
+        vector of the count there always is, and the one more element there is for some
+        remainders, loaded alone), then the shuffle for base's remainder mod c: no gather, and
+        nothing read outside the elements accessed. */
+    llvm::Value *upsample_load(Type t, const Sym &s, const Upsample &u) {
+        int n = u.lanes;
+        int64_t c = u.c;
+        int L = (int)((n - 1) / c + 1);  // elements read whatever the remainder
+        Expr cc = make_const(u.base.type(), c);
+        llvm::Value *lo = index64(codegen_index(Add::make(Div::make(u.base, cc), u.offset)));
+        llvm::Value *hi = index64(codegen_index(Add::make(Div::make(Add::make(u.base, make_const(u.base.type(), (int64_t)(n - 1))), cc), u.offset)));
+        llvm::Value *rem = codegen(Mod::make(u.base, cc));
+        llvm::Type *elem = mem_type(t.element_of());
+        llvm::Align al = access_align(s, t.element_of(), 0);
+        llvm::Value *a = b.CreateAlignedLoad(llvm::FixedVectorType::get(elem, L), b.CreateInBoundsGEP(elem, s.value, lo), al);
+        llvm::Value *last = b.CreateAlignedLoad(elem, b.CreateInBoundsGEP(elem, s.value, hi), al);
+        std::vector<int> widen;
+        for (int i = 0; i <= L; i++) widen.push_back(i < L ? i : L);  // a's lanes, then a poison lane
+        llvm::Value *all = b.CreateShuffleVector(a, llvm::PoisonValue::get(a->getType()), widen);
+        all = b.CreateInsertElement(all, last, (uint64_t)L);
+        llvm::Value *result = nullptr;
+        for (int64_t r = c - 1; r >= 0; r--) {
+            std::vector<int> mask;
+            for (int i = 0; i < n; i++) mask.push_back((int)((r + i) / c));
+            llvm::Value *v = b.CreateShuffleVector(all, mask);
+            result = result ? b.CreateSelect(b.CreateICmpEQ(rem, llvm::ConstantInt::get(rem->getType(), r)), v, result) : v;
+        }
+        return result;
+    }
+
     llvm::Value *codegen_load(const Load *op) {
         Type t = op->type;
         Sym s = lookup(op->name);
@@ -817,6 +888,8 @@ private:
             result = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment));
         } else if (int64_t stride = small_stride(op->index, t)) {
             result = strided_load(op, s, stride);
+        } else if (Upsample u; !t.is_bool() && upsample_index(op->index, u)) {
+            result = upsample_load(t, s, u);
         } else {
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));

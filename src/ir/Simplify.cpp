@@ -802,6 +802,11 @@ public:
                 i128 v;
                 if (cbound(I.max, true, &v) && v <= 0) return is_min ? a : b;
                 if (cbound(I.min, false, &v) && v >= 0) return is_min ? b : a;
+                if (D.terms.size() == 2 && D.terms[0].first.as<Div>() && D.terms[1].first.as<Div>()) {
+                    // min(y / 2, (y + 1) / 2) -> y / 2: floor division is monotone (see mk_cmp).
+                    if (is_true(mk_cmp(IRNodeType::LE, a, b))) return is_min ? a : b;
+                    if (is_true(mk_cmp(IRNodeType::LE, b, a))) return is_min ? b : a;
+                }
             }
         } else if (t.is_scalar() && !sc.empty()) {
             i128 alo, ahi, blo, bhi;
@@ -893,6 +898,24 @@ public:
                 if ((hh && hi < 0) || (hl && lo > 0)) return mkbool(op == IRNodeType::NE, lanes);
                 if (hh && hl && lo == 0 && hi == 0) return mkbool(op == IRNodeType::EQ, lanes);
                 break;
+            }
+        }
+        if ((op == IRNodeType::LE || op == IRNodeType::LT) && D.terms.size() == 2) {
+            // p / c - q / c + k <= 0 (or < 0), one positive constant c: floor division is
+            // monotone and (q + m * c) / c = q / c + m, so p <= q + m * c proves p / c <= q / c + m,
+            // and p >= q + (m + 1) * c disproves it (a downsampled consumer's rows: y / 2 against
+            // (y - 1) / 2, as sliding windows and bounds need).
+            const Div *d0 = D.terms[0].first.as<Div>(), *d1 = D.terms[1].first.as<Div>();
+            i128 c0 = 0, c1 = 0;
+            if (d0 && d1 && cint(d0->b, &c0) && cint(d1->b, &c1) && c0 == c1 && c0 > 0 &&
+                D.terms[0].second == -D.terms[1].second && (D.terms[0].second == 1 || D.terms[0].second == -1)) {
+                const Div *pd = D.terms[0].second == 1 ? d0 : d1, *qd = D.terms[0].second == 1 ? d1 : d0;
+                i128 m = -D.k - (op == IRNodeType::LT ? 1 : 0);  // p / c <= q / c + m
+                if (representable(s, m * c0) && representable(s, (m + 1) * c0)) {
+                    if (is_true(mk_cmp(IRNodeType::LE, pd->a, mk_add(qd->a, mkc(t, m * c0))))) return mkbool(true, lanes);
+                    if (is_true(mk_cmp(IRNodeType::LE, mk_add(qd->a, mkc(t, (m + 1) * c0)), pd->a)))
+                        return mkbool(false, lanes);
+                }
             }
         }
         // Canonical form: (positive terms) op (negated negative terms) - k.

@@ -1,5 +1,6 @@
 #include "lower/StorageFlattening.h"
 #include "ir/IRVisitor.h"
+#include "ir/Interval.h"
 #include "ir/Simplify.h"
 #include <algorithm>
 #include <climits>
@@ -49,9 +50,40 @@ protected:
     Stmt visit(const For *op, const Stmt &s) override {
         bool block = op->for_type == ForType::GPUBlock;
         in_kernel += block;
+        loops.push_back(op);
         Stmt r = IRMutator::visit(op, s);
+        loops.pop_back();
         in_kernel -= block;
         return r;
+    }
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        outer_lets.push_back(op);
+        Stmt r = IRMutator::visit(op, s);
+        outer_lets.pop_back();
+        return r;
+    }
+
+    /** The loops and lets around the statement being flattened (innermost last). */
+    std::vector<const For *> loops;
+    std::vector<const LetStmt *> outer_lets;
+
+    /** e with the values of the lets around it substituted (innermost first, so that what an
+        inner let's value names of an outer one is substituted in turn). */
+    Expr without_lets(Expr e) const {
+        for (auto it = outer_lets.rbegin(); it != outer_lets.rend(); ++it)
+            if (expr_uses_var(e, (*it)->name)) e = substitute((*it)->name, (*it)->value, e);
+        return simplify(e);
+    }
+    /** A constant upper bound of a storage extent that varies with the loops around it (a
+        tile clipped at the edge of the image), knowing those loops' ranges: the storage then
+        has a constant size. False where there is none. */
+    bool constant_extent_bound(const Expr &extent, int64_t *out) const {
+        Scope scope;
+        for (const For *l : loops) {
+            Expr mn = without_lets(l->min), mx = without_lets(l->min + l->extent - 1);
+            scope[l->name] = Interval(mn, mx);
+        }
+        return constant_upper_bound_in_scope(without_lets(extent), scope, out) && *out >= 0;
     }
     Stmt visit(const Realize *op, const Stmt &s) override {
         if (cuda && op->memory_type == MemoryType::GPUShared && !in_kernel) {
@@ -72,12 +104,23 @@ protected:
         const int64_t cap = (int64_t)1 << 62;  // (the constant product saturates there)
         int64_t n = 1;
         bool constant = true;
+        // Where an extent varies (a tile clipped at the image's edge) but has a constant upper
+        // bound, the storage is allocated at that bound: a constant size (for the stack).
+        MemoryType m = op->memory_type;
+        bool want_stack = m == MemoryType::Stack || m == MemoryType::Auto || m == MemoryType::Register;
+        bool exact = true;  // every extent a constant (not a bound)
         for (size_t d = 0; d < bounds.size(); d++) {
             size = size * Cast::make(Int(64), field(op->name, "extent", d));
             int64_t e = 0;
-            if (!is_const_int(simplify(bounds[d].extent), &e)) constant = false;
-            else n = (int64_t)std::min<__int128>((__int128)n * std::max<int64_t>(e, 0), cap);
+            if (is_const_int(simplify(bounds[d].extent), &e)) {
+            } else if (want_stack && constant_extent_bound(bounds[d].extent, &e)) {
+                exact = false;
+            } else {
+                constant = false;
+            }
+            if (constant) n = (int64_t)std::min<__int128>((__int128)n * std::max<int64_t>(e, 0), cap);
         }
+        if (constant && !exact && (__int128)n * op->type.bytes() > (1 << 20)) constant = false;  // (bounds: for the stack only)
         auto fit = env.index.find(op->name);
         const std::string user = fit != env.index.end() ? env.funcs[fit->second].contents->name : op->name;
         const std::string too_large = "Func \"" + user + "\" needs storage for % elements, more than the 2147483647 that "
@@ -88,10 +131,25 @@ protected:
             user_error("weft: " + msg);
         }
         if (constant) size = make_const(Int(64), n);
-        MemoryType m = op->memory_type;
         bool small = constant && n * op->type.bytes() <= 64 * 1024;
-        if (m == MemoryType::Register) m = small || cuda ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
-        else if (m == MemoryType::Auto || m == MemoryType::Stack) m = small ? MemoryType::Stack : MemoryType::Heap;
+        if (m == MemoryType::Stack && !cuda) {
+            // Asked for: on the stack, or a clear error (never silently on the heap).
+            const int64_t limit = 1 << 20;  // (the code generator's limit for a stack allocation)
+            if (!constant)
+                user_error("weft: Func \"" + user + "\" is stored on the stack (store_in(MemoryType::Stack)), but the size "
+                           "of its storage is not a constant and has no constant bound (its region depends on " +
+                           to_string(simplify(bounds[0].extent)) + (bounds.size() > 1 ? ", ..." : "") +
+                           "); bound() its region, compute it at a loop of constant extent, or store it in "
+                           "MemoryType::Heap or MemoryType::Auto");
+            if (n * op->type.bytes() > limit)
+                user_error("weft: Func \"" + user + "\" is stored on the stack (store_in(MemoryType::Stack)), but its "
+                           "storage takes " + std::to_string(n * op->type.bytes()) + " bytes, more than the 1 MiB a "
+                           "stack allocation may take; compute it at an inner loop, or store it in MemoryType::Heap");
+        } else if (m == MemoryType::Register) {
+            m = small || cuda ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
+        } else if (m == MemoryType::Auto || m == MemoryType::Stack) {
+            m = small ? MemoryType::Stack : MemoryType::Heap;
+        }
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
         Stmt a = Allocate::make(op->name, op->type, size, m, body);
         if (!constant) a = Block::make(AssertStmt::make(size <= make_const(Int(64), (int64_t)INT32_MAX), too_large, {size}), a);

@@ -487,3 +487,37 @@ TEST(Bounds, UnionIntersection) {
 }
 
 }  // namespace
+
+namespace {
+using namespace weft;
+using namespace weft::internal;
+
+// Floor division by a positive constant is monotone, and (q + m * c) / c = q / c + m: the
+// simplifier proves comparisons of quotients (a consumer reading rows y / 2 and (y + 1) / 2:
+// sliding windows and the bounds of pyramids need it), and nothing it proves is false.
+TEST(Simplify, MonotoneFloorDivision) {
+    Expr v = Variable::make(Int(32), "v");
+    auto I = [](int64_t x) { return IntImm::make(Int(32), x); };
+    EXPECT_TRUE(is_true(simplify(LE::make(Div::make(v - 1, I(2)), Div::make(v, I(2))))));
+    EXPECT_TRUE(is_true(simplify(LE::make(Div::make(v, I(2)), Div::make(v + 1, I(2))))));
+    EXPECT_TRUE(is_false(simplify(LT::make(Div::make(v + 2, I(2)), Div::make(v, I(2))))));
+    EXPECT_TRUE(equal(simplify(Min::make(Div::make(v, I(2)), Div::make(v + 1, I(2)))), simplify(Div::make(v, I(2)))));
+    EXPECT_TRUE(equal(simplify(Max::make(Div::make(v, I(2)), Div::make(v + 1, I(2)))), simplify(Div::make(v + 1, I(2)))));
+    int decided = 0;
+    for (int c : {2, 3, 4})
+        for (int a = -5; a <= 5; a++)
+            for (int b = -5; b <= 5; b++)
+                for (int k = -2; k <= 2; k++)
+                    for (bool lt : {false, true}) {
+                        Expr x = Div::make(v + I(a), I(c)), y = Div::make(v + I(b), I(c)) + I(k);
+                        Expr e = lt ? LT::make(x, y) : LE::make(x, y);
+                        Expr s = simplify(e);
+                        if (!is_true(s) && !is_false(s)) continue;
+                        decided++;
+                        for (int vv = -40; vv <= 40; vv++)
+                            ASSERT_EQ(evaluate_int(e, {{"v", vv}}) != 0, is_true(s))
+                                << to_string(e) << " simplified to " << to_string(s) << " at v = " << vv;
+                    }
+    EXPECT_GT(decided, 400);  // most are decided
+}
+}  // namespace

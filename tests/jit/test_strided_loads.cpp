@@ -1,7 +1,8 @@
 // Dense vector access where Halide has it. Vector loads at a constant stride (2 to 4 either way,
 // or reversed) are dense loads and a shuffle, not gathers (jit/llvm/CodeGen_LLVM.cpp,
 // strided_load): they must read nothing outside the elements accessed (the input here ends, or
-// starts, at a page that cannot be read). A vectorized loop variable bound in a let (a serial
+// starts, at a page that cannot be read). So are upsampling loads, in((x + s) / c) for c from 2 to
+// 4. A vectorized loop variable bound in a let (a serial
 // loop inside the vectorized one) stays a ramp at its uses (dense loads and stores, no gathers
 // or scatters).
 #include <gtest/gtest.h>
@@ -87,6 +88,37 @@ TEST(StridedLoads, AreNotGathers) {
     ASSERT_FALSE(ir.empty());
     EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
     EXPECT_NE(ir.find("shufflevector"), std::string::npos);
+}
+
+TEST(UpsamplingLoads, ReadOnlyTheElementsAccessedAndAreNotGathers) {
+    // f(x) = in((x + s) / c): dense loads and a shuffle chosen by the vector's first index mod c.
+    for (int c : {2, 3, 4})
+        for (int s = 0; s < c; s++)
+            for (int lanes : {4, 8, 16})
+                for (int w : {64, 61})
+                    for (bool at_end : {true, false}) {
+                        SCOPED_TRACE("c " + std::to_string(c) + " shift " + std::to_string(s) + " lanes " +
+                                     std::to_string(lanes) + " width " + std::to_string(w) + (at_end ? " end" : " start"));
+                        size_t n = (size_t)((w - 1 + s) / c) + 1;  // elements 0 .. (w - 1 + s) / c
+                        Guarded<float> g(n, at_end);
+                        for (size_t i = 0; i < n; i++) g.data[i] = (float)(i * 7 + 3);
+                        Buffer<float> in(g.data, {(int)n}, "up_in");
+                        Var x("x");
+                        Func f("upsampled");
+                        f(x) = in((x + s) / c);
+                        f.vectorize(x, lanes);
+                        Buffer<float> out = f.realize({w});
+                        for (int i = 0; i < w; i++) ASSERT_EQ(out(i), g.data[(i + s) / c]) << "at " << i;
+                    }
+    Buffer<float> in(std::vector<int>{600}, "up_src");
+    in.fill(1.0f);
+    Var x("x"), y("y");
+    Func f("upsample2d");
+    f(x, y) = in(x / 2 + y) + in((x + 1) / 2 + y);
+    f.vectorize(x, 16);
+    std::string ir = llvm_ir_of(f, {512, 4});
+    ASSERT_FALSE(ir.empty());
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
 }
 
 TEST(DenseVectorAccess, AVectorLoopVariableBoundInALetStaysARamp) {
