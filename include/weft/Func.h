@@ -397,6 +397,15 @@ public:
     Func in(const std::vector<Func> &consumers);
     /** Storage layout of the Func's realization, innermost dimension first. */
     Func &reorder_storage(const std::vector<Var> &dims);
+    /** Pads the storage extent of dimension dim up to a multiple of alignment (a positive
+        integer constant, in elements), so that the strides of the dimensions stored outside
+        it are multiples of it (rows that start aligned). Halide's align_storage. */
+    Func &align_storage(const Var &dim, const Expr &alignment);
+    /** Widens the region computed along var so that it starts at remainder modulo modulus and
+        spans a multiple of modulus (integer constants; modulus positive): for vector or
+        unrolled loops without tails. Not for outputs, whose region is their buffer's.
+        Halide's align_bounds. */
+    Func &align_bounds(const Var &var, Expr modulus, Expr remainder = 0);
     template <typename... Vs>
     Func &reorder_storage(const Var &v0, const Var &v1, Vs... rest) {
         return reorder_storage(std::vector<Var>{v0, v1, Var(rest)...});

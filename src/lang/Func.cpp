@@ -6,6 +6,7 @@
 #include <set>
 #include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
 #include "lang/Function.h"
 
 namespace weft {
@@ -989,6 +990,45 @@ Func Func::in(const std::vector<Func> &consumers) {
     }
     changed(*c_);
     return w;
+}
+Func &Func::align_storage(const Var &dim, const Expr &alignment) {
+    check_func(c_);
+    const std::string what = "weft: Func \"" + c_->name + "\".align_storage()";
+    if (!c_->defined) user_error(what + ": the Func has no definition yet");
+    if (std::find(c_->args.begin(), c_->args.end(), dim.name()) == c_->args.end())
+        user_error(what + ": \"" + dim.name() + "\" is not one of its Vars (" + join_names(c_->args) + ")");
+    int64_t a = 0;
+    if (!alignment.defined() || !alignment.type().is_int_or_uint() || !is_const_int(simplify(alignment), &a))
+        user_error(what + ": the alignment must be an integer constant");
+    if (a < 1 || a > (1 << 16))
+        user_error(what + ": alignment " + std::to_string(a) + " is not between 1 and 65536 elements");
+    auto &v = c_->schedule.storage_align;
+    auto it = std::find_if(v.begin(), v.end(), [&](const StorageAlign &s) { return s.var == dim.name(); });
+    if (it != v.end()) it->alignment = a;
+    else v.push_back({dim.name(), a});
+    changed(*c_);
+    return *this;
+}
+Func &Func::align_bounds(const Var &var, Expr modulus, Expr remainder) {
+    check_func(c_);
+    const std::string what = "weft: Func \"" + c_->name + "\".align_bounds()";
+    if (!c_->defined) user_error(what + ": the Func has no definition yet");
+    if (std::find(c_->args.begin(), c_->args.end(), var.name()) == c_->args.end())
+        user_error(what + ": \"" + var.name() + "\" is not one of its Vars (" + join_names(c_->args) + ")");
+    int64_t m = 0, r = 0;
+    auto constant = [&](const Expr &e, int64_t *v) {
+        return e.defined() && e.type().is_int_or_uint() && is_const_int(simplify(e), v);
+    };
+    if (!constant(modulus, &m) || !constant(remainder, &r))
+        user_error(what + ": the modulus and the remainder must be integer constants");
+    if (m < 1 || m > (1 << 16)) user_error(what + ": modulus " + std::to_string(m) + " is not between 1 and 65536");
+    r = ((r % m) + m) % m;
+    auto &v = c_->schedule.bound_align;
+    auto it = std::find_if(v.begin(), v.end(), [&](const BoundAlign &s) { return s.var == var.name(); });
+    if (it != v.end()) *it = {var.name(), m, r};
+    else v.push_back({var.name(), m, r});
+    changed(*c_);
+    return *this;
 }
 Func &Func::reorder_storage(const std::vector<Var> &dims) {
     check_func(c_);

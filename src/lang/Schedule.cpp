@@ -37,9 +37,14 @@ bool operator==(const LoopLevelSpec &a, const LoopLevelSpec &b) {
 bool operator==(const BoundSpec &a, const BoundSpec &b) {
     return a.var == b.var && same(a.min, b.min) && same(a.extent, b.extent);
 }
+bool operator==(const StorageAlign &a, const StorageAlign &b) { return a.var == b.var && a.alignment == b.alignment; }
+bool operator==(const BoundAlign &a, const BoundAlign &b) {
+    return a.var == b.var && a.modulus == b.modulus && a.remainder == b.remainder;
+}
 bool operator==(const FuncSchedule &a, const FuncSchedule &b) {
     return a.compute == b.compute && a.store_set == b.store_set && (!a.store_set || a.store == b.store) &&
            a.bounds == b.bounds && a.memory == b.memory && a.storage_order == b.storage_order &&
+           a.storage_align == b.storage_align && a.bound_align == b.bound_align &&
            a.nontemporal == b.nontemporal && a.load_ahead == b.load_ahead;
 }
 bool operator==(const FuncScheduleValue &a, const FuncScheduleValue &b) {
@@ -132,6 +137,8 @@ PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<
             ex(b.extent);
         }
         for (auto &v : f.schedule.storage_order) v = name(v);
+        for (auto &a : f.schedule.storage_align) a.var = name(a.var);
+        for (auto &a : f.schedule.bound_align) a.var = name(a.var);
         for (auto &st : f.stages) {
             nest(st.schedule);
             for (auto &sp : st.specializations) {

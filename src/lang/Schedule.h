@@ -73,6 +73,17 @@ struct BoundSpec {
     std::string var;
     Expr min, extent;
 };
+/** align_storage(var, alignment): var's storage extent padded up to a multiple of alignment. */
+struct StorageAlign {
+    std::string var;
+    int64_t alignment = 1;
+};
+/** align_bounds(var, modulus, remainder): the region computed along var widened to start at
+    remainder mod modulus and span a multiple of modulus. */
+struct BoundAlign {
+    std::string var;
+    int64_t modulus = 1, remainder = 0;
+};
 
 /** The Func-level schedule: where it is computed and stored, and how its storage looks. */
 struct FuncSchedule {
@@ -81,6 +92,8 @@ struct FuncSchedule {
     std::vector<BoundSpec> bounds;
     MemoryType memory = MemoryType::Auto;
     std::vector<std::string> storage_order;  // innermost first; empty = the argument order
+    std::vector<StorageAlign> storage_align;  // one per Var at most, in the order given
+    std::vector<BoundAlign> bound_align;      // one per Var at most, in the order given
     bool nontemporal = false;                 // stores bypass the caches (see Func::store_nontemporal)
     bool load_ahead = false;                  // computed one iteration ahead (see Func::load_ahead)
 };
@@ -110,6 +123,8 @@ bool operator==(const Specialization &a, const Specialization &b);
 bool operator==(const DefinitionSchedule &a, const DefinitionSchedule &b);
 bool operator==(const LoopLevelSpec &a, const LoopLevelSpec &b);
 bool operator==(const BoundSpec &a, const BoundSpec &b);
+bool operator==(const StorageAlign &a, const StorageAlign &b);
+bool operator==(const BoundAlign &a, const BoundAlign &b);
 bool operator==(const FuncSchedule &a, const FuncSchedule &b);
 bool operator==(const FuncScheduleValue &a, const FuncScheduleValue &b);
 bool operator==(const PipelineSchedule &a, const PipelineSchedule &b);
@@ -160,7 +175,7 @@ Expr parse_expr(const std::string &text);
 struct Directive {
     enum Op {
         ComputeRoot, ComputeInline, ComputeAt, StoreRoot, StoreAt, Bound, StoreIn, ReorderStorage, StoreNontemporal,
-        LoadAhead,  // Func-level
+        LoadAhead, AlignStorage, AlignBounds,  // Func-level
         Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread  // stage-level
     } op;
     std::string func;

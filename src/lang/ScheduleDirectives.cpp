@@ -139,6 +139,18 @@ std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
             d.names = fs.storage_order;
             out.push_back(d);
         }
+        for (auto &a : fs.storage_align) {
+            Directive d = make(Directive::AlignStorage);
+            d.names = {a.var};
+            d.exprs = {Expr((int)a.alignment)};
+            out.push_back(d);
+        }
+        for (auto &a : fs.bound_align) {
+            Directive d = make(Directive::AlignBounds);
+            d.names = {a.var};
+            d.exprs = {Expr((int)a.modulus), Expr((int)a.remainder)};
+            out.push_back(d);
+        }
         if (fs.nontemporal) out.push_back(make(Directive::StoreNontemporal));
         if (fs.load_ahead) out.push_back(make(Directive::LoadAhead));
         for (size_t k = 0; k < f.stages.size(); k++) {

@@ -144,6 +144,8 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
         case Directive::ComputeAt:
         case Directive::StoreAt: loops.emplace(d.names[1], false); break;
         case Directive::Bound:
+        case Directive::AlignStorage:
+        case Directive::AlignBounds:
         case Directive::ReorderStorage:
             for (auto &n : d.names) loops.emplace(n, false);
             break;
@@ -193,6 +195,13 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
             break;
         case Directive::StoreIn: os << f << ".store_in(" << word_of(memory_words(), (int)d.memory).cpp << ");\n"; break;
         case Directive::ReorderStorage: os << f << ".reorder_storage(" << list(d.names) << ");\n"; break;
+        case Directive::AlignStorage:
+            os << f << ".align_storage(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ");\n";
+            break;
+        case Directive::AlignBounds:
+            os << f << ".align_bounds(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ", " << cpp(d.exprs[1])
+               << ");\n";
+            break;
         case Directive::StoreNontemporal: os << f << ".store_nontemporal();\n"; break;
         case Directive::LoadAhead: os << f << ".load_ahead();\n"; break;
         case Directive::Specialize:

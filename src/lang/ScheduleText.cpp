@@ -435,6 +435,11 @@ std::string serialize_schedule(const PipelineSchedule &s) {
             for (auto &v : fs.storage_order) os << " " << quote(v);
             os << "\n";
         }
+        for (auto &a : fs.storage_align)
+            os << "  align_storage " << quote(a.var) << " " << serialize_expr(Expr((int)a.alignment)) << "\n";
+        for (auto &a : fs.bound_align)
+            os << "  align_bounds " << quote(a.var) << " " << serialize_expr(Expr((int)a.modulus)) << " "
+               << serialize_expr(Expr((int)a.remainder)) << "\n";
         if (fs.nontemporal) os << "  nontemporal\n";
         if (fs.load_ahead) os << "  load_ahead\n";
         for (size_t k = 0; k < f.stages.size(); k++) {
@@ -532,6 +537,21 @@ PipelineSchedule parse_schedule(const std::string &text) {
         } else if (w == "storage_order") {
             in_func();
             for (size_t i = 1; i < t.size(); i++) f->schedule.storage_order.push_back(name(i));
+        } else if (w == "align_storage") {
+            in_func();
+            need(3);
+            int64_t a = 0;
+            if (!is_const_int(expr(t[2]), &a) || a < 1)
+                throw Error("weft: schedule text line " + std::to_string(line) + ": align_storage needs a positive integer");
+            f->schedule.storage_align.push_back({name(1), a});
+        } else if (w == "align_bounds") {
+            in_func();
+            need(4);
+            int64_t m = 0, r = 0;
+            if (!is_const_int(expr(t[2]), &m) || m < 1 || !is_const_int(expr(t[3]), &r))
+                throw Error("weft: schedule text line " + std::to_string(line) +
+                            ": align_bounds needs a positive integer modulus and an integer remainder");
+            f->schedule.bound_align.push_back({name(1), m, r});
         } else if (w == "nontemporal") {
             in_func();
             need(1);

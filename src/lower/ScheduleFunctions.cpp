@@ -282,6 +282,19 @@ struct Builder {
             }
             if (f.output_index < 0) box[i] = b;
         }
+        for (auto &ba : f.sched.bound_align) {
+            // align_bounds: the region computed starts at remainder mod modulus and spans a
+            // multiple of it (the storage, the union of what is read and written, follows).
+            if (f.output_index >= 0)
+                user_error("weft: Func \"" + fname + "\".align_bounds(): an output computes exactly its buffer's "
+                           "region; align_bounds() is for Funcs that are not outputs");
+            size_t i = std::find(f.args.begin(), f.args.end(), ba.var) - f.args.begin();
+            if (i >= box.size() || !box[i].is_bounded()) continue;
+            Expr m((int)ba.modulus), r((int)ba.remainder);
+            Expr mn = simplify(((box[i].min - r) / m) * m + r);
+            Expr mx = simplify(mn + ((box[i].max - mn + m) / m) * m - 1);
+            box[i] = Interval(mn, mx);
+        }
         size_t n = f.stages.size();
         std::vector<Box> sb(n);
         sb[n - 1] = box;

@@ -109,8 +109,23 @@ protected:
         MemoryType m = op->memory_type;
         bool want_stack = m == MemoryType::Stack || m == MemoryType::Auto || m == MemoryType::Register;
         bool exact = true;  // every extent a constant (not a bound)
+        auto fit = env.index.find(op->name);
+        // align_storage: a dimension's extent in storage padded up to a multiple.
+        std::vector<int64_t> align(bounds.size(), 1);
+        if (fit != env.index.end()) {
+            const LFunc &lf = env.funcs[fit->second];
+            for (auto &sa : lf.sched.storage_align) {
+                size_t i = std::find(lf.args.begin(), lf.args.end(), sa.var) - lf.args.begin();
+                if (i < bounds.size()) align[i] = sa.alignment;
+            }
+        }
+        auto padded = [&](size_t d) {
+            Expr e = field(op->name, "extent", d);
+            int a = (int)align[d];
+            return a > 1 ? ((e + (a - 1)) / a) * a : e;
+        };
         for (size_t d = 0; d < bounds.size(); d++) {
-            size = size * Cast::make(Int(64), field(op->name, "extent", d));
+            size = size * Cast::make(Int(64), padded(d));
             int64_t e = 0;
             if (is_const_int(simplify(bounds[d].extent), &e)) {
             } else if (want_stack && constant_extent_bound(bounds[d].extent, &e)) {
@@ -118,10 +133,10 @@ protected:
             } else {
                 constant = false;
             }
+            if (e > 0 && align[d] > 1) e = (e + align[d] - 1) / align[d] * align[d];
             if (constant) n = (int64_t)std::min<__int128>((__int128)n * std::max<int64_t>(e, 0), cap);
         }
         if (constant && !exact && (__int128)n * op->type.bytes() > (1 << 20)) constant = false;  // (bounds: for the stack only)
-        auto fit = env.index.find(op->name);
         const std::string user = fit != env.index.end() ? env.funcs[fit->second].contents->name : op->name;
         const std::string too_large = "Func \"" + user + "\" needs storage for % elements, more than the 2147483647 that "
                                       "32-bit indices address; compute it in smaller pieces (compute_at an inner loop)";
@@ -175,7 +190,7 @@ protected:
         for (size_t k = 0; k < order.size(); k++) {
             size_t d = order[k], p = k ? order[k - 1] : 0;
             lets.push_back({buffer_field(op->name, "stride", (int)d),
-                            k == 0 ? Expr(1) : field(op->name, "stride", p) * field(op->name, "extent", p)});
+                            k == 0 ? Expr(1) : field(op->name, "stride", p) * padded(p)});
         }
         for (auto it = lets.rbegin(); it != lets.rend(); ++it) a = LetStmt::make(it->first, it->second, a);
         return a;

@@ -200,6 +200,10 @@ TEST(ScheduleValue, EachDirectiveChangesTheKeyNotTheResult) {
         {"store_in stack", [&](Algo &a) { a.blur.compute_at(a.out, a.y).store_in(MemoryType::Stack); }},
         {"store_in heap", [&](Algo &a) { a.blur.compute_at(a.out, a.y).store_in(MemoryType::Heap); }},
         {"reorder_storage", [&](Algo &a) { a.blur.compute_root().reorder_storage(a.y, a.x); }},
+        {"align_storage", [&](Algo &a) { a.blur.compute_root().align_storage(a.x, 16); }},
+        {"align_storage other", [&](Algo &a) { a.blur.compute_root().align_storage(a.x, 8); }},
+        {"align_bounds", [&](Algo &a) { a.blur.compute_root().align_bounds(a.y, 4); }},
+        {"align_bounds x", [&](Algo &a) { a.blur.compute_root().align_bounds(a.x, 16); }},
         {"store_nontemporal", [&](Algo &a) { a.out.store_nontemporal(); }},
         {"prefetch", [&](Algo &a) { a.out.prefetch(a.in, a.y, 1); }},
         {"prefetch offset", [&](Algo &a) { a.out.prefetch(a.in, a.y, 2); }},
@@ -251,6 +255,8 @@ TEST(ScheduleValue, BadTextIsAClearError) {
          "not an integer"},
         {"weft-schedule 1\nend\nfunc \"f\" args\n", "after \"end\""},
         {"weft-schedule 1\nbogus\nend\n", "unknown directive"},
+        {"weft-schedule 1\nfunc \"f\" args \"x\"\n  align_storage \"x\" (i i32 0)\nend\n", "positive integer"},
+        {"weft-schedule 1\nfunc \"f\" args \"x\"\n  align_bounds \"x\" (i i32 0) (i i32 0)\nend\n", "positive integer"},
     };
     for (auto &[text, what] : bad) {
         std::string e = error_of([&] { Schedule::from_string(text); });

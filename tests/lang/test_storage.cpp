@@ -3,6 +3,8 @@
 // refused with a clear error, never silently put on the heap.
 #include "lang_test_util.h"
 
+#include <array>
+
 using namespace weft;
 
 namespace {
@@ -86,6 +88,75 @@ TEST(Storage, StackLargerThanAStackAllocationMayBeIsAClearError) {
     big.store_in(MemoryType::Heap);
     Buffer<int> o = out.realize({1024, 1024});
     EXPECT_EQ(o(5, 7), 5 + 7 + 6 + 7);
+}
+
+TEST(Storage, AlignStoragePadsTheStridesOfTheOuterDimensions) {
+    Tiles t;
+    t.p.compute_root().align_storage(t.x, 16);
+    std::string ir = Pipeline(t.c).lowered_ir({13, 5});  // p is 14 x 6: rows of 14, padded to 16
+    std::string last = ir.substr(ir.rfind("// ----"));
+    EXPECT_NE(last.find("allocate tile_p[float32 * (int64)96]"), std::string::npos) << last;  // 16 x 6
+    EXPECT_NE(last.find("(tile_p.s0.y * 16)"), std::string::npos) << last;
+    Buffer<float> out = t.c.realize({13, 5});
+    t.check(out);
+    // Stored in another order, the padded dimension is y (innermost there).
+    Tiles u;
+    u.p.compute_root().reorder_storage(u.y, u.x).align_storage(u.y, 4).align_storage(u.y, 8);  // the last one holds
+    ir = Pipeline(u.c).lowered_ir({13, 5});
+    last = ir.substr(ir.rfind("// ----"));
+    EXPECT_NE(last.find("allocate tile_p[float32 * (int64)112]"), std::string::npos) << last;  // 8 x 14
+    EXPECT_NE(last.find("(tile_p.s0.x * 8)"), std::string::npos) << last;
+    out = u.c.realize({13, 5});
+    u.check(out);
+    // Refused clearly.
+    Param<int> k("k");
+    auto msg = [](const std::function<void()> &f) {
+        try {
+            f();
+        } catch (Error &e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    EXPECT_NE(msg([&] { u.p.align_storage(u.x, k); }).find("integer constant"), std::string::npos);
+    EXPECT_NE(msg([&] { u.p.align_storage(u.x, 0); }).find("between 1 and 65536"), std::string::npos);
+    EXPECT_NE(msg([&] { u.p.align_storage(Var("z"), 4); }).find("not one of its Vars"), std::string::npos);
+    EXPECT_NE(msg([&] { Func none("undefined_f"); none.align_storage(u.x, 4); }).find("no definition"), std::string::npos);
+}
+
+TEST(Storage, AlignBoundsWidensTheRegionComputed) {
+    // c reads p over x in [9, 22] (c's region [9, 21], p(x) and p(x + 1)): aligned to 8 from 0,
+    // p computes [8, 23]; from 3 (remainder 3), [3, 26].
+    for (auto [mod, rem, lo, hi] : std::vector<std::array<int, 4>>{{8, 0, 8, 23}, {8, 3, 3, 26}, {1, 0, 9, 22}}) {
+        SCOPED_TRACE("modulus " + std::to_string(mod) + " remainder " + std::to_string(rem));
+        Tiles t;
+        t.p.compute_root().align_bounds(t.x, mod, rem);
+        Func shifted("shifted");
+        shifted(t.x, t.y) = t.c(t.x + 9, t.y + 2);  // (c inlined)
+        std::string ir = Pipeline(shifted).lowered_ir({13, 5});
+        std::string last = ir.substr(ir.rfind("// ----"));
+        std::string loop = "for (tile_p.s0.x, " + std::to_string(lo) + ", " + std::to_string(hi - lo + 1) + ")";
+        EXPECT_NE(last.find(loop), std::string::npos) << loop << "\n" << last;
+        Buffer<float> out = shifted.realize({13, 5});
+        for (int j = 0; j < 5; j++)
+            for (int i = 0; i < 13; i++)
+                ASSERT_EQ(out(i, j), t.in(i + 9, j + 2) * 2.0f + t.in(i + 10, j + 3) * 2.0f) << i << "," << j;
+    }
+    Tiles t;
+    t.c.align_bounds(t.x, 4);
+    try {
+        t.c.realize({8, 8});
+        FAIL() << "align_bounds of an output was accepted";
+    } catch (Error &e) {
+        EXPECT_NE(std::string(e.what()).find("not outputs"), std::string::npos) << e.what();
+    }
+    Param<int> k("k");
+    try {
+        t.p.align_bounds(t.x, k);
+        FAIL() << "a Param modulus was accepted";
+    } catch (Error &e) {
+        EXPECT_NE(std::string(e.what()).find("integer constants"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Storage, SlidingWindowUnderAnUpsamplingConsumer) {

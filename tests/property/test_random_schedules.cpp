@@ -169,6 +169,13 @@ private:
             return false;
         }
         n.inlined = false;
+        if (rng_.chance(0.25)) {  // padded storage (align_storage) must not change a result
+            std::vector<Var> args = n.f.args();
+            Var v = rng_.pick(args);
+            int a = rng_.pick(std::vector<int>{2, 3, 8, 16});
+            log += n.f.name() + ".align_storage(" + v.name() + ", " + std::to_string(a) + ");\n";
+            n.f.align_storage(v, a);
+        }
         if (o == 1) {
             log += n.f.name() + ".compute_root();\n";
             n.f.compute_root();
