@@ -802,13 +802,15 @@ private:
         return b.CreateShuffleVector(all, mask);
     }
 
-    /** An index (base + i) / c + offset for lanes i (c from 2 to 4): an upsampling read. */
+    /** An index (base + i) / c + offset for lanes i (c from 2 to 4) of a load of type t (not
+        Bool): an upsampling read. */
     struct Upsample {
         Expr base, offset;
         int64_t c = 0;
         int lanes = 0;
     };
-    bool upsample_index(const Expr &index, Upsample &u) {
+    bool upsample_index(const Expr &index, Type t, Upsample &u) {
+        if (t.is_bool()) return false;
         std::vector<std::pair<Expr, bool>> terms;  // (term, negated)
         std::function<bool(const Expr &, bool)> walk = [&](const Expr &e, bool neg) {
             if (auto a = e.as<Add>()) return walk(a->a, neg) && walk(a->b, neg);
@@ -853,7 +855,8 @@ private:
         int L = (int)((n - 1) / c + 1);  // elements read whatever the remainder
         Expr cc = make_const(u.base.type(), c);
         llvm::Value *lo = index64(codegen_index(Add::make(Div::make(u.base, cc), u.offset)));
-        llvm::Value *hi = index64(codegen_index(Add::make(Div::make(Add::make(u.base, make_const(u.base.type(), (int64_t)(n - 1))), cc), u.offset)));
+        Expr last_index = Add::make(Div::make(Add::make(u.base, make_const(u.base.type(), (int64_t)(n - 1))), cc), u.offset);
+        llvm::Value *hi = index64(codegen_index(last_index));
         llvm::Value *rem = codegen(Mod::make(u.base, cc));
         llvm::Type *elem = mem_type(t.element_of());
         llvm::Align al = access_align(s, t.element_of(), 0);
@@ -888,7 +891,7 @@ private:
             result = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment));
         } else if (int64_t stride = small_stride(op->index, t)) {
             result = strided_load(op, s, stride);
-        } else if (Upsample u; !t.is_bool() && upsample_index(op->index, u)) {
+        } else if (Upsample u; upsample_index(op->index, t, u)) {
             result = upsample_load(t, s, u);
         } else {
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
@@ -1415,7 +1418,7 @@ private:
         if (is_k && n >= 0) {
             int64_t bytes = n * eb;
             if (op->memory_type == MemoryType::Stack || op->memory_type == MemoryType::Register)
-                stack = bytes <= (int64_t(1) << 20);
+                stack = bytes <= kMaxStackAllocationBytes;
             else if (op->memory_type == MemoryType::Auto)
                 stack = bytes <= (int64_t(1) << 14);
         }

@@ -991,42 +991,52 @@ Func Func::in(const std::vector<Func> &consumers) {
     changed(*c_);
     return w;
 }
+namespace {
+/** Checks that v is one of the Func's pure Vars (for Func-level storage directives). */
+void check_own_var(const FunctionContents &c, const std::string &what, const Var &v) {
+    if (!c.defined) user_error(what + ": the Func has no definition yet");
+    if (std::find(c.args.begin(), c.args.end(), v.name()) == c.args.end())
+        user_error(what + ": \"" + v.name() + "\" is not one of its Vars (" + join_names(c.args) + ")");
+}
+/** e's value, which must be an integer constant from lo to hi. */
+int64_t constant_in(const Expr &e, int64_t lo, int64_t hi, const std::string &what, const std::string &which) {
+    int64_t v = 0;
+    if (!e.defined() || !e.type().is_int_or_uint() || !is_const_int(simplify(e), &v))
+        user_error(what + ": the " + which + (e.defined() ? " " + to_string(e) : std::string()) +
+                   " is not an integer constant (its arguments are integer constants, known when it is scheduled)");
+    if (v < lo || v > hi)
+        user_error(what + ": " + which + " " + std::to_string(v) + " is not between " + std::to_string(lo) + " and " +
+                   std::to_string(hi));
+    return v;
+}
+/** The entry for var in a per-Var list of a schedule, made at its end if there is none. */
+template <typename T>
+T &entry_for(std::vector<T> &list, const std::string &var) {
+    for (auto &e : list)
+        if (e.var == var) return e;
+    list.push_back(T{});
+    list.back().var = var;
+    return list.back();
+}
+}  // namespace
+
 Func &Func::align_storage(const Var &dim, const Expr &alignment) {
     check_func(c_);
     const std::string what = "weft: Func \"" + c_->name + "\".align_storage()";
-    if (!c_->defined) user_error(what + ": the Func has no definition yet");
-    if (std::find(c_->args.begin(), c_->args.end(), dim.name()) == c_->args.end())
-        user_error(what + ": \"" + dim.name() + "\" is not one of its Vars (" + join_names(c_->args) + ")");
-    int64_t a = 0;
-    if (!alignment.defined() || !alignment.type().is_int_or_uint() || !is_const_int(simplify(alignment), &a))
-        user_error(what + ": the alignment must be an integer constant");
-    if (a < 1 || a > (1 << 16))
-        user_error(what + ": alignment " + std::to_string(a) + " is not between 1 and 65536 elements");
-    auto &v = c_->schedule.storage_align;
-    auto it = std::find_if(v.begin(), v.end(), [&](const StorageAlign &s) { return s.var == dim.name(); });
-    if (it != v.end()) it->alignment = a;
-    else v.push_back({dim.name(), a});
+    check_own_var(*c_, what, dim);
+    entry_for(c_->schedule.storage_align, dim.name()).alignment = constant_in(alignment, 1, 1 << 16, what, "alignment");
     changed(*c_);
     return *this;
 }
 Func &Func::align_bounds(const Var &var, Expr modulus, Expr remainder) {
     check_func(c_);
     const std::string what = "weft: Func \"" + c_->name + "\".align_bounds()";
-    if (!c_->defined) user_error(what + ": the Func has no definition yet");
-    if (std::find(c_->args.begin(), c_->args.end(), var.name()) == c_->args.end())
-        user_error(what + ": \"" + var.name() + "\" is not one of its Vars (" + join_names(c_->args) + ")");
-    int64_t m = 0, r = 0;
-    auto constant = [&](const Expr &e, int64_t *v) {
-        return e.defined() && e.type().is_int_or_uint() && is_const_int(simplify(e), v);
-    };
-    if (!constant(modulus, &m) || !constant(remainder, &r))
-        user_error(what + ": the modulus and the remainder must be integer constants");
-    if (m < 1 || m > (1 << 16)) user_error(what + ": modulus " + std::to_string(m) + " is not between 1 and 65536");
-    r = ((r % m) + m) % m;
-    auto &v = c_->schedule.bound_align;
-    auto it = std::find_if(v.begin(), v.end(), [&](const BoundAlign &s) { return s.var == var.name(); });
-    if (it != v.end()) *it = {var.name(), m, r};
-    else v.push_back({var.name(), m, r});
+    check_own_var(*c_, what, var);
+    int64_t m = constant_in(modulus, 1, 1 << 16, what, "modulus");
+    int64_t r = constant_in(remainder, INT32_MIN, INT32_MAX, what, "remainder");
+    BoundAlign &b = entry_for(c_->schedule.bound_align, var.name());
+    b.modulus = m;
+    b.remainder = ((r % m) + m) % m;
     changed(*c_);
     return *this;
 }

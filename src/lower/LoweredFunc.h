@@ -25,5 +25,8 @@ struct LoweredFunc {
     Stmt body;
 };
 
+/** The most bytes an Allocate in MemoryType::Stack may take (the CPU backend's alloca). */
+constexpr int64_t kMaxStackAllocationBytes = int64_t(1) << 20;
+
 }  // namespace internal
 }  // namespace weft

@@ -2,6 +2,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
+#include "lower/LoweredFunc.h"
 #include <algorithm>
 #include <climits>
 
@@ -124,19 +125,21 @@ protected:
             int a = (int)align[d];
             return a > 1 ? ((e + (a - 1)) / a) * a : e;
         };
+        Expr varying;  // the first extent that is not a constant
         for (size_t d = 0; d < bounds.size(); d++) {
             size = size * Cast::make(Int(64), padded(d));
             int64_t e = 0;
-            if (is_const_int(simplify(bounds[d].extent), &e)) {
-            } else if (want_stack && constant_extent_bound(bounds[d].extent, &e)) {
-                exact = false;
-            } else {
-                constant = false;
+            Expr ext = simplify(bounds[d].extent);
+            if (!is_const_int(ext, &e)) {
+                if (!varying.defined()) varying = ext;
+                if (want_stack && constant_extent_bound(bounds[d].extent, &e)) exact = false;
+                else constant = false;
             }
             if (e > 0 && align[d] > 1) e = (e + align[d] - 1) / align[d] * align[d];
             if (constant) n = (int64_t)std::min<__int128>((__int128)n * std::max<int64_t>(e, 0), cap);
         }
-        if (constant && !exact && (__int128)n * op->type.bytes() > (1 << 20)) constant = false;  // (bounds: for the stack only)
+        if (constant && !exact && (__int128)n * op->type.bytes() > kMaxStackAllocationBytes)
+            constant = false;  // (bounds: for the stack only)
         const std::string user = fit != env.index.end() ? env.funcs[fit->second].contents->name : op->name;
         const std::string too_large = "Func \"" + user + "\" needs storage for % elements, more than the 2147483647 that "
                                       "32-bit indices address; compute it in smaller pieces (compute_at an inner loop)";
@@ -149,14 +152,12 @@ protected:
         bool small = constant && n * op->type.bytes() <= 64 * 1024;
         if (m == MemoryType::Stack && !cuda) {
             // Asked for: on the stack, or a clear error (never silently on the heap).
-            const int64_t limit = 1 << 20;  // (the code generator's limit for a stack allocation)
             if (!constant)
                 user_error("weft: Func \"" + user + "\" is stored on the stack (store_in(MemoryType::Stack)), but the size "
-                           "of its storage is not a constant and has no constant bound (its region depends on " +
-                           to_string(simplify(bounds[0].extent)) + (bounds.size() > 1 ? ", ..." : "") +
-                           "); bound() its region, compute it at a loop of constant extent, or store it in "
-                           "MemoryType::Heap or MemoryType::Auto");
-            if (n * op->type.bytes() > limit)
+                           "of its storage is not a constant and has no constant bound (an extent is " +
+                           to_string(varying) + "); bound() its region, compute it at a loop of constant extent, or "
+                           "store it in MemoryType::Heap or MemoryType::Auto");
+            if (n * op->type.bytes() > kMaxStackAllocationBytes)
                 user_error("weft: Func \"" + user + "\" is stored on the stack (store_in(MemoryType::Stack)), but its "
                            "storage takes " + std::to_string(n * op->type.bytes()) + " bytes, more than the 1 MiB a "
                            "stack allocation may take; compute it at an inner loop, or store it in MemoryType::Heap");

@@ -259,6 +259,20 @@ TEST(DiskCache, LeastRecentlyUsedGoFirst) {
     EXPECT_TRUE(folder.entries().empty());
 }
 
+TEST(DiskCache, ABadSizeBoundIsTheDefault) {
+    CacheFolder folder;
+    testing::internal::CaptureStderr();
+    for (const char *bad : {"abc", "nan", "-1", "1e300", ""}) {
+        setenv("WEFT_CACHE_MAX_MB", bad, 1);
+        EXPECT_EQ(internal::disk_cache_max_bytes(), 512ull << 20) << "\"" << bad << "\"";
+    }
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("not a number of megabytes"), std::string::npos) << err;
+    setenv("WEFT_CACHE_MAX_MB", "0.5", 1);
+    EXPECT_EQ(internal::disk_cache_max_bytes(), 512ull << 10);
+    run_blur_fresh(17, 3);  // and everything runs
+}
+
 TEST(DiskCache, AnUnusableFolderWarnsOnceAndKeepsWorking) {
     CacheFolder folder;
     std::string file = folder.dir + "/a-file";
