@@ -7,6 +7,7 @@
 
 #include "peers/bench_common.h"
 #include "weft_schedules.h"
+#include "weft_suite.h"
 
 namespace {
 
@@ -109,11 +110,40 @@ struct Conv : WeftKernel {
     void run() override { check(fn(bufs[0], bufs[1], bufs[2], bufs[3])); }
 };
 
+/** An app of the suite (apps/suite): variant "manual" (Halide's expert schedule translated) or
+    "none" (no schedule). */
+struct App : bench::Kernel {
+    suite::WeftRunner r;
+    mutable std::vector<float> out_f;
+    App(const suite::WeftApp &app, int size, bool scheduled) : r(app, size, scheduled) {}
+    void run() override { r.run(); }
+    const float *out() const override {
+        r.p.output.to_float(out_f);
+        return out_f.data();
+    }
+    size_t out_size() const override { return r.p.output.count; }
+};
+
 }  // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    if (argc > 1 && std::string(argv[1]) == "--apps") {
+        // The app suite for bench/peers/harness.py, one JSON object per line.
+        for (const auto &a : suite::weft_apps()) {
+            suite::AppInfo in = a.info();
+            std::printf("{\"name\":\"%s\",\"default_size\":%d,\"unscheduled_size\":%d,\"atol\":%g,\"rtol\":%g}\n",
+                        in.name.c_str(), in.default_size, in.unscheduled_size, in.atol, in.rtol);
+        }
+        return 0;
+    }
     bench::protect_stdout();
-    return bench::serve([](const std::string &k, const std::string &, int size) -> std::unique_ptr<bench::Kernel> {
+    return bench::serve([](const std::string &k, const std::string &v, int size) -> std::unique_ptr<bench::Kernel> {
+        if (k.rfind("app_", 0) == 0) {
+            const suite::WeftApp *app = suite::find_weft_app(k.substr(4));
+            if (!app) return nullptr;
+            if (v != "manual" && v != "none") throw std::runtime_error("variant " + v + ": manual or none");
+            return std::make_unique<App>(*app, size, v == "manual");
+        }
         if (k == "sgemm_rm") return std::make_unique<Sgemm>(size, true);
         if (k == "sgemm_cm") return std::make_unique<Sgemm>(size, false);
         if (k == "blur") return std::make_unique<Blur>(size);

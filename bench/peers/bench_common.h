@@ -5,7 +5,9 @@
 //   setup <kernel> <variant> <size> <outfile>
 //       builds the kernel (JIT included), runs it twice, writes its output buffer to <outfile>
 //       (raw float32, the layout of the kernel's definition below), answers
-//       {"ok":true,"setup_ms":..,"call_ms":..} or {"ok":false,"error":".."}
+//       {"ok":true,"setup_ms":..,"call_ms":..,"compile_ms":..} or {"ok":false,"error":".."}
+//       (setup_ms: building and the first call; compile_ms: the compilation ahead of the first
+//       call where there is one (Halide's compile_jit), else negative)
 //   time <reps>      runs the current kernel reps times (steady state, no warm-up needed: setup
 //                    already ran it), answers {"ok":true,"ms":[..],"minflt":..} (minor page
 //                    faults per call, averaged)
@@ -120,6 +122,9 @@ struct Kernel {
     virtual void run() = 0;
     virtual const float *out() const = 0;
     virtual size_t out_size() const = 0;
+    /** Where the implementation compiles ahead of the first call (Halide's compile_jit): how
+        long that took, reported as compile_ms; negative where compilation is in the first call. */
+    virtual double compile_ms() const { return -1; }
 };
 
 /** Makes a kernel, or returns null when this executable does not implement it. */
@@ -191,8 +196,8 @@ inline int serve(const Factory &make) {
                     continue;
                 }
                 char buf[256];
-                std::snprintf(buf, sizeof buf, "{\"ok\":true,\"setup_ms\":%.3f,\"call_ms\":%.4f,\"n\":%zu}", t1 - t0,
-                              t2 - t1, k->out_size());
+                std::snprintf(buf, sizeof buf, "{\"ok\":true,\"setup_ms\":%.3f,\"call_ms\":%.4f,\"n\":%zu,\"compile_ms\":%.3f}",
+                              t1 - t0, t2 - t1, k->out_size(), k->compile_ms());
                 reply(buf);
             } else if (cmd == "time") {
                 int reps = 1;

@@ -28,7 +28,20 @@ PEERS = {
     "halide": ("halide", "manual"),
     "halide_mullapudi": ("halide", "mullapudi"),
     "onednn": ("onednn", "-"),
+    # The app suite (apps/suite): Halide 14 with the app's expert schedule, and unscheduled.
+    "halide_app": ("halide_apps", "manual"),
+    "halide_unscheduled": ("halide_apps", "none"),
 }
+
+
+def suite_apps(weft_exe):
+    """The apps weft_bench_kernels serves (weft_bench_kernels --apps: one JSON object per line)."""
+    try:
+        out = subprocess.run([weft_exe, "--apps"], capture_output=True, text=True, timeout=60).stdout
+        return [json.loads(l) for l in out.splitlines() if l.strip().startswith("{")]
+    except (OSError, ValueError, subprocess.SubprocessError) as e:
+        log("cannot list the app suite: %s" % e)
+        return []
 
 
 def sgemm_targets(size, threads, peer):
@@ -70,9 +83,24 @@ def make_configs(args):
     for t in args.threads:
         cfgs.append(dict(kernel="conv", size=S, threads=t, peers=["onednn", "halide"], atol=1e-3, rtol=1e-3,
                          flops=2.0 * 4 * S * S * 64 * 64 * 9, bytes=None, target=lambda p: 0.95))
+    # The app suite: each app with Halide's expert schedule against Halide's own, and each app
+    # unscheduled against Halide unscheduled (at the app's smaller unscheduled size; not run where
+    # inlining everything is exponential). Target 1.0; first-call time recorded on both sides.
+    if not args.no_apps:
+        for app in suite_apps(args.weft_exe):
+            for variant, peer, size in (("manual", "halide_app", app["default_size"]),
+                                        ("none", "halide_unscheduled", app["unscheduled_size"])):
+                if not size:
+                    continue
+                for t in args.threads:
+                    cfgs.append(dict(kernel="app_" + app["name"], size=size, threads=t, peers=[peer],
+                                     weft_variant=variant,
+                                     name="app_%s%s_%d" % (app["name"], "" if variant == "manual" else "_unscheduled", size),
+                                     atol=app["atol"], rtol=app["rtol"], flops=None, bytes=None,
+                                     target=lambda p: 1.0, first_call_target=1.0 / 3))
     if args.only:
         rx = re.compile(args.only)
-        cfgs = [c for c in cfgs if rx.search("%s_%d_t%d" % (c["kernel"], c["size"], c["threads"]))]
+        cfgs = [c for c in cfgs if rx.search("%s_t%d" % (c.get("name") or "%s_%d" % (c["kernel"], c["size"]), c["threads"]))]
     return cfgs
 
 
@@ -152,6 +180,8 @@ class Harness:
             # Every runtime gets the same thread count, whatever the process.
             env.update(WEFT_NUM_THREADS=t, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t, HL_NUM_THREADS=t,
                        MKL_NUM_THREADS=t)
+            if family == "weft":
+                env["WEFT_CACHE_DIR"] = "off"  # first calls compile, as Halide's do (no disk cache)
             if family == "openblas":
                 # They force slower kernels on this machine (BENCH.md); unset for this process only.
                 env.pop("OPENBLAS_CORETYPE", None)
@@ -215,8 +245,8 @@ class Harness:
     def run_config(self, c, triad_gbps):
         a = self.args
         kernel, size, threads = c["kernel"], c["size"], c["threads"]
-        name = "%s_%d" % (kernel, size)
-        impls = [("weft", "weft", "-")] + [(p, PEERS[p][0], PEERS[p][1]) for p in c["peers"]]
+        name = c.get("name") or "%s_%d" % (kernel, size)
+        impls = [("weft", "weft", c.get("weft_variant", "-"))] + [(p, PEERS[p][0], PEERS[p][1]) for p in c["peers"]]
         setups, files = {}, {}
         for lab, fam, var in impls:
             f = os.path.join(self.tmp, "%s.%s.t%d.bin" % (name, lab, threads))
@@ -302,6 +332,17 @@ class Harness:
                         e["weft_triad_frac"] = round(e["weft_GBps"] / triad_gbps, 4)
             if "weft" in res and res["weft"][1] is not None:
                 e["weft_minflt_per_call"] = round(res["weft"][1], 2)
+            if c.get("first_call_target") is not None:
+                # weft's first call (JIT compilation included) against the peer's compile time
+                # (Halide's compile_jit, its runtime already built), else its first call.
+                wf = setups.get("weft", {}).get("setup_ms")
+                pf = setups.get(lab, {}).get("compile_ms")
+                if pf is None or pf < 0:
+                    pf = setups.get(lab, {}).get("setup_ms")
+                e["weft_first_ms"] = round(wf, 1) if wf is not None else None
+                e["peer_first_ms"] = round(pf, 1) if pf is not None else None
+                e["first_call_target"] = round(c["first_call_target"], 4)
+                e["meets_first_call_target"] = bool(wf is not None and pf is not None and wf <= c["first_call_target"] * pf)
             tgt = c["target"](lab)
             if tgt is not None:
                 e["target"] = tgt
@@ -331,6 +372,22 @@ def flag_suspects(entries):
             e["suspect"] = "; ".join(why)
 
 
+def suite_geomeans(entries):
+    """{(variant, threads): (geometric mean of the ratios, number of apps)} over the app suite."""
+    acc = {}
+    for e in entries:
+        if not e["name"].startswith("app_") or e.get("ratio") is None:
+            continue
+        v = "unscheduled" if e["peer"] == "halide_unscheduled" else "scheduled"
+        acc.setdefault((v, e["threads"]), []).append(e["ratio"])
+    return {k: (math.exp(sum(math.log(r) for r in rs) / len(rs)), len(rs)) for k, rs in acc.items()}
+
+
+def suite_summary(entries):
+    return ["app suite, %s, %d thread%s: geometric mean ratio %.2fx over %d apps" % (v, t, "s" if t > 1 else "", g, n)
+            for (v, t), (g, n) in sorted(suite_geomeans(entries).items())]
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -340,7 +397,7 @@ def fmt(v, f="%.3f"):
 
 
 def print_table(entries, triad, out):
-    hdr = "%-16s %3s %-17s %10s %10s %8s %17s %17s %8s %s" % (
+    hdr = "%-30s %3s %-18s %10s %10s %8s %17s %17s %8s %s" % (
         "kernel", "thr", "peer", "weft ms", "peer ms", "ratio", "weft", "peer", "target", "check")
     print(hdr, file=out)
     print("-" * len(hdr), file=out)
@@ -356,16 +413,22 @@ def print_table(entries, triad, out):
         tgt = "-"
         if "target" in e:
             tgt = ("%.2fx" % e["target"]) + ("+" if e.get("meets_target") else "!")
+        if "weft_first_ms" in e:
+            w = "1st %s ms%s" % (fmt(e.get("weft_first_ms"), "%.0f"), "" if e.get("meets_first_call_target") else "!")
+            p = "1st %s ms" % fmt(e.get("peer_first_ms"), "%.0f")
         chk = e["status"] if e["status"] == "ok" else "FAILED: " + str(e.get("error", ""))[:60]
         if e.get("suspect"):
             chk += " (suspect: %s)" % e["suspect"]
-        print("%-16s %3d %-17s %10s %10s %8s %17s %17s %8s %s" % (
+        print("%-30s %3d %-18s %10s %10s %8s %17s %17s %8s %s" % (
             e["name"], e["threads"], e["peer"], fmt(e["weft_ms"]), fmt(e["peer_ms"]), fmt(e["ratio"], "%.2fx"),
             w, p, tgt, chk), file=out)
     for t, (gbps, err) in sorted(triad.items()):
         print("triad (2^26 floats, %d thread%s): %s GB/s%s" % (t, "s" if t > 1 else "", fmt(gbps, "%.1f"),
                                                               "" if gbps else " (" + str(err) + ")"), file=out)
+    for line in suite_summary(entries):
+        print(line, file=out)
     print("ratio = peer_ms / weft_ms (> 1: weft faster); target: '+' met, '!' missed; "
+          "1st = weft's first call (JIT included) and the peer's compile time ('!': weft's above a third of it); "
           "%%pk = fraction of %.0f GFLOP/s per thread; %%tr = fraction of the triad bandwidth" % PEAK_GFLOPS_PER_CORE,
           file=out)
 
@@ -387,6 +450,7 @@ def main():
     ap.add_argument("--settle-ms", type=float, default=200,
                     help="pause before each multi-threaded batch (other processes' spinning threads go to sleep)")
     ap.add_argument("--no-triad", action="store_true")
+    ap.add_argument("--no-apps", action="store_true", help="leave out the app suite (apps/suite)")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     if a.rounds is None:
@@ -408,8 +472,8 @@ def main():
             t0 = time.time()
             es = h.run_config(c, triad.get(c["threads"], (None, None))[0])
             entries.extend(es)
-            log("[%d/%d] %s_%d t=%d: %s (%.1f s)" % (
-                i + 1, len(cfgs), c["kernel"], c["size"], c["threads"],
+            log("[%d/%d] %s t=%d: %s (%.1f s)" % (
+                i + 1, len(cfgs), c.get("name") or "%s_%d" % (c["kernel"], c["size"]), c["threads"],
                 ", ".join("%s %s" % (e["peer"], fmt(e["ratio"], "%.2fx") if e["status"] == "ok" else "FAILED")
                           for e in es), time.time() - t0))
     finally:
@@ -426,6 +490,7 @@ def main():
         print("note: load average %.1f -> %.1f on %d CPUs: the machine is shared, numbers are noisy" %
               (load0[0], load1[0], os.cpu_count()), file=out)
     summary = {"machine": machine,
+               "app_suite_geomean": {"%s_t%d" % k: round(v[0], 4) for k, v in suite_geomeans(entries).items()},
                "triad_GBps": {str(t): (round(v[0], 2) if v[0] else None) for t, v in triad.items()},
                "entries": entries}
     print("", file=out)

@@ -175,8 +175,24 @@ Expr &operator+=(Expr &a, Expr b);
 Expr &operator-=(Expr &a, Expr b);
 Expr &operator*=(Expr &a, Expr b);
 Expr &operator/=(Expr &a, Expr b);
+// Bitwise operators on integers (Halide's meaning). &, |, ^ take both operands to one type
+// (as arithmetic does) and also apply to bools; ~ flips every bit. a << b and a >> b have a's
+// type: b may be any integer type, a negative b shifts the other way, and a shift by the type's
+// width or more gives what shifting one bit at a time would (0, or -1 for a negative signed a
+// shifted right). >> is arithmetic for signed types, logical for unsigned ones.
+Expr operator&(Expr a, Expr b);
+Expr operator|(Expr a, Expr b);
+Expr operator^(Expr a, Expr b);
+Expr operator~(Expr a);
+Expr operator<<(Expr a, Expr b);
+Expr operator>>(Expr a, Expr b);
 
 Expr select(Expr cond, Expr t, Expr f);
+/** select(c0, v0, c1, v1, ..., otherwise): the first value whose condition holds (Halide's form). */
+template <typename... Rest>
+Expr select(Expr c0, Expr v0, Expr c1, Expr v1, Expr otherwise, Rest... rest) {
+    return select(std::move(c0), std::move(v0), select(std::move(c1), std::move(v1), std::move(otherwise), rest...));
+}
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr clamp(Expr x, Expr lo, Expr hi);
@@ -192,6 +208,28 @@ Expr floor(Expr a);
 Expr ceil(Expr a);
 Expr round(Expr a);
 Expr cast(Type t, Expr e);
+/** min / max of three or more values (Halide's variadic forms). */
+template <typename A, typename B, typename C, typename... Rest>
+Expr min(A a, B b, C c, Rest... rest) {
+    return min(min(Expr(a), Expr(b)), Expr(c), rest...);
+}
+template <typename A, typename B, typename C, typename... Rest>
+Expr max(A a, B b, C c, Rest... rest) {
+    return max(max(Expr(a), Expr(b)), Expr(c), rest...);
+}
+/** |a - b| without overflow: for integers, the unsigned type of a's width (Halide's absd). */
+Expr absd(Expr a, Expr b);
+/** values[id], and the last value where id is out of range (Halide's mux). */
+Expr mux(Expr id, const std::vector<Expr> &values);
+/** e converted to t, clamped first to the values t holds (Halide's saturating_cast). */
+Expr saturating_cast(Type t, Expr e);
+template <typename T>
+Expr saturating_cast(Expr e) { return saturating_cast(type_of<T>(), std::move(e)); }
+/** Linear interpolation from zero_val (weight 0) to one_val (weight 1), Halide's lerp: for
+    floats zero_val * (1 - w) + one_val * w; for 8- and 16-bit unsigned values the weight (a
+    float in [0, 1], or an unsigned integer of the values' width, where its maximum means 1) is
+    scaled to the type and the result rounded to nearest. */
+Expr lerp(Expr zero_val, Expr one_val, Expr weight);
 template <typename T>
 Expr cast(Expr e) { return cast(type_of<T>(), std::move(e)); }
 

@@ -46,6 +46,15 @@ __device__ __forceinline__ double weft_fmod(double a, double b) { return a - b *
 template <typename T> __device__ __forceinline__ T weft_min(T a, T b) { return a < b ? a : b; }
 template <typename T> __device__ __forceinline__ T weft_max(T a, T b) { return a > b ? a : b; }
 template <typename T> __device__ __forceinline__ T weft_abs(T a) { return a < 0 ? (T)(0 - a) : a; }
+// Shifts with weft's meaning: a negative amount shifts the other way, the type's width or more
+// shifts every bit out (0, or -1 for a negative signed value shifted right).
+template <typename T, typename A> __device__ __forceinline__ T weft_shift(T a, A amt, bool left) {
+    unsigned long long m = amt < 0 ? 0ull - (unsigned long long)(long long)amt : (unsigned long long)amt;
+    if (amt < 0) left = !left;
+    const int bits = (int)(sizeof(T) * 8);
+    if (m >= (unsigned long long)bits) return left ? (T)0 : (T)(a < 0 ? (T)-1 : (T)0);
+    return left ? (T)(a << (int)m) : (T)(a >> (int)m);
+}
 // The bits of x as a To of the same width (reinterpret: fast_exp / fast_log build floats from their bits).
 template <typename To, typename From> __device__ __forceinline__ To weft_reinterpret(From x) {
     union { From f; To t; } u;
@@ -309,6 +318,13 @@ public:
             if (t.is_uint()) return expr(op->args[0]);
             return "weft_abs<" + ctype(t) + ">(" + expr(op->args[0]) + ")";
         }
+        if (n == "bitwise_and" || n == "bitwise_or" || n == "bitwise_xor") {
+            const char *o = n == "bitwise_and" ? " & " : n == "bitwise_or" ? " | " : " ^ ";
+            return "((" + ctype(t) + ")(" + expr(op->args[0]) + o + expr(op->args[1]) + "))";
+        }
+        if (n == "shift_left" || n == "shift_right")
+            return "weft_shift<" + ctype(t) + ">(" + expr(op->args[0]) + ", " + expr(op->args[1]) + ", " +
+                   (n == "shift_left" ? "true" : "false") + ")";
         if (n == "reinterpret")
             return "weft_reinterpret<" + ctype(t) + ", " + ctype(op->args[0].type()) + ">(" + expr(op->args[0]) + ")";
         static const std::map<std::string, std::string> f1 = {

@@ -575,6 +575,28 @@ private:
         }
     }
 
+    /** a << amt or a >> amt with weft's meaning (IROperator.cpp): the amount may have another
+        integer type; a negative amount shifts the other way; the width or more shifts every
+        bit out. No poison: LLVM's shifts only ever see amounts below the width. */
+    llvm::Value *codegen_shift(const Call *op, llvm::Value *a, llvm::Value *amt) {
+        Type t = op->type, tb = op->args.at(1).type();
+        bool left = op->name == "shift_left";
+        llvm::Type *ta = a->getType(), *tamt = amt->getType();
+        const int bits = t.bits();
+        llvm::Value *zero_b = llvm::Constant::getNullValue(tamt);
+        llvm::Value *neg = tb.is_int() ? b.CreateICmpSLT(amt, zero_b) : nullptr;
+        llvm::Value *mag = neg ? b.CreateSelect(neg, b.CreateSub(zero_b, amt), amt) : amt;  // unsigned magnitude
+        llvm::Value *in_range = b.CreateICmpULT(mag, llvm::ConstantInt::get(tamt, (uint64_t)bits));
+        llvm::Value *m = b.CreateZExtOrTrunc(mag, ta);
+        llvm::Value *za = llvm::Constant::getNullValue(ta);
+        m = b.CreateSelect(in_range, m, za);
+        llvm::Value *shl = b.CreateSelect(in_range, b.CreateShl(a, m), za);
+        llvm::Value *out_right = t.is_int() ? b.CreateAShr(a, llvm::ConstantInt::get(ta, (uint64_t)(bits - 1))) : za;
+        llvm::Value *shr = b.CreateSelect(in_range, t.is_int() ? b.CreateAShr(a, m) : b.CreateLShr(a, m), out_right);
+        if (!neg) return left ? shl : shr;
+        return left ? b.CreateSelect(neg, shr, shl) : b.CreateSelect(neg, shl, shr);
+    }
+
     llvm::Value *codegen_divmod(Type t, const Expr &ea, const Expr &eb, bool is_mod) {
         llvm::Value *a = codegen(ea);
         if (t.is_float()) {
@@ -613,6 +635,12 @@ private:
             return b.CreateSelect(cz, zero, r);
         }
         // Signed, rounding toward negative infinity.
+        if (is_k && k > 0 && (k & (k - 1)) == 0) {
+            // A power of two: floor division is an arithmetic shift, the modulo the low bits.
+            int sh = 0;
+            while ((int64_t(1) << sh) < k) sh++;
+            return is_mod ? b.CreateAnd(a, llvm::ConstantInt::get(ty, (uint64_t)(k - 1))) : b.CreateAShr(a, llvm::ConstantInt::get(ty, (uint64_t)sh));
+        }
         if (is_k && k > 0) {
             if (is_mod) {
                 // r = a % k (trunc); r < 0 ? r + k : r
@@ -1038,6 +1066,10 @@ private:
         for (const Expr &a : op->args) args.push_back(codegen(a));
         if (args.empty()) fail("intrinsic " + nm + " without arguments");
         llvm::Type *ty = args[0]->getType();
+        if (nm == "bitwise_and") return b.CreateAnd(args.at(0), args.at(1));
+        if (nm == "bitwise_or") return b.CreateOr(args.at(0), args.at(1));
+        if (nm == "bitwise_xor") return b.CreateXor(args.at(0), args.at(1));
+        if (nm == "shift_left" || nm == "shift_right") return codegen_shift(op, args.at(0), args.at(1));
         if (nm == "abs") {
             if (t.is_float()) return intrinsic(llvm::Intrinsic::fabs, {ty}, {args[0]});
             Type at = op->args[0].type();

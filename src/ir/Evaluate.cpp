@@ -230,6 +230,35 @@ Val ExprEvaluator::compare(IRNodeType op, const Val &a, const Val &b) {
     return r;
 }
 
+bool eval_bitwise(const std::string &n, Type t, const Val &a, const Val &b, Val *r) {
+    if (n == "bitwise_and") *r = make_int(t, a.u & b.u);
+    else if (n == "bitwise_or") *r = make_int(t, a.u | b.u);
+    else if (n == "bitwise_xor") *r = make_int(t, a.u ^ b.u);
+    else if (n == "shift_left" || n == "shift_right") {
+        int64_t amt;
+        bool neg = false;
+        if (b.t.is_int()) {
+            amt = b.i;
+            if (amt < 0) {
+                neg = true;
+                amt = amt == INT64_MIN ? INT64_MAX : -amt;
+            }
+        } else {
+            amt = b.u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b.u;
+        }
+        bool left = (n == "shift_left") != neg;
+        const int bits = t.bits();
+        uint64_t v;
+        if (left) v = amt >= bits ? 0 : a.u << amt;
+        else if (t.is_int()) v = (uint64_t)(amt >= bits ? (a.i < 0 ? -1 : 0) : a.i >> amt);
+        else v = amt >= bits ? 0 : a.u >> amt;
+        *r = make_int(t, v);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 Val ExprEvaluator::call(const Call *op) {
     if (op->call_type != Call::Intrinsic)
         throw Error("weft internal error: interpreter: unlowered call to " + op->name);
@@ -237,6 +266,10 @@ Val ExprEvaluator::call(const Call *op) {
     if (n == "prefetch") return make_int(Int(32), 0);  // a hint: nothing to do here
     Val a = eval(op->args[0]);
     if (n == "likely") return a;
+    if (op->args.size() == 2 && op->type.is_int_or_uint()) {
+        Val r;
+        if (eval_bitwise(n, op->type, a, eval(op->args[1]), &r)) return r;
+    }
     if (n == "reinterpret") {
         Val r;
         r.t = op->type;

@@ -24,6 +24,10 @@ struct Val {
 
 /** v's bits as a value of integer or bool type t (wrapped to its width). */
 Val make_int(Type t, uint64_t bits);
+/** The bitwise intrinsics ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left",
+    "shift_right") on integer values, result of type t (IROperator.cpp gives their meaning);
+    false if n is none of them. */
+bool eval_bitwise(const std::string &n, Type t, const Val &a, const Val &b, Val *r);
 /** d as a value of float type t (rounded to float for 32 bits). */
 Val make_float(Type t, double d);
 double as_double(const Val &v);

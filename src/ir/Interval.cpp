@@ -373,6 +373,41 @@ public:
             };
             return Interval(corners(C.min, BMIN), corners(C.max, BMAX));
         }
+        if (op->args.size() == 2 && t.is_int_or_uint() &&
+            (op->name == "bitwise_and" || op->name == "bitwise_or" || op->name == "bitwise_xor" ||
+             op->name == "shift_right")) {
+            const std::string &n = op->name;
+            Interval A = get(op->args[0]), B = get(op->args[1]);
+            auto nonneg = [&](const Interval &I) { return t.is_uint() || csign(I.min) == 0 || csign(I.min) == 1; };
+            Expr zero = mkc(t, 0);
+            if (n == "shift_right") {
+                // Shifting right by a non-negative amount moves a value toward 0 (or -1).
+                if (!(op->args[1].type().is_uint() || csign(B.min) == 0 || csign(B.min) == 1)) return value_range(t);
+                if (nonneg(A)) return Interval(zero, A.max);
+                Expr lo = A.min.defined() ? bop(BMIN, A.min, mkc(t, -1)) : Expr();
+                Expr hi = A.max.defined() ? bop(BMAX, A.max, zero) : Expr();
+                return Interval(lo, hi);
+            }
+            bool na = nonneg(A), nb = nonneg(B);
+            if (n == "bitwise_and") {
+                // x & y <= y for y >= 0, whatever x is.
+                if (na && nb) {
+                    if (A.max.defined() && B.max.defined()) return Interval(zero, bop(BMIN, A.max, B.max));
+                    return Interval(zero, A.max.defined() ? A.max : B.max);
+                }
+                if (na && A.max.defined()) return Interval(zero, A.max);
+                if (nb && B.max.defined()) return Interval(zero, B.max);
+                return value_range(t);
+            }
+            // x | y and x ^ y lie in [0, x + y] for x, y >= 0.
+            if (na && nb && A.max.defined() && B.max.defined()) {
+                i128 am, bm;
+                if (cint(A.max, &am) && cint(B.max, &bm) && am + bm <= tmax(t)) return Interval(zero, mkc(t, am + bm));
+                if (!strict(t)) return value_range(t);
+                return Interval(zero, bop(BADD, A.max, B.max));
+            }
+            return value_range(t);
+        }
         if (op->args.size() == 1) {
             const std::string &n = op->name;
             if (n == "likely") return get(op->args[0]);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ir/Constants.h"
+#include "ir/Evaluate.h"
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
 
@@ -1155,6 +1156,16 @@ public:
                 if (op->name == "ceil") return mkf(t, std::ceil(d));
                 if (op->name == "round") return mkf(t, std::nearbyint(d));
                 if (op->name == "sqrt") return mkf(t, std::sqrt(d));
+            }
+        }
+        if (op->call_type == Call::Intrinsic && args.size() == 2 && op->type.is_int_or_uint() &&
+            args[0].type().is_int_or_uint() && args[1].type().is_int_or_uint()) {
+            i128 x, y;
+            if (cint(args[0], &x) && cint(args[1], &y)) {
+                Val r;
+                if (eval_bitwise(op->name, op->type, make_int(args[0].type(), (uint64_t)(int64_t)x),
+                                 make_int(args[1].type(), (uint64_t)(int64_t)y), &r))
+                    return mkc(op->type, op->type.is_int() ? (i128)r.i : (i128)r.u);
             }
         }
         if (op->call_type == Call::Intrinsic && op->name == "fma" && args.size() == 3) {

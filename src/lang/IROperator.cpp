@@ -1,4 +1,6 @@
 // Expr operators with API.md's type rules, math functions and inline reductions.
+#include <cmath>
+#include <limits>
 #include <set>
 #include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
@@ -70,6 +72,10 @@ void match_types(Expr &a, Expr &b, const char *op) {
         } else if (ta.code() == tb.code() && ta.code() != TypeCode::Bool) {
             if (ta.bits() < tb.bits()) a = Cast::make(tb, a);
             else b = Cast::make(ta, b);
+        } else if (ta.is_int() && tb.is_uint() && tb.bits() < ta.bits()) {
+            b = Cast::make(ta, b);  // a narrower unsigned value fits in the signed type
+        } else if (tb.is_int() && ta.is_uint() && ta.bits() < tb.bits()) {
+            a = Cast::make(tb, a);
         } else {
             user_error(std::string("weft: operator ") + op + ": cannot mix " + ta.str() + " (" + to_string(a) +
                        ") with " + tb.str() + " (" + to_string(b) + ") without losing information; use cast<>()");
@@ -136,6 +142,100 @@ Expr operator!(Expr a) {
     check_bool(a, "!");
     return Not::make(a);
 }
+
+// ------------------------------------------------------------------------- bitwise operators
+// Where the arithmetic form is exact it is used (x & (2^k - 1) is x % 2^k, x << k is x * 2^k,
+// x >> k is x / 2^k, all with floor semantics, ~x is -1 - x), so that bounds inference and the
+// simplifier understand them; the rest are intrinsics "bitwise_and", "bitwise_or",
+// "bitwise_xor", "shift_left" and "shift_right" (whose amount may have another integer type).
+static void check_bitwise(const Expr &a, const char *op, bool allow_bool) {
+    if (a.type().is_float() || a.type().is_handle() || (!allow_bool && a.type().is_bool()))
+        user_error(std::string("weft: operator ") + op + " needs integer operands, got " + a.type().str() + " (" +
+                   to_string(a) + ")");
+}
+static bool const_of(const Expr &e, int64_t *v) {
+    if (auto b = e.as<Broadcast>()) return is_const_int(b->value, v);
+    return is_const_int(e, v);
+}
+static Expr bitwise_intrinsic(const char *name, const Expr &a, const Expr &b) {
+    return Call::make_intrinsic(a.type(), name, {a, b});
+}
+Expr operator&(Expr a, Expr b) {
+    match_types(a, b, "&");
+    check_bitwise(a, "&", true);
+    if (a.type().is_bool()) return And::make(a, b);
+    if (const_of(a, nullptr) && !const_of(b, nullptr)) std::swap(a, b);
+    int64_t m = 0;
+    if (const_of(b, &m) && a.type().bits() < 64) {
+        uint64_t mask = (uint64_t(1) << a.type().bits()) - 1, um = (uint64_t)m & mask;
+        if (um == 0) return make_zero(a.type());
+        if (um == mask) return a;
+        if ((um & (um + 1)) == 0) return Mod::make(a, make_const(a.type(), (int64_t)(um + 1)));  // low bits
+    }
+    return bitwise_intrinsic("bitwise_and", a, b);
+}
+Expr operator|(Expr a, Expr b) {
+    match_types(a, b, "|");
+    check_bitwise(a, "|", true);
+    if (a.type().is_bool()) return Or::make(a, b);
+    int64_t v = 0;
+    if (const_of(b, &v) && v == 0) return a;
+    if (const_of(a, &v) && v == 0) return b;
+    return bitwise_intrinsic("bitwise_or", a, b);
+}
+Expr operator^(Expr a, Expr b) {
+    match_types(a, b, "^");
+    check_bitwise(a, "^", true);
+    if (a.type().is_bool()) return NE::make(a, b);
+    int64_t v = 0;
+    if (const_of(b, &v) && v == 0) return a;
+    if (const_of(a, &v) && v == 0) return b;
+    return bitwise_intrinsic("bitwise_xor", a, b);
+}
+Expr operator~(Expr a) {
+    check_defined(a, "~");
+    check_bitwise(a, "~", true);
+    if (a.type().is_bool()) return Not::make(a);
+    // All ones minus a, in wrapping arithmetic: -1 - a (signed), max - a (unsigned).
+    Expr ones = a.type().is_int() ? make_const(a.type(), (int64_t)-1)
+                                  : make_const(a.type(), (int64_t)(a.type().bits() >= 64 ? ~uint64_t(0)
+                                                                                         : (uint64_t(1) << a.type().bits()) - 1));
+    return Sub::make(ones, a);
+}
+static Expr shift(Expr a, Expr b, bool left) {
+    const char *op = left ? "<<" : ">>";
+    check_defined(a, op);
+    check_defined(b, op);
+    check_bitwise(a, op, false);
+    check_bitwise(b, op, false);
+    int lanes = std::max(a.type().lanes(), b.type().lanes());
+    a = widen_lanes(a, lanes);
+    b = widen_lanes(b, lanes);
+    Type t = a.type();
+    const int bits = t.bits();
+    int64_t k = 0;
+    if (const_of(b, &k) && (b.type().is_int() || k >= 0)) {
+        if (b.type().is_uint() && b.type().bits() == 64 && k < 0) k = INT64_MAX;  // a huge amount
+        if (k < 0) {
+            left = !left;
+            k = (k == INT64_MIN) ? INT64_MAX : -k;
+        }
+        if (k == 0) return a;
+        if (k >= bits) {
+            if (left || t.is_uint()) return make_zero(t);
+            k = bits - 1;  // every bit a copy of the sign
+        }
+        if (k < bits - 1 || (t.is_uint() && k < 63)) {
+            Expr p = make_const(t, (int64_t)(uint64_t(1) << k));
+            return left ? Mul::make(a, p) : Div::make(a, p);
+        }
+        return Call::make_intrinsic(t, left ? "shift_left" : "shift_right", {a, make_const(t, k)});
+    }
+    return Call::make_intrinsic(t, left ? "shift_left" : "shift_right", {a, b});
+}
+Expr operator<<(Expr a, Expr b) { return shift(std::move(a), std::move(b), true); }
+Expr operator>>(Expr a, Expr b) { return shift(std::move(a), std::move(b), false); }
+
 Expr &operator+=(Expr &a, Expr b) { return a = a + b; }
 Expr &operator-=(Expr &a, Expr b) { return a = a - b; }
 Expr &operator*=(Expr &a, Expr b) { return a = a * b; }
@@ -190,6 +290,86 @@ Expr abs(Expr a) {
     check_arith(a, "abs");
     if (a.type().is_uint()) return a;
     return Call::make_intrinsic(a.type(), "abs", {a});
+}
+Expr absd(Expr a, Expr b) {
+    match_types(a, b, "absd");
+    check_arith(a, "absd");
+    Type t = a.type();
+    if (t.is_float()) return abs(a - b);
+    Type u = Type(TypeCode::UInt, t.bits(), t.lanes());
+    Expr ua = t.is_uint() ? a : Cast::make(u, a), ub = t.is_uint() ? b : Cast::make(u, b);
+    return Select::make(LT::make(a, b), Sub::make(ub, ua), Sub::make(ua, ub));  // wraps to the exact distance
+}
+Expr mux(Expr id, const std::vector<Expr> &values) {
+    check_defined(id, "mux");
+    if (values.empty()) user_error("weft: mux needs at least one value");
+    if (!id.type().is_int_or_uint()) user_error("weft: mux: the index must be an integer, got " + id.type().str());
+    Expr r = values.back();
+    check_defined(r, "mux");
+    for (size_t i = values.size() - 1; i-- > 0;) {
+        Expr idx = make_const(id.type().element_of(), (int64_t)i);
+        r = select(id == idx, values[i], r);
+    }
+    return r;
+}
+Expr saturating_cast(Type t, Expr e) {
+    check_defined(e, "saturating_cast");
+    check_arith(e, "saturating_cast");
+    Type f = e.type().element_of();
+    t = t.with_lanes(e.type().lanes());
+    Type te = t.element_of();
+    if (te.is_bool() || te.is_handle()) user_error("weft: saturating_cast to " + te.str());
+    if (f.is_int_or_uint() && te.is_int_or_uint()) {
+        // Clamp in e's type to the part of t's range it can hold, then convert.
+        __int128 lo = std::max(f.is_int() ? -((__int128)1 << (f.bits() - 1)) : (__int128)0,
+                           te.is_int() ? -((__int128)1 << (te.bits() - 1)) : (__int128)0);
+        __int128 hi = std::min(f.is_int() ? ((__int128)1 << (f.bits() - 1)) - 1 : ((__int128)1 << f.bits()) - 1,
+                           te.is_int() ? ((__int128)1 << (te.bits() - 1)) - 1 : ((__int128)1 << te.bits()) - 1);
+        __int128 fmin = f.is_int() ? -((__int128)1 << (f.bits() - 1)) : 0;
+        __int128 fmax = f.is_int() ? ((__int128)1 << (f.bits() - 1)) - 1 : ((__int128)1 << f.bits()) - 1;
+        if (lo > fmin) e = Max::make(e, make_const(e.type(), (int64_t)lo));
+        if (hi < fmax) e = Min::make(e, make_const(e.type(), (int64_t)(uint64_t)hi));
+        return te == f ? e : Cast::make(t, e);
+    }
+    if (f.is_float() && te.is_int_or_uint()) {
+        // The largest float of e's type not above t's maximum (2^31 - 1 is not a float32).
+        double hi = te.is_int() ? std::ldexp(1.0, te.bits() - 1) : std::ldexp(1.0, te.bits());
+        double lo = te.is_int() ? -hi : 0.0;
+        hi = f.bits() == 32 ? (double)std::nextafter((float)hi, 0.0f) : std::nextafter(hi, 0.0);
+        e = Min::make(Max::make(e, make_const(e.type(), lo)), make_const(e.type(), hi));
+        return Cast::make(t, e);
+    }
+    if (f.is_float() && te.is_float() && te.bits() < f.bits()) {
+        double m = te.bits() == 32 ? (double)std::numeric_limits<float>::max() : 65504.0;
+        e = Min::make(Max::make(e, make_const(e.type(), -m)), make_const(e.type(), m));
+    }
+    return te == f ? e : Cast::make(t, e);
+}
+Expr lerp(Expr zero_val, Expr one_val, Expr weight) {
+    match_types(zero_val, one_val, "lerp");
+    check_defined(weight, "lerp");
+    check_arith(zero_val, "lerp");
+    Type t = zero_val.type();
+    if (t.is_float()) {
+        if (weight.type().element_of() != t.element_of())
+            weight = is_literal(weight) ? coerce_literal(weight, t.element_of(), "lerp") : cast(t.element_of(), weight);
+        Expr w = widen_lanes(weight, t.lanes());
+        return zero_val * (make_const(t, 1.0) - w) + one_val * w;
+    }
+    if (t.is_uint() && (t.bits() == 8 || t.bits() == 16)) {
+        Type wide = t.with_bits(t.bits() * 2);
+        int64_t mx = (int64_t(1) << t.bits()) - 1;
+        Expr tw;
+        if (weight.type().is_float()) tw = Cast::make(wide.with_lanes(weight.type().lanes()), clamp(weight, 0.0f, 1.0f) * (float)mx + 0.5f);
+        else if (weight.type().element_of() == t.element_of()) tw = Cast::make(wide.with_lanes(weight.type().lanes()), weight);
+        else user_error("weft: lerp of " + t.str() + " values takes a float weight or a " + t.str() + " one, got " +
+                        weight.type().str());
+        tw = widen_lanes(tw, t.lanes());
+        Expr z = Cast::make(wide, zero_val), o = Cast::make(wide, one_val);
+        Expr sum = z * (make_const(wide, mx) - tw) + o * tw;
+        return Cast::make(t, (sum + make_const(wide, mx / 2)) / make_const(wide, mx));
+    }
+    user_error("weft: lerp of " + t.str() + " values: floats and 8- or 16-bit unsigned integers are supported");
 }
 Expr sqrt(Expr a) { return unary_float("sqrt", a); }
 Expr exp(Expr a) { return unary_float("exp", a); }

@@ -100,6 +100,103 @@ private:
     }
 };
 
+/** The calls to Func `name` in an Expr. */
+void calls_to(const Expr &e, const std::string &name, std::vector<const Call *> &out) {
+    class Find : public IRVisitor {
+    public:
+        const std::string *name;
+        std::vector<const Call *> *out;
+
+    protected:
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->name == *name) out->push_back(op);
+            IRVisitor::visit(op);
+        }
+    } v;
+    v.name = &name;
+    v.out = &out;
+    v.include(e);
+}
+
+/** An inline reduction (a Func with updates left at the default schedule) is computed at the
+    innermost loop of its consumer outside the consumer's vector loop: one vector's worth of
+    points. As in Halide (where it is computed inside the vector loop and vectorized with it),
+    its loops over the dimension that the vector spans are vectorized: the dimension i where
+    every call reads f(..., v + k, ...) with v the consumer's vectorized variable (traced back
+    through its splits) and k free of v, and whose updates write and read f only at their pure
+    variable in that position (so the lanes are independent). Nothing changes otherwise. */
+void vectorize_like_consumer(LFunc &f, const LStage &user) {
+    const StageSchedule &us = user.sched;
+    const Dim *vd = nullptr;
+    for (const Dim &d : us.dims)
+        if (d.for_type == ForType::Vectorized) {
+            vd = &d;
+            break;
+        }
+    if (!vd) return;
+    // The consumer's variable the vector loop comes from, and its lanes.
+    std::string v = vd->var;
+    int64_t lanes = 0;
+    for (size_t i = us.splits.size(); i-- > 0;) {
+        const Split &sp = us.splits[i];
+        if (sp.kind == Split::SplitVar && sp.inner == v) {
+            if (lanes == 0 && !is_const_int(sp.factor, &lanes)) return;
+            v = sp.old_var;
+        } else if (sp.kind == Split::SplitVar && sp.outer == v) {
+            v = sp.old_var;
+        } else if (sp.kind == Split::FuseVars && sp.old_var == v) {
+            return;  // a fused vector loop: no one dimension of f follows it
+        }
+    }
+    if (lanes < 2) return;
+    std::vector<const Call *> calls;
+    for (const Expr &a : user.args) calls_to(a, f.name, calls);
+    calls_to(user.value, f.name, calls);
+    if (calls.empty()) return;
+    int dim = -1;
+    for (const Call *c : calls) {
+        int found = -1;
+        for (size_t i = 0; i < c->args.size(); i++) {
+            if (!expr_uses_var(c->args[i], v)) continue;
+            if (found >= 0) return;  // v in two dimensions
+            Expr k = simplify(c->args[i] - Variable::make(c->args[i].type(), v));
+            if (expr_uses_var(k, v)) return;
+            found = (int)i;
+        }
+        if (found < 0 || (dim >= 0 && found != dim)) return;
+        dim = found;
+    }
+    if (dim < 0 || dim >= (int)f.args.size()) return;
+    const std::string &x = f.args[dim];
+    // Every stage writes at x in that position and reads f only there.
+    for (size_t k = 1; k < f.stages.size(); k++) {
+        const LStage &st = f.stages[k];
+        const Variable *w = st.args.at(dim).as<Variable>();
+        if (!w || w->name != x || !st.sched.splits.empty()) return;
+        std::vector<const Call *> self;
+        for (const Expr &a : st.args) calls_to(a, f.name, self);
+        calls_to(st.value, f.name, self);
+        for (const Call *c : self) {
+            const Variable *r = c->args.at(dim).as<Variable>();
+            if (!r || r->name != x) return;
+        }
+    }
+    if (!f.stages[0].sched.splits.empty()) return;
+    for (auto &st : f.stages) {
+        auto &dims = st.sched.dims;
+        auto it = std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == x; });
+        if (it == dims.end() || it->for_type != ForType::Serial) return;
+    }
+    for (auto &st : f.stages) {
+        auto &dims = st.sched.dims;
+        auto it = std::find_if(dims.begin(), dims.end(), [&](const Dim &d) { return d.var == x; });
+        Dim d = *it;
+        d.for_type = ForType::Vectorized;
+        dims.erase(it);
+        dims.insert(dims.begin(), d);  // innermost
+    }
+}
+
 }  // namespace
 
 std::set<std::string> choose_inlined(std::vector<LFunc> &all, bool reference) {
@@ -138,6 +235,7 @@ std::set<std::string> choose_inlined(std::vector<LFunc> &all, bool reference) {
                                     user->stages.size() == 1;
                 if (!reference && users == 1 && !user_inlined) {
                     const auto &dims = user->stages[user_stage].sched.dims;
+                    vectorize_like_consumer(f, user->stages[user_stage]);
                     for (auto &d : dims) {
                         if (d.for_type == ForType::Vectorized) continue;
                         // Inside a GPU kernel: at its innermost thread loop (each thread computes

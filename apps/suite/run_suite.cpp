@@ -1,0 +1,126 @@
+// weft_app_suite: runs the ported Halide apps (apps/suite), each checked against its plain C++
+// reference, and prints the first call's time (JIT included) and the median of later calls.
+//   weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both] [--reps N] [--list]
+// Sizes: the app's default (what bench/run races), --test (small), or --size; the unscheduled
+// version runs at the app's unscheduled_size unless --size is given.
+// --ir prints the lowered IR instead of running. With no APP, every app. Exit status: 0 all matched, 1 a mismatch, 2 an error.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "weft_suite.h"
+
+namespace {
+
+double now_ms() {
+    using namespace std::chrono;
+    return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+int usage(const char *msg) {
+    std::fprintf(stderr,
+                 "weft_app_suite: %s\nusage: weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both] "
+                 "[--reps N] [--list] [--ir]\n",
+                 msg);
+    return 2;
+}
+
+/** Runs one app once with or without its schedule; returns 0 (matched), 1 (mismatch). */
+int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps) {
+    suite::AppInfo info = app.info();
+    suite::WeftRunner r(app, size, scheduled);
+    double t0 = now_ms();
+    r.run();
+    double first = now_ms() - t0;
+    std::vector<double> ms;
+    for (int i = 0; i < reps; i++) {
+        double a = now_ms();
+        r.run();
+        ms.push_back(now_ms() - a);
+    }
+    std::sort(ms.begin(), ms.end());
+    suite::Array ref(r.p.output.elem, r.p.output.extents, r.p.output.mins);
+    app.reference(r.p, ref);
+    double max_abs = 0;
+    size_t bad = suite::compare(r.p.output, ref, info.atol, info.rtol, &max_abs);
+    std::printf("%-24s %-11s size %5d: first call %8.1f ms (JIT included), median of %d calls %9.3f ms: %s "
+                "(max |weft - reference| %g)\n",
+                info.name.c_str(), scheduled ? "scheduled" : "unscheduled", size, first, reps,
+                ms.empty() ? 0.0 : ms[ms.size() / 2], bad ? "MISMATCH" : "OK", max_abs);
+    if (bad) std::printf("  %zu of %zu values differ beyond %g + %g * |reference|\n", bad, ref.count, info.atol, info.rtol);
+    std::fflush(stdout);
+    return bad ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    std::vector<std::string> names;
+    int size = 0, reps = 5;
+    bool test = false, sched = true, unsched = false, ir = false;
+    for (int i = 1; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "--size" || a == "--reps") {
+            if (i + 1 >= argc) return usage((a + " needs a value").c_str());
+            char *end = nullptr;
+            long v = std::strtol(argv[++i], &end, 10);
+            if (*end || v < (a == "--size" ? 8 : 0) || v > 100000) return usage(("bad value for " + a).c_str());
+            (a == "--size" ? size : reps) = (int)v;
+        } else if (a == "--ir") {
+            ir = true;
+        } else if (a == "--test") {
+            test = true;
+        } else if (a == "--unscheduled") {
+            sched = false;
+            unsched = true;
+        } else if (a == "--both") {
+            sched = unsched = true;
+        } else if (a == "--list") {
+            for (const auto &app : suite::weft_apps()) {
+                suite::AppInfo in = app.info();
+                std::printf("%-24s default size %5d (%s): %s\n", in.name.c_str(), in.default_size, in.size_meaning.c_str(),
+                            in.description.c_str());
+            }
+            return 0;
+        } else if (!a.empty() && a[0] == '-') {
+            return usage(("unknown option " + a).c_str());
+        } else {
+            if (!suite::find_weft_app(a)) return usage(("no app named " + a + " (--list lists them)").c_str());
+            names.push_back(a);
+        }
+    }
+    if (names.empty())
+        for (const auto &app : suite::weft_apps()) names.push_back(app.info().name);
+    int rc = 0;
+    for (const std::string &n : names) {
+        const suite::WeftApp &app = *suite::find_weft_app(n);
+        suite::AppInfo info = app.info();
+        for (int pass = 0; pass < 2; pass++) {
+            bool scheduled = pass == 0;
+            if (scheduled ? !sched : !unsched) continue;
+            int s = size ? size : !scheduled ? info.unscheduled_size : test ? info.test_size : info.default_size;
+            if (s == 0) {
+                std::printf("%-24s unscheduled: not run (everything inlined is exponential in this pipeline's "
+                            "depth; --size runs it anyway)\n",
+                            n.c_str());
+                continue;
+            }
+            try {
+                if (ir) {
+                    suite::WeftRunner r(app, s, scheduled);
+                    for (size_t i = 0; i < r.p.inputs.size(); i++) r.def.inputs[i].set(r.bufs[i]);
+                    std::printf("%s\n", weft::Pipeline(r.def.out).lowered_ir(r.p.output.extents).c_str());
+                    continue;
+                }
+                rc = std::max(rc, run_one(app, s, scheduled, reps));
+            } catch (const std::exception &e) {
+                std::printf("%-24s %-11s size %5d: error: %s\n", n.c_str(), scheduled ? "scheduled" : "unscheduled", s,
+                            e.what());
+                rc = 2;
+            }
+        }
+    }
+    return rc;
+}
