@@ -236,14 +236,17 @@ struct Pipe {
         denoised.compute_at(processed, yi)
             .store_at(processed, yo)
             .prefetch(input, y, 2)  // Halide: prefetch(input, y, y, 2)
-            // MISSING in weft: fold_storage(y, 4)
+            // Halide: fold_storage(y, 4); refused by weft as for deinterleaved below (its first
+            // iteration reads 10 rows), which folds it to 16 by itself.
             .tile(x, y, x, y, xi, yi, 2 * vec, 2)
             .vectorize(xi)
             .unroll(yi);
 
         deinterleaved.compute_at(processed, yi)
             .store_at(processed, yo)
-            // MISSING in weft: fold_storage(y, 4)
+            // Halide: fold_storage(y, 4). weft's first iteration of yi reads 5 rows of it (Halide
+            // computes the first rows in earlier iterations), so weft refuses a fold of 4 and
+            // folds it to 8 by itself.
             .reorder(c, x, y)
             .vectorize(x, 2 * vec, producer_tail)
             .unroll(c);
@@ -263,8 +266,8 @@ struct Pipe {
         for (Func f : intermediates) {
             f.compute_at(processed, yi)
                 .store_at(processed, yo)
-                .vectorize(x, 2 * vec, producer_tail);
-            // MISSING in weft: .fold_storage(y, 4)
+                .vectorize(x, 2 * vec, producer_tail)
+                .fold_storage(y, 4);
         }
         // MISSING in weft: intermediates[1].compute_with(intermediates[0], x,
         //     {{x, LoopAlignStrategy::AlignStart}, {y, LoopAlignStrategy::AlignStart}});

@@ -33,8 +33,6 @@ WeftDef build(int, bool scheduled) {
     RVar rd = depthwise_filter_dom[0];
     RVar rx = depthwise_filter_dom[1];
     RVar ry = depthwise_filter_dom[2];
-    // Halide leaves this pure definition implicit; weft does not accept an update without one yet.
-    depthwise_convolved(d, x, y, b) = 0.0f;
     depthwise_convolved(d, x, y, b) +=
         depthwise_filter(rd, d, rx, ry) * input_bounded(d / channel_multiplier, x + rx - pad_width, y + ry - pad_height, b);
 

@@ -53,7 +53,6 @@ WeftDef build(int, bool scheduled) {
 
     // Compute the sum of the pixels in the search area
     Func non_local_means_sum("non_local_means_sum");
-    non_local_means_sum(x, y, c) = 0.0f;  // implicit in Halide; weft refuses += without it
     non_local_means_sum(x, y, c) += w(x, y, s_dom.x, s_dom.y) * clamped_with_alpha(x + s_dom.x, y + s_dom.y, c);
 
     Func non_local_means("non_local_means");

@@ -50,13 +50,8 @@ WeftDef build(int, bool scheduled) {
     unnormalized_kernel_x(x, k) = cubic((k + beginx - sourcex) * kernel_scaling);
     unnormalized_kernel_y(y, k) = cubic((k + beginy - sourcey) * kernel_scaling);
 
-    // Halide: kernel_sum_x(x) = sum(unnormalized_kernel_x(x, r)), the same sum. Written as an
-    // update here: weft refuses kernel_sum_x.vectorize(x) below when it is an inline sum()
-    // (repro /tmp/weft_repro/sum_vectorize.cpp).
-    kernel_sum_x(x) = 0.0f;
-    kernel_sum_x(x) += unnormalized_kernel_x(x, r);
-    kernel_sum_y(y) = 0.0f;
-    kernel_sum_y(y) += unnormalized_kernel_y(y, r);
+    kernel_sum_x(x) = sum(unnormalized_kernel_x(x, r));
+    kernel_sum_y(y) = sum(unnormalized_kernel_y(y, r));
 
     kernel_x(x, k) = unnormalized_kernel_x(x, k) / kernel_sum_x(x);
     kernel_y(y, k) = unnormalized_kernel_y(y, k) / kernel_sum_y(y);
@@ -72,12 +67,10 @@ WeftDef build(int, bool scheduled) {
         Var xi("xi"), yi("yi");
         unnormalized_kernel_x.compute_at(kernel_x, x).vectorize(x);
         kernel_sum_x.compute_at(kernel_x, x).vectorize(x);
-        kernel_sum_x.update().vectorize(x);  // Halide's inner sum() Func is inside the vector loop
         kernel_x.compute_root().reorder(k, x).vectorize(x, vec);
 
         unnormalized_kernel_y.compute_at(kernel_y, y).vectorize(y, vec);
         kernel_sum_y.compute_at(kernel_y, y).vectorize(y);
-        kernel_sum_y.update().vectorize(y);  // likewise
         kernel_y.compute_at(output, y).reorder(k, y).vectorize(y, vec);
 
         // upsample == true

@@ -401,6 +401,13 @@ public:
         integer constant, in elements), so that the strides of the dimensions stored outside
         it are multiples of it (rows that start aligned). Halide's align_storage. */
     Func &align_storage(const Var &dim, const Expr &alignment);
+    /** Halide's fold_storage: the storage of dim is a ring of `extent` slots (coordinate mod
+        extent), for a Func stored outside the loop it is computed in whose window slides along
+        dim (store_at / compute_at). weft folds such storage by itself (to a power of two); this
+        sets the ring's size. Lowering checks it holds what one iteration reads: a smaller one is
+        a weft::Error naming what is needed, never a wrong result; so is a Func whose storage
+        cannot fold along dim. Only forward folds (fold_forward = true) exist here. */
+    Func &fold_storage(const Var &dim, const Expr &extent, bool fold_forward = true);
     /** Widens the region computed along var so that it starts at remainder modulo modulus and
         spans a multiple of modulus (integer constants; modulus positive): for vector or
         unrolled loops without tails. Not for outputs, whose region is their buffer's.

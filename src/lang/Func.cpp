@@ -431,28 +431,44 @@ FuncRef &FuncRef::operator=(Expr value) {
     changed(f);
     return *this;
 }
+/** Halide's meaning of f(args) += e (-=, *=, /=) on a Func with no definition yet: f first gets
+    the pure definition f(vars) = identity (0 for + and -, 1 for * and /) of e's type, its Vars
+    those of the update where it has a pure Var in that position, new ones elsewhere; so the pure
+    stage can be scheduled with the update's Vars. */
+static void define_identity(const std::shared_ptr<FunctionContents> &f, const std::vector<Expr> &args, const Expr &e,
+                            int identity) {
+    if (f->defined) return;
+    if (!e.defined()) user_error("weft: Func \"" + f->name + "\" updated with an undefined Expr");
+    std::vector<Expr> pure;
+    std::set<std::string> used;
+    for (const Expr &a : args) {
+        auto v = a.defined() ? a.as<Variable>() : nullptr;
+        if (v && !v->rdom && !v->param && v->name.find('.') == std::string::npos && used.insert(v->name).second)
+            pure.push_back(a);
+        else
+            pure.push_back(Var(unique_name('v')));
+    }
+    Type t = e.type().element_of();
+    FuncRef(f, pure) = t.is_float() ? make_const(t, (double)identity) : make_const(t, (int64_t)identity);
+}
 FuncRef &FuncRef::operator+=(Expr e) {
     check_func(f_);
-    if (!f_->defined) {  // Halide semantics: an undefined Func starts at 0
-        std::vector<Expr> pure;
-        for (size_t i = 0; i < args_.size(); i++) pure.push_back(Var(unique_name('v')));
-        FuncRef(f_, pure) = make_zero(e.type());
-    }
+    define_identity(f_, args_, e, 0);
     return *this = Expr(*this) + e;
 }
 FuncRef &FuncRef::operator-=(Expr e) {
     check_func(f_);
-    if (!f_->defined) user_error("weft: -= on Func \"" + f_->name + "\" before it has a definition");
+    define_identity(f_, args_, e, 0);
     return *this = Expr(*this) - e;
 }
 FuncRef &FuncRef::operator*=(Expr e) {
     check_func(f_);
-    if (!f_->defined) user_error("weft: *= on Func \"" + f_->name + "\" before it has a definition");
+    define_identity(f_, args_, e, 1);
     return *this = Expr(*this) * e;
 }
 FuncRef &FuncRef::operator/=(Expr e) {
     check_func(f_);
-    if (!f_->defined) user_error("weft: /= on Func \"" + f_->name + "\" before it has a definition");
+    define_identity(f_, args_, e, 1);
     return *this = Expr(*this) / e;
 }
 
@@ -1025,6 +1041,17 @@ Func &Func::align_storage(const Var &dim, const Expr &alignment) {
     const std::string what = "weft: Func \"" + c_->name + "\".align_storage()";
     check_own_var(*c_, what, dim);
     entry_for(c_->schedule.storage_align, dim.name()).alignment = constant_in(alignment, 1, 1 << 16, what, "alignment");
+    changed(*c_);
+    return *this;
+}
+Func &Func::fold_storage(const Var &dim, const Expr &extent, bool fold_forward) {
+    check_func(c_);
+    const std::string what = "weft: Func \"" + c_->name + "\".fold_storage()";
+    check_own_var(*c_, what, dim);
+    if (!fold_forward)
+        user_error(what + ": only forward folds (the window moving to larger coordinates) are supported; "
+                   "fold_forward = false is not");
+    entry_for(c_->schedule.storage_fold, dim.name()).factor = constant_in(extent, 1, 1 << 20, what, "extent");
     changed(*c_);
     return *this;
 }

@@ -38,13 +38,14 @@ bool operator==(const BoundSpec &a, const BoundSpec &b) {
     return a.var == b.var && same(a.min, b.min) && same(a.extent, b.extent);
 }
 bool operator==(const StorageAlign &a, const StorageAlign &b) { return a.var == b.var && a.alignment == b.alignment; }
+bool operator==(const StorageFold &a, const StorageFold &b) { return a.var == b.var && a.factor == b.factor; }
 bool operator==(const BoundAlign &a, const BoundAlign &b) {
     return a.var == b.var && a.modulus == b.modulus && a.remainder == b.remainder;
 }
 bool operator==(const FuncSchedule &a, const FuncSchedule &b) {
     return a.compute == b.compute && a.store_set == b.store_set && (!a.store_set || a.store == b.store) &&
            a.bounds == b.bounds && a.memory == b.memory && a.storage_order == b.storage_order &&
-           a.storage_align == b.storage_align && a.bound_align == b.bound_align &&
+           a.storage_align == b.storage_align && a.bound_align == b.bound_align && a.storage_fold == b.storage_fold &&
            a.nontemporal == b.nontemporal && a.load_ahead == b.load_ahead;
 }
 bool operator==(const FuncScheduleValue &a, const FuncScheduleValue &b) {
@@ -138,6 +139,7 @@ PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<
         }
         for (auto &v : f.schedule.storage_order) v = name(v);
         for (auto &a : f.schedule.storage_align) a.var = name(a.var);
+        for (auto &a : f.schedule.storage_fold) a.var = name(a.var);
         for (auto &a : f.schedule.bound_align) a.var = name(a.var);
         for (auto &st : f.stages) {
             nest(st.schedule);

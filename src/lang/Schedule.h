@@ -78,6 +78,11 @@ struct StorageAlign {
     std::string var;
     int64_t alignment = 1;
 };
+/** fold_storage(var, factor): var's storage is a ring of `factor` slots (coordinate mod factor). */
+struct StorageFold {
+    std::string var;
+    int64_t factor = 1;
+};
 /** align_bounds(var, modulus, remainder): the region computed along var widened to start at
     remainder mod modulus and span a multiple of modulus. */
 struct BoundAlign {
@@ -94,6 +99,7 @@ struct FuncSchedule {
     std::vector<std::string> storage_order;  // innermost first; empty = the argument order
     std::vector<StorageAlign> storage_align;  // one per Var at most, in the order given
     std::vector<BoundAlign> bound_align;      // one per Var at most, in the order given
+    std::vector<StorageFold> storage_fold;    // one per Var at most, in the order given
     bool nontemporal = false;                 // stores bypass the caches (see Func::store_nontemporal)
     bool load_ahead = false;                  // computed one iteration ahead (see Func::load_ahead)
 };
@@ -124,6 +130,7 @@ bool operator==(const DefinitionSchedule &a, const DefinitionSchedule &b);
 bool operator==(const LoopLevelSpec &a, const LoopLevelSpec &b);
 bool operator==(const BoundSpec &a, const BoundSpec &b);
 bool operator==(const StorageAlign &a, const StorageAlign &b);
+bool operator==(const StorageFold &a, const StorageFold &b);
 bool operator==(const BoundAlign &a, const BoundAlign &b);
 bool operator==(const FuncSchedule &a, const FuncSchedule &b);
 bool operator==(const FuncScheduleValue &a, const FuncScheduleValue &b);
@@ -175,7 +182,7 @@ Expr parse_expr(const std::string &text);
 struct Directive {
     enum Op {
         ComputeRoot, ComputeInline, ComputeAt, StoreRoot, StoreAt, Bound, StoreIn, ReorderStorage, StoreNontemporal,
-        LoadAhead, AlignStorage, AlignBounds,  // Func-level
+        LoadAhead, AlignStorage, AlignBounds, FoldStorage,  // Func-level
         Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread  // stage-level
     } op;
     std::string func;

@@ -145,6 +145,12 @@ std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
             d.exprs = {Expr((int)a.alignment)};
             out.push_back(d);
         }
+        for (auto &a : fs.storage_fold) {
+            Directive d = make(Directive::FoldStorage);
+            d.names = {a.var};
+            d.exprs = {Expr((int)a.factor)};
+            out.push_back(d);
+        }
         for (auto &a : fs.bound_align) {
             Directive d = make(Directive::AlignBounds);
             d.names = {a.var};

@@ -146,6 +146,7 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
         case Directive::Bound:
         case Directive::AlignStorage:
         case Directive::AlignBounds:
+        case Directive::FoldStorage:
         case Directive::ReorderStorage:
             for (auto &n : d.names) loops.emplace(n, false);
             break;
@@ -197,6 +198,9 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
         case Directive::ReorderStorage: os << f << ".reorder_storage(" << list(d.names) << ");\n"; break;
         case Directive::AlignStorage:
             os << f << ".align_storage(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ");\n";
+            break;
+        case Directive::FoldStorage:
+            os << f << ".fold_storage(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ");\n";
             break;
         case Directive::AlignBounds:
             os << f << ".align_bounds(" << cpp_identifier(d.names[0]) << ", " << cpp(d.exprs[0]) << ", " << cpp(d.exprs[1])

@@ -437,6 +437,8 @@ std::string serialize_schedule(const PipelineSchedule &s) {
         }
         for (auto &a : fs.storage_align)
             os << "  align_storage " << quote(a.var) << " " << serialize_expr(Expr((int)a.alignment)) << "\n";
+        for (auto &a : fs.storage_fold)
+            os << "  fold_storage " << quote(a.var) << " " << serialize_expr(Expr((int)a.factor)) << "\n";
         for (auto &a : fs.bound_align)
             os << "  align_bounds " << quote(a.var) << " " << serialize_expr(Expr((int)a.modulus)) << " "
                << serialize_expr(Expr((int)a.remainder)) << "\n";
@@ -544,6 +546,13 @@ PipelineSchedule parse_schedule(const std::string &text) {
             if (!is_const_int(expr(t[2]), &a) || a < 1)
                 throw Error("weft: schedule text line " + std::to_string(line) + ": align_storage needs a positive integer");
             f->schedule.storage_align.push_back({name(1), a});
+        } else if (w == "fold_storage") {
+            in_func();
+            need(3);
+            int64_t a = 0;
+            if (!is_const_int(expr(t[2]), &a) || a < 1)
+                throw Error("weft: schedule text line " + std::to_string(line) + ": fold_storage needs a positive integer");
+            f->schedule.storage_fold.push_back({name(1), a});
         } else if (w == "align_bounds") {
             in_func();
             need(4);

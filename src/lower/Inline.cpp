@@ -236,15 +236,27 @@ std::set<std::string> choose_inlined(std::vector<LFunc> &all, bool reference) {
                 if (!reference && users == 1 && !user_inlined) {
                     const auto &dims = user->stages[user_stage].sched.dims;
                     vectorize_like_consumer(f, user->stages[user_stage]);
+                    bool placed = false, gpu_block = false;
                     for (auto &d : dims) {
                         if (d.for_type == ForType::Vectorized) continue;
                         // Inside a GPU kernel: at its innermost thread loop (each thread computes
                         // its own), never at a block loop (one thread for the block) or outside.
-                        if (d.for_type == ForType::GPUBlock) break;
+                        if (d.for_type == ForType::GPUBlock) {
+                            gpu_block = true;
+                            break;
+                        }
                         f.sched.compute = LoopLevelSpec{LoopLevelSpec::At, user->contents, user->contents->name, d.var};
                         f.sched.store = f.sched.compute;
                         f.compute_func = f.store_func = user->name;
+                        placed = true;
                         break;
+                    }
+                    if (!placed && !gpu_block && user->output_index < 0 && user->sched.compute.kind == LoopLevelSpec::At) {
+                        // Every loop of the consumer is vectorized: where the consumer is computed
+                        // (not at root, where producers computed at that loop would not be).
+                        f.sched.compute = user->sched.compute;
+                        f.sched.store = user->sched.compute;
+                        f.compute_func = f.store_func = user->compute_func;
                     }
                 }
             }

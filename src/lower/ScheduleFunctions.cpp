@@ -397,6 +397,7 @@ struct Builder {
         bool slide = false;            // stored outside this loop: reuse what earlier iterations computed
         int fold_dim = -1;             // the dimension that slid, if any
         int64_t fold_factor = 0;       // a power of two >= the rows one iteration needs
+        int64_t fold_window = 0;       // the rows one iteration needs
         std::string compute_loop;
         std::set<std::string> injected_loops;  // the loops it was put in
 
@@ -420,13 +421,22 @@ struct Builder {
                     // The ring holds the window one iteration reads. Only where the computation
                     // writes exactly its region along that dimension (no RoundUp overshoot, which
                     // would wrap around onto rows still needed).
+                    // (With a sliding consumer, in each of the forms of an iteration; the ring
+                    // holds the largest.)
                     Box prov = box_provided(b->build_produce(*f, unslid), f->name);
                     Interval u = unslid[fold_dim];
-                    int64_t w, pw;
-                    bool exact = !prov.empty() && prov[fold_dim].is_bounded() &&
-                                 is_const_int(simplify(prov[fold_dim].max - prov[fold_dim].min + 1), &pw) &&
-                                 u.is_bounded() && is_const_int(simplify(u.max - u.min + 1), &w) && pw == w;
+                    int64_t w = 0;
+                    bool exact = !prov.empty() && prov[fold_dim].is_bounded() && u.is_bounded();
+                    if (exact) {
+                        auto forms = iteration_forms(op, {u.max - u.min + 1, prov[fold_dim].max - prov[fold_dim].min + 1});
+                        for (size_t i = 0; exact && i < forms.size(); i++) {
+                            int64_t wi, pwi;
+                            exact = is_const_int(simplify(forms[i][0]), &wi) && is_const_int(simplify(forms[i][1]), &pwi) && wi == pwi;
+                            w = std::max(w, exact ? wi : 0);
+                        }
+                    }
                     if (exact && w > 0 && w <= 1024) {
+                        fold_window = w;
                         int64_t ff = 1;
                         while (ff < w) ff *= 2;
                         fold_factor = ff;
@@ -445,15 +455,82 @@ struct Builder {
 
         /** Sliding window: along the first dimension whose required range moves monotonically
             with this serial loop, an iteration computes only what the previous one did not. */
+        /** A consumer that slides along loop `op` too computes, after the first iteration, only
+            its new rows: its region is select(v <= min, first, later), and so is the region it
+            needs of its producers (and select(v <= min + 1, ...) in what the previous iteration
+            needed). Such selects on v <= k split the iterations into regimes: the first up to the
+            smallest k, and so on. resolve() gives e with each select decided by `holds(k)`
+            (whether v <= k); selects it does not decide stay. */
+        template <typename F>
+        static Expr resolve(const For *op, const Expr &e, F holds) {
+            class Pick : public IRMutator {
+            public:
+                const std::string *v;
+                std::function<int(int64_t)> holds;  // 1 true, 0 false, -1 undecided
+
+            protected:
+                Expr visit(const Select *s, const Expr &e2) override {
+                    const LE *le = s->condition.as<LE>();
+                    const Variable *var = le ? le->a.as<Variable>() : nullptr;
+                    int64_t k;
+                    if (var && var->name == *v && is_const_int(le->b, &k)) {
+                        int h = holds(k);
+                        if (h >= 0) return mutate(h ? s->true_value : s->false_value);
+                    }
+                    return IRMutator::visit(s, e2);
+                }
+            } p;
+            p.v = &op->name;
+            p.holds = holds;
+            return simplify(p.mutate(e));
+        }
+        /** The thresholds k of the selects on v <= k in es. */
+        static std::vector<int64_t> thresholds(const For *op, const std::vector<Expr> &es) {
+            std::set<int64_t> ks;
+            for (const Expr &e : es)
+                resolve(op, e, [&](int64_t k) {
+                    ks.insert(k);
+                    return -1;
+                });
+            return std::vector<int64_t>(ks.begin(), ks.end());
+        }
+        /** es in each regime of the loop's iterations (one regime, es themselves, where no select
+            on v <= k is in them): result[r][i] is es[i] in regime r, earliest first. */
+        static std::vector<std::vector<Expr>> iteration_forms(const For *op, const std::vector<Expr> &es) {
+            std::vector<int64_t> T = thresholds(op, es);
+            std::vector<std::vector<Expr>> r;
+            for (size_t reg = 0; reg <= T.size(); reg++) {
+                std::vector<Expr> f;
+                for (const Expr &e : es)
+                    f.push_back(T.empty() ? e : resolve(op, e, [&](int64_t k) { return reg < T.size() && k >= T[reg] ? 1 : 0; }));
+                r.push_back(f);
+                if (T.empty()) break;
+            }
+            return r;
+        }
+
         void slide_window(const For *op, Box &req) {
             Expr v = Variable::make(Int(32), op->name), prev = v - 1;
+            // Monotone from one iteration to the next, in its regime and across to the next one.
+            auto monotone = [&](const Expr &e) {
+                auto f = iteration_forms(op, {e});
+                for (size_t i = 0; i < f.size(); i++)
+                    for (size_t j = i; j < f.size() && j <= i + 1; j++)
+                        if (!can_prove(simplify(substitute(op->name, prev, f[i][0]) <= f[j][0]))) return false;
+                return true;
+            };
             for (size_t d = 0; d < req.size(); d++) {
                 Expr mn = req[d].min, mx = req[d].max;
                 if (!mn.defined() || !mx.defined()) continue;
                 if (!expr_uses_var(mn, op->name) && !expr_uses_var(mx, op->name)) continue;
-                Expr pmn = substitute(op->name, prev, mn), pmx = substitute(op->name, prev, mx);
-                if (!can_prove(simplify(pmn <= mn)) || !can_prove(simplify(pmx <= mx))) continue;
-                req[d].min = simplify(Select::make(v <= op->min, mn, Max::make(mn, pmx + 1)));
+                Expr pmx = substitute(op->name, prev, mx);
+                if (!monotone(mn) || !monotone(mx)) continue;
+                // (In each branch, the consumers' windows take the same branch.)
+                int64_t first = 0;
+                bool const_min = is_const_int(op->min, &first);
+                Expr first_min = const_min ? resolve(op, mn, [&](int64_t k) { return k >= first ? 1 : 0; }) : mn;
+                Expr later = const_min ? resolve(op, mn, [&](int64_t k) { return k <= first ? 0 : -1; }) : mn;
+                req[d].min = simplify(Select::make(v <= op->min, first_min, Max::make(later, pmx + 1)));
                 fold_dim = (int)d;
                 compute_loop = op->name;
                 return;
@@ -470,6 +547,14 @@ struct Builder {
         bool outside = false;
 
     protected:
+        void visit(const Realize *op) override {
+            // Only the parallel loops inside f's storage share it (one outside has a copy per task).
+            if (op->name != name) return IRVisitor::visit(op);
+            int saved = parallel;
+            parallel = 0;
+            IRVisitor::visit(op);
+            parallel = saved;
+        }
         void visit(const For *op) override {
             bool in = op->name == loop;
             if (in && parallel > 0) outside = true;
@@ -581,6 +666,10 @@ struct Builder {
 
     Stmt inject(Stmt s, LFunc &f) {
         const std::string &fname = f.contents->name;
+        if (f.sched.compute.kind == LoopLevelSpec::Root && !f.sched.storage_fold.empty())
+            user_error("weft: Func \"" + fname + "\".fold_storage(" + f.sched.storage_fold[0].var +
+                       "): it is computed at root, so its storage has no window to fold; fold_storage needs a Func "
+                       "stored outside the loop it is computed in (store_at / compute_at)");
         if (f.sched.compute.kind == LoopLevelSpec::Root) {
             if (!touches(s, f.name)) return s;  // nobody reads it
             Box req = box_required(s, f.name);
@@ -642,13 +731,31 @@ struct Builder {
                                "\" is computed; store_at must be at or outside compute_at");
             }
         }
+        bool folded = false;
         if (!same && in.count == 1 && in.fold_dim >= 0) {
             // Storage folding: keep only the rows the sliding window still needs.
             ReadsOutside ro;
             ro.name = f.name;
             ro.loop = in.compute_loop;
             ro.include(s);
-            if (!ro.outside) env.folds[f.name] = {in.fold_dim, in.fold_factor};
+            if (!ro.outside) {
+                env.folds[f.name] = {in.fold_dim, in.fold_factor};
+                folded = true;
+            }
+        }
+        for (const StorageFold &uf : f.sched.storage_fold) {
+            // fold_storage(var, n): the ring's size, where weft can fold and n holds a window.
+            const std::string head = "weft: Func \"" + fname + "\".fold_storage(" + uf.var + ", " + std::to_string(uf.factor) + "): ";
+            int d = (int)(std::find(f.args.begin(), f.args.end(), uf.var) - f.args.begin());
+            if (!folded || in.fold_dim != d)
+                user_error(head + "its storage cannot be folded along " + uf.var +
+                           ": that needs a Func stored outside the loop it is computed in (store_at / compute_at), "
+                           "with a window that moves monotonically along " + uf.var + " with that loop, read only inside it" +
+                           (folded ? " (it folds along " + f.args[in.fold_dim] + ")" : ""));
+            if (uf.factor < in.fold_window)
+                user_error(head + "one iteration of " + in.compute_loop + " reads " + std::to_string(in.fold_window) +
+                           " slots of " + uf.var + "; the fold must hold at least that many");
+            env.folds[f.name] = {d, uf.factor};
         }
         if (!same && f.stages.size() > 1) {
             // (A pure Func's iterations may overlap harmlessly: they write the same values.)

@@ -65,7 +65,7 @@ VarOrRVar loop(const Directive &d, size_t i) {
 
 std::string directive_name(const Directive &d) {
     static const char *n[] = {"compute_root", "compute_inline", "compute_at", "store_root", "store_at", "bound", "store_in",
-                              "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "specialize", "split", "fuse",
+                              "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "fold_storage", "specialize", "split", "fuse",
                               "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread"};
     std::string where = "Func \"" + d.func + "\"";
     if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
@@ -172,6 +172,7 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
             case Directive::LoadAhead: f.load_ahead(); break;
             case Directive::AlignStorage: f.align_storage(Var(d.names[0]), ex(0)); break;
             case Directive::AlignBounds: f.align_bounds(Var(d.names[0]), ex(0), ex(1)); break;
+            case Directive::FoldStorage: f.fold_storage(Var(d.names[0]), ex(0)); break;
             case Directive::Specialize:
                 specs.emplace(std::make_tuple(d.func, d.stage, d.spec), Stage(f.contents(), d.stage).specialize(ex(0)));
                 break;

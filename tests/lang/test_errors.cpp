@@ -45,13 +45,19 @@ TEST(Errors, PureDefinitionWithNonVarArgs) {
 }
 
 TEST(Errors, UpdateBeforePureDefinition) {
+    // f(x) += e on an undefined Func starts at 0 (Halide's meaning, tests/lang/test_suite_features);
+    // reading f in its own first definition is an error.
     Var x("x");
     Func f("update_first");
     std::string m = error_of([&] {
-        f(x) += 1;
+        f(x) = f(x) + 1;
         f.realize({4});
     });
     EXPECT_CONTAINS(m, "update_first");
+    Func g("update_first_ok");
+    g(x) += 1;
+    Buffer<int32_t> out = g.realize({4});
+    EXPECT_EQ(out(3), 1);
 }
 
 TEST(Errors, UpdateOfOtherType) {

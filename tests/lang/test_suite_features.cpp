@@ -1,0 +1,171 @@
+// Features the ports of Halide's apps (apps/suite) needed, each general: sliding windows down a
+// chain of stages, fold_storage, updates of a Func with no pure definition, inline reductions in
+// vectorized consumers, and a reduction in a Func whose every loop is vectorized.
+#include "lang_test_util.h"
+
+#include <regex>
+
+#include "pipeline/PipelineInternal.h"
+
+using namespace weft;
+
+namespace {
+
+/** The sizes (elements) of the `allocate <name>[...]` lines of f's lowered IR. */
+std::map<std::string, long> allocations(Func f, std::vector<int> sizes) {
+    std::string ir = Pipeline(f).lowered_ir(sizes);
+    std::map<std::string, long> r;
+    std::regex re("allocate ([A-Za-z0-9_$.]+)\\[[a-z0-9]+ \\* \\(int64\\)([0-9]+)\\]");
+    for (auto it = std::sregex_iterator(ir.begin(), ir.end(), re); it != std::sregex_iterator(); ++it)
+        r[(*it)[1]] = std::stol((*it)[2]);
+    return r;
+}
+
+/** A chain of n vertical 5-tap stencils over a uint16 image, each stored at the output's tile
+    loop and computed at its row loop (Halide's stencil_chain schedule). */
+struct Chain {
+    Buffer<uint16_t> in;
+    Var x{"x"}, y{"y"}, xo{"xo"}, yo{"yo"}, xi{"xi"}, yi{"yi"}, t{"t"};
+    std::vector<Func> st;
+    Func out{"chain_out"};
+    Chain(int w, int h, int n) : in(std::vector<int>{w, h}, "chain_in") {
+        for (int j = 0; j < h; j++)
+            for (int i = 0; i < w; i++) in(i, j) = (uint16_t)(i * 31 + j * 17 + (i * j) % 7);
+        st.push_back(BoundaryConditions::repeat_edge(in));
+        for (int s = 0; s < n; s++) {
+            Func f("chain_" + std::to_string(s));
+            Expr e = cast<uint16_t>(0);
+            for (int j = -2; j <= 2; j++) e += cast<uint16_t>(j + 3) * st.back()(x + (j & 1), y + j);
+            f(x, y) = e;
+            st.push_back(f);
+        }
+        out(x, y) = st.back()(x, y);
+    }
+    void schedule(int tile) {
+        out.tile(x, y, xo, yo, xi, yi, tile, tile).fuse(xo, yo, t).parallel(t).vectorize(xi, 8);
+        for (size_t i = 1; i < st.size(); i++) st[i].store_at(out, t).compute_at(out, yi).vectorize(x, 8);
+    }
+};
+
+}  // namespace
+
+TEST(SlidingWindow, SlidesDownAChainOfStages) {
+    for (int n : {2, 4}) {
+        for (auto wh : {std::pair<int, int>{64, 64}, {70, 45}}) {
+            Chain c(wh.first, wh.second, n);
+            c.schedule(32);
+            Buffer<uint16_t> got(std::vector<int>{wh.first, wh.second}, "got"), want(std::vector<int>{wh.first, wh.second}, "want");
+            c.out.realize(got);
+            internal::interpret_pipeline(Pipeline(c.out), {want});
+            for (int j = 0; j < wh.second; j++)
+                for (int i = 0; i < wh.first; i++) ASSERT_EQ(got(i, j), want(i, j)) << n << " stages at " << i << "," << j;
+            // Every stage slides (one new row per iteration), so each is a ring of a few rows, not
+            // the tile's height plus the halos of the stages after it.
+            auto a = allocations(c.out, {wh.first, wh.second});
+            for (int s = 1; s <= n; s++) {
+                std::string name = "chain_" + std::to_string(s - 1);
+                ASSERT_TRUE(a.count(name)) << name;
+                EXPECT_LE(a[name], 16L * (32 + 2 * n)) << name << " is not folded to a ring of rows";
+            }
+        }
+    }
+}
+
+TEST(FoldStorage, SetsTheRingAndChecksItHoldsAWindow) {
+    Chain c(64, 40, 1);
+    c.schedule(32);
+    c.st[1].fold_storage(c.y, 5);
+    Buffer<uint16_t> got(std::vector<int>{64, 40}, "got"), want(std::vector<int>{64, 40}, "want");
+    c.out.realize(got);
+    internal::interpret_pipeline(Pipeline(c.out), {want});
+    for (int j = 0; j < 40; j++)
+        for (int i = 0; i < 64; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+    // chain_0 is read over 5 rows by each row of chain_1: a ring of 4 would lose one.
+    Chain small(64, 40, 2);
+    small.schedule(32);
+    small.st[1].fold_storage(small.y, 4);
+    try {
+        small.out.realize({64, 40});
+        ADD_FAILURE() << "a fold of 4 for a window of 5 rows was accepted";
+    } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("reads 5 slots of y"), std::string::npos) << e.what();
+    }
+    // Nothing to fold: computed at root.
+    Chain root(64, 40, 1);
+    root.st[1].compute_root().fold_storage(root.y, 8);
+    EXPECT_THROW(root.out.realize({64, 40}), Error);
+    // Only forward folds; and the Var must be the Func's own.
+    EXPECT_THROW(c.st[1].fold_storage(c.y, 8, false), Error);
+    EXPECT_THROW(c.st[1].fold_storage(c.xo, 8), Error);
+    EXPECT_THROW(c.st[1].fold_storage(c.y, 0), Error);
+    // A schedule value keeps it: text and C++ source.
+    Schedule s = Pipeline(c.out).get_schedule();
+    EXPECT_NE(s.cpp_source().find(".fold_storage(y, 5)"), std::string::npos) << s.cpp_source();
+    EXPECT_EQ(Schedule::from_string(s.to_string()), s);
+    EXPECT_NE(s.to_string().find("fold_storage \"y\""), std::string::npos);
+}
+
+TEST(UpdateWithoutPureDefinition, StartsAtTheIdentityWithTheUpdatesVars) {
+    Buffer<float> in(std::vector<int>{16, 8}, "uin");
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 16; i++) in(i, j) = (float)(i + 2 * j);
+    Var x("x"), y("y");
+    RDom r(0, 8, "r");
+    Func s("colsum"), p("colprod");
+    s(x) += in(x, r);    // starts at 0
+    p(x) *= in(x, r) + 1.0f;  // starts at 1
+    // The pure stage is scheduled with the update's Var.
+    s.vectorize(x, 8);
+    s.update().vectorize(x, 8);
+    Buffer<float> os = s.realize({16}), op = p.realize({16});
+    for (int i = 0; i < 16; i++) {
+        float sum = 0, prod = 1;
+        for (int j = 0; j < 8; j++) {
+            sum += in(i, j);
+            prod *= in(i, j) + 1.0f;
+        }
+        EXPECT_FLOAT_EQ(os(i), sum);
+        EXPECT_FLOAT_EQ(op(i), prod);
+    }
+    // An update with no pure Var: the pure definition gets a Var of its own.
+    Func h("hist");
+    h(cast<int>(in(r, 0)) % 4) += 1;
+    Buffer<int32_t> oh = h.realize({4});
+    EXPECT_EQ(oh(0) + oh(1) + oh(2) + oh(3), 8);
+}
+
+TEST(InlineReductions, AreVectorizedWithTheirConsumer) {
+    Buffer<float> in(std::vector<int>{100, 10}, "rin");
+    for (int j = 0; j < 10; j++)
+        for (int i = 0; i < 100; i++) in(i, j) = (float)((i * 7 + j * 3) % 23);
+    Var x("x"), y("y");
+    RDom r(-3, 7, "r");
+    Func g("rg"), f("rf");
+    g(x, y) = in(clamp(x, 0, 99), y);
+    f(x, y) = maximum(g(x + r, y)) + sum(g(x + r, y));
+    f.vectorize(x, 8);
+    std::string ir = Pipeline(f).lowered_ir({100, 10});
+    EXPECT_NE(ir.find("vectorized (maximum"), std::string::npos) << ir.substr(0, 3000);
+    Buffer<float> got = f.realize({100, 10});
+    Buffer<float> want(std::vector<int>{100, 10}, "want");
+    internal::interpret_pipeline(Pipeline(f), {want});
+    for (int j = 0; j < 10; j++)
+        for (int i = 0; i < 100; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+}
+
+TEST(InlineReductions, InAFuncWhoseEveryLoopIsVectorized) {
+    // s(x) = sum(g(x, r)), g and s computed at f's loop x, s vectorized: the sum is computed
+    // where s is (Halide accepts this schedule; weft used to put the sum at root, away from g).
+    Var x("x"), k("k");
+    Func g("vg"), s("vs"), f("vf");
+    RDom r(0, 4, "r");
+    g(x, k) = cast<float>(x + k);
+    s(x) = sum(g(x, r));
+    f(x, k) = g(x, k) / s(x);
+    f.reorder(k, x).vectorize(x, 8);
+    g.compute_at(f, x);
+    s.compute_at(f, x).vectorize(x);
+    Buffer<float> out = f.realize({64, 4});
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 4; j++) EXPECT_FLOAT_EQ(out(i, j), (float)(i + j) / (float)(4 * i + 6)) << i << "," << j;
+}
