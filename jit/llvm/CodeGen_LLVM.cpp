@@ -904,6 +904,67 @@ private:
         return result;
     }
 
+    /** A vector index clamp(ramp(base, 1, lanes), lo, hi) + offset (a boundary condition such
+        as repeat_edge in a vector loop; either order of min and max), the rest broadcasts. */
+    struct ClampedRamp {
+        Expr base, lo, hi, offset;
+        int lanes = 0;
+    };
+    bool clamped_ramp_index(const Expr &index, ClampedRamp &c) {
+        std::vector<Expr> terms;
+        std::function<bool(const Expr &)> walk = [&](const Expr &e) {
+            if (auto a = e.as<Add>()) return walk(a->a) && walk(a->b);
+            terms.push_back(e);
+            return terms.size() <= 8;
+        };
+        if (!index.type().is_vector() || !walk(index)) return false;
+        Expr offset;
+        const Ramp *ramp = nullptr;
+        Expr lo, hi;
+        for (const Expr &e : terms) {
+            if (auto bc = e.as<Broadcast>()) {
+                if (bc->value.type().lanes() != 1) return false;
+                offset = offset.defined() ? Add::make(offset, bc->value) : bc->value;
+                continue;
+            }
+            if (ramp) return false;
+            // max(min(r, hi), lo) or min(max(r, lo), hi)
+            Expr inner, l, h;
+            if (auto mx = e.as<Max>()) {
+                auto mn = mx->a.as<Min>();
+                auto bl = mx->b.as<Broadcast>();
+                if (!mn || !bl) return false;
+                auto bh = mn->b.as<Broadcast>();
+                if (!bh) return false;
+                inner = mn->a, l = bl->value, h = bh->value;
+            } else if (auto mn = e.as<Min>()) {
+                auto mx2 = mn->a.as<Max>();
+                auto bh = mn->b.as<Broadcast>();
+                if (!mx2 || !bh) return false;
+                auto bl = mx2->b.as<Broadcast>();
+                if (!bl) return false;
+                inner = mx2->a, l = bl->value, h = bh->value;
+            } else {
+                return false;
+            }
+            auto r = inner.as<Ramp>();
+            int64_t one = 0;
+            if (!r || r->base.type().lanes() != 1 || !is_const_int(r->stride, &one) || one != 1 ||
+                l.type().lanes() != 1 || h.type().lanes() != 1)
+                return false;
+            ramp = r;
+            lo = l;
+            hi = h;
+        }
+        if (!ramp) return false;
+        c.base = ramp->base;
+        c.lo = lo;
+        c.hi = hi;
+        c.lanes = ramp->lanes;
+        c.offset = offset.defined() ? offset : make_zero(ramp->base.type());
+        return true;
+    }
+
     llvm::Value *codegen_load(const Load *op) {
         Type t = op->type;
         Sym s = lookup(op->name);
@@ -921,6 +982,32 @@ private:
             result = strided_load(op, s, stride);
         } else if (Upsample u; upsample_index(op->index, t, u)) {
             result = upsample_load(t, s, u);
+        } else if (ClampedRamp c; clamped_ramp_index(op->index, c)) {
+            // Where the whole vector is inside [lo, hi] (all but the vectors at the edges), the
+            // clamp does nothing: one dense load, checked at run time; else the gather.
+            llvm::Value *vb = codegen(c.base), *vlo = codegen(c.lo), *vhi = codegen(c.hi);
+            llvm::Value *last = b.CreateAdd(vb, llvm::ConstantInt::get(vb->getType(), (uint64_t)(c.lanes - 1)));
+            llvm::Value *inside = b.CreateAnd(b.CreateICmpSGE(vb, vlo), b.CreateICmpSLE(last, vhi));
+            auto *in_bb = llvm::BasicBlock::Create(ctx, "clamp.inside", fs->fn);
+            auto *edge_bb = llvm::BasicBlock::Create(ctx, "clamp.edge", fs->fn);
+            auto *done_bb = llvm::BasicBlock::Create(ctx, "clamp.done", fs->fn);
+            b.CreateCondBr(inside, in_bb, edge_bb, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
+            b.SetInsertPoint(in_bb);
+            llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(Add::make(c.base, c.offset))));
+            llvm::Value *dense = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), 0));
+            llvm::BasicBlock *in_end = b.GetInsertBlock();
+            b.CreateBr(done_bb);
+            b.SetInsertPoint(edge_bb);
+            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
+            llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
+            llvm::Value *gathered = b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
+            llvm::BasicBlock *edge_end = b.GetInsertBlock();
+            b.CreateBr(done_bb);
+            b.SetInsertPoint(done_bb);
+            llvm::PHINode *phi = b.CreatePHI(mem_type(t), 2);
+            phi->addIncoming(dense, in_end);
+            phi->addIncoming(gathered, edge_end);
+            result = phi;
         } else {
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));

@@ -169,3 +169,28 @@ TEST(InlineReductions, InAFuncWhoseEveryLoopIsVectorized) {
     for (int i = 0; i < 64; i++)
         for (int j = 0; j < 4; j++) EXPECT_FLOAT_EQ(out(i, j), (float)(i + j) / (float)(4 * i + 6)) << i << "," << j;
 }
+
+TEST(BoundaryConditions, ClampedVectorLoadsAtEveryOffset) {
+    // repeat_edge in a vector loop: vectors wholly inside the image are loaded densely (checked
+    // at run time), the ones at the edges are clamped lane by lane. Every width and offset.
+    for (int w : {5, 16, 37, 64}) {
+        Buffer<float> in(std::vector<int>{w, 3}, "bc_in");
+        for (int j = 0; j < 3; j++)
+            for (int i = 0; i < w; i++) in(i, j) = (float)(i * 10 + j);
+        for (int lanes : {4, 8, 16}) {
+            Var x("x"), y("y");
+            Func e = BoundaryConditions::repeat_edge(in);
+            Func f("bc_f");
+            f(x, y) = e(x - 7, y) + e(x + 3, y + 1) * 2.0f;
+            f.vectorize(x, lanes);
+            Buffer<float> got(std::vector<int>{w + 11, 3}, "got");
+            got.set_min(-2, 0);
+            f.realize(got);
+            for (int j = 0; j < 3; j++)
+                for (int i = -2; i < w + 9; i++) {
+                    auto at = [&](int a, int b) { return in(std::min(std::max(a, 0), w - 1), std::min(std::max(b, 0), 2)); };
+                    ASSERT_EQ(got(i, j), at(i - 7, j) + at(i + 3, j + 1) * 2.0f) << w << " " << lanes << " " << i << "," << j;
+                }
+        }
+    }
+}
