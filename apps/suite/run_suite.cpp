@@ -34,22 +34,15 @@ int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps) {
     double t0 = now_ms();
     r.run();
     double first = now_ms() - t0;
-    std::vector<double> ms;
-    for (int i = 0; i < reps; i++) {
-        double a = now_ms();
-        r.run();
-        ms.push_back(now_ms() - a);
-    }
-    std::sort(ms.begin(), ms.end());
-    suite::Array ref(r.p.output.elem, r.p.output.extents, r.p.output.mins);
-    app.reference(r.p, ref);
+    double median = suite::median_ms([&] { r.run(); }, reps, now_ms);
     double max_abs = 0;
-    size_t bad = suite::compare(r.p.output, ref, info.atol, info.rtol, &max_abs);
+    size_t bad = suite::check_against_reference(app, r.p, info, &max_abs);
     std::printf("%-24s %-11s size %5d: first call %8.1f ms (JIT included), median of %d calls %9.3f ms: %s "
                 "(max |weft - reference| %g)\n",
                 info.name.c_str(), scheduled ? "scheduled" : "unscheduled", size, first, reps,
-                ms.empty() ? 0.0 : ms[ms.size() / 2], bad ? "MISMATCH" : "OK", max_abs);
-    if (bad) std::printf("  %zu of %zu values differ beyond %g + %g * |reference|\n", bad, ref.count, info.atol, info.rtol);
+                median, bad ? "MISMATCH" : "OK", max_abs);
+    if (bad)
+        std::printf("  %zu of %zu values differ beyond %g + %g * |reference|\n", bad, r.p.output.count, info.atol, info.rtol);
     std::fflush(stdout);
     return bad ? 1 : 0;
 }

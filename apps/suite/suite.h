@@ -150,6 +150,19 @@ struct AppInfo {
     int unscheduled_size = 0;
 };
 
+/** Calls run `reps` times; returns the median time in ms (0 for none). */
+template <typename F, typename Clock>
+double median_ms(F &&run, int reps, Clock now_ms) {
+    std::vector<double> ms;
+    for (int i = 0; i < reps; i++) {
+        double a = now_ms();
+        run();
+        ms.push_back(now_ms() - a);
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms.empty() ? 0.0 : ms[ms.size() / 2];
+}
+
 /** Compares out with ref elementwise; returns the number of mismatches and the largest
     absolute difference. */
 inline size_t compare(const Array &out, const Array &ref, double atol, double rtol, double *max_abs) {
@@ -163,6 +176,15 @@ inline size_t compare(const Array &out, const Array &ref, double atol, double rt
     }
     if (max_abs) *max_abs = m;
     return bad;
+}
+
+/** Checks an implementation's output against the app's reference; returns the number of
+    mismatches and sets the largest difference. */
+template <typename App>
+size_t check_against_reference(const App &app, const Problem &p, const AppInfo &info, double *max_abs) {
+    Array ref(p.output.elem, p.output.extents, p.output.mins);
+    app.reference(p, ref);
+    return compare(p.output, ref, info.atol, info.rtol, max_abs);
 }
 
 }  // namespace suite

@@ -102,20 +102,12 @@ int check(int argc, char **argv) {
             double t1 = now_ms();
             k.run();
             double t2 = now_ms();
-            std::vector<double> ms;
-            for (int i = 0; i < 5; i++) {
-                double a = now_ms();
-                k.run();
-                ms.push_back(now_ms() - a);
-            }
-            std::sort(ms.begin(), ms.end());
-            suite::Array ref(k.p.output.elem, k.p.output.extents, k.p.output.mins);
-            app.reference(k.p, ref);
+            double median = suite::median_ms([&] { k.run(); }, 5, now_ms);
             double max_abs = 0;
-            size_t bad = suite::compare(k.p.output, ref, info.atol, info.rtol, &max_abs);
+            size_t bad = suite::check_against_reference(app, k.p, info, &max_abs);
             std::printf("halide %-22s %-11s size %5d: compile %7.1f ms, first call %8.1f ms, median %9.3f ms: %s "
                         "(max |halide - reference| %g, %zu bad)\n",
-                        n.c_str(), scheduled ? "scheduled" : "unscheduled", s, t1 - t0, t2 - t1, ms[ms.size() / 2],
+                        n.c_str(), scheduled ? "scheduled" : "unscheduled", s, t1 - t0, t2 - t1, median,
                         bad ? "MISMATCH" : "OK", max_abs, bad);
             if (bad) rc = std::max(rc, 1);
         } catch (const std::exception &e) {

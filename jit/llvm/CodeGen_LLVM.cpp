@@ -965,6 +965,14 @@ private:
         return true;
     }
 
+    /** A vector load lane by lane (each lane's index computed). */
+    llvm::Value *gather(const Load *op, const Sym &s) {
+        Type t = op->type;
+        llvm::Value *ptrs = b.CreateInBoundsGEP(mem_type(t.element_of()), s.value, index64(codegen_index(op->index)));
+        llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
+        return b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
+    }
+
     llvm::Value *codegen_load(const Load *op) {
         Type t = op->type;
         Sym s = lookup(op->name);
@@ -998,9 +1006,7 @@ private:
             llvm::BasicBlock *in_end = b.GetInsertBlock();
             b.CreateBr(done_bb);
             b.SetInsertPoint(edge_bb);
-            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
-            llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
-            llvm::Value *gathered = b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
+            llvm::Value *gathered = gather(op, s);
             llvm::BasicBlock *edge_end = b.GetInsertBlock();
             b.CreateBr(done_bb);
             b.SetInsertPoint(done_bb);
@@ -1009,9 +1015,7 @@ private:
             phi->addIncoming(gathered, edge_end);
             result = phi;
         } else {
-            llvm::Value *ptrs = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
-            llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
-            result = b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
+            result = gather(op, s);
         }
         if (t.is_bool()) result = b.CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
         return result;
