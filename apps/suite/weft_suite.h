@@ -61,6 +61,7 @@ struct WeftRunner {
     WeftDef def;
     weft::Callable fn;
     std::vector<weft::Buffer<void>> bufs;  // inputs, then the output
+    std::vector<weft::internal::CallArg> call_args;  // bufs as the call's arguments (made once)
     WeftRunner(const WeftApp &app, int size, bool scheduled) {
         p = app.make(size);
         def = app.build(size, scheduled);
@@ -71,11 +72,10 @@ struct WeftRunner {
         fn = weft::Pipeline(def.out).compile_to_callable(args);
         for (size_t i = 0; i < p.inputs.size(); i++) bufs.push_back(weft_buffer(p.inputs[i], def.inputs[i].name()));
         bufs.push_back(weft_buffer(p.output, "output"));
+        for (auto &b : bufs) call_args.push_back(weft::internal::make_call_arg(b));
     }
     void run() {
-        std::vector<weft::internal::CallArg> a;
-        for (auto &b : bufs) a.push_back(weft::internal::make_call_arg(b));
-        int rc = fn.call(a.data(), a.size());
+        int rc = fn.call(call_args.data(), call_args.size());
         if (rc != 0) throw weft::Error("the pipeline returned " + std::to_string(rc));
     }
 };

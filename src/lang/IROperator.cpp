@@ -215,7 +215,6 @@ static Expr shift(Expr a, Expr b, bool left) {
     const int bits = t.bits();
     int64_t k = 0;
     if (const_of(b, &k) && (b.type().is_int() || k >= 0)) {
-        if (b.type().is_uint() && b.type().bits() == 64 && k < 0) k = INT64_MAX;  // a huge amount
         if (k < 0) {
             left = !left;
             k = (k == INT64_MIN) ? INT64_MAX : -k;

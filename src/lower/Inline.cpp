@@ -100,7 +100,7 @@ private:
     }
 };
 
-/** The calls to Func `name` in an Expr. */
+/** The calls to Func `name` in an Expr, appended to out. */
 void calls_to(const Expr &e, const std::string &name, std::vector<const Call *> &out) {
     class Find : public IRVisitor {
     public:
@@ -116,6 +116,13 @@ void calls_to(const Expr &e, const std::string &name, std::vector<const Call *> 
     v.name = &name;
     v.out = &out;
     v.include(e);
+}
+/** The calls to Func `name` in a stage's arguments and value. */
+std::vector<const Call *> stage_calls_to(const LStage &s, const std::string &name) {
+    std::vector<const Call *> out;
+    for (const Expr &a : s.args) calls_to(a, name, out);
+    calls_to(s.value, name, out);
+    return out;
 }
 
 /** An inline reduction (a Func with updates left at the default schedule) is computed at the
@@ -149,9 +156,7 @@ void vectorize_like_consumer(LFunc &f, const LStage &user) {
         }
     }
     if (lanes < 2) return;
-    std::vector<const Call *> calls;
-    for (const Expr &a : user.args) calls_to(a, f.name, calls);
-    calls_to(user.value, f.name, calls);
+    std::vector<const Call *> calls = stage_calls_to(user, f.name);
     if (calls.empty()) return;
     int dim = -1;
     for (const Call *c : calls) {
@@ -173,10 +178,7 @@ void vectorize_like_consumer(LFunc &f, const LStage &user) {
         const LStage &st = f.stages[k];
         const Variable *w = st.args.at(dim).as<Variable>();
         if (!w || w->name != x || !st.sched.splits.empty()) return;
-        std::vector<const Call *> self;
-        for (const Expr &a : st.args) calls_to(a, f.name, self);
-        calls_to(st.value, f.name, self);
-        for (const Call *c : self) {
+        for (const Call *c : stage_calls_to(st, f.name)) {
             const Variable *r = c->args.at(dim).as<Variable>();
             if (!r || r->name != x) return;
         }

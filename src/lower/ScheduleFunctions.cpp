@@ -453,16 +453,14 @@ struct Builder {
         std::vector<std::pair<std::string, Expr>> lets;
         Box named;
 
-        /** Sliding window: along the first dimension whose required range moves monotonically
-            with this serial loop, an iteration computes only what the previous one did not. */
         /** A consumer that slides along loop `op` too computes, after the first iteration, only
             its new rows: its region is select(v <= min, first, later), and so is the region it
             needs of its producers (and select(v <= min + 1, ...) in what the previous iteration
             needed). Such selects on v <= k split the iterations into regimes: the first up to the
-            smallest k, and so on. resolve() gives e with each select decided by `holds(k)`
-            (whether v <= k); selects it does not decide stay. */
+            smallest k, and so on. pick() gives e with each select decided by `holds(k)` (whether
+            v <= k: 1 true, 0 false, -1 undecided); selects it does not decide stay. */
         template <typename F>
-        static Expr resolve(const For *op, const Expr &e, F holds) {
+        static Expr pick(const For *op, const Expr &e, F holds) {
             class Pick : public IRMutator {
             public:
                 const std::string *v;
@@ -482,13 +480,17 @@ struct Builder {
             } p;
             p.v = &op->name;
             p.holds = holds;
-            return simplify(p.mutate(e));
+            return p.mutate(e);
+        }
+        template <typename F>
+        static Expr resolve(const For *op, const Expr &e, F holds) {
+            return simplify(pick(op, e, holds));
         }
         /** The thresholds k of the selects on v <= k in es. */
         static std::vector<int64_t> thresholds(const For *op, const std::vector<Expr> &es) {
             std::set<int64_t> ks;
             for (const Expr &e : es)
-                resolve(op, e, [&](int64_t k) {
+                pick(op, e, [&](int64_t k) {
                     ks.insert(k);
                     return -1;
                 });
@@ -504,11 +506,12 @@ struct Builder {
                 for (const Expr &e : es)
                     f.push_back(T.empty() ? e : resolve(op, e, [&](int64_t k) { return reg < T.size() && k >= T[reg] ? 1 : 0; }));
                 r.push_back(f);
-                if (T.empty()) break;
             }
             return r;
         }
 
+        /** Sliding window: along the first dimension whose required range moves monotonically
+            with this serial loop, an iteration computes only what the previous one did not. */
         void slide_window(const For *op, Box &req) {
             Expr v = Variable::make(Int(32), op->name), prev = v - 1;
             // Monotone from one iteration to the next, in its regime and across to the next one.
