@@ -87,12 +87,22 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
         d.rdom = dom2;
         f.stage_schedules.at(stage_).schedule.splits = remaining;
     }
-    // The update must be f(pure vars) = op(f(pure vars), rest) for an associative op.
-    for (size_t i = 0; i < d.args.size(); i++) {
+    // The update must be f(args) = op(f(args), rest) for an associative and commutative op. Each
+    // argument is either f's pure Var at its own place, or a computed index (a histogram's bin)
+    // that reads only those pure Vars that are at their own places: the intermediate then writes
+    // at that index too, and the merge reduces the intermediate at f's pure Vars.
+    auto pure_at = [&](size_t i) {
         auto v = d.args[i].as<Variable>();
-        if (!v || v->name != f.args[i])
-            user_error(what + ": the update must write f at its pure Vars (argument " + std::to_string(i) + " is " +
-                       to_string(d.args[i]) + ")");
+        return v && !v->rdom && v->name == f.args[i];
+    };
+    for (size_t i = 0; i < d.args.size(); i++) {
+        if (pure_at(i)) continue;
+        for (size_t j = 0; j < f.args.size(); j++)
+            if (!pure_at(j) && expr_uses_var(d.args[i], f.args[j]))
+                user_error(what + ": argument " + std::to_string(i) + " of the update (" + to_string(d.args[i]) +
+                           ") uses the pure Var \"" + f.args[j] + "\", which the update does not keep at its place; "
+                           "only a Func's pure Vars at their own places and indices computed from them and the RDom "
+                           "can be factored");
     }
     auto is_self = [&](const Expr &e) {
         auto c = e.as<Call>();
@@ -156,23 +166,20 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
     // intermediate(x..., v...) = identity; intermediate(x..., v...) = op(intermediate(...), rest)
     Func intm(f.name + "_intm");
     std::vector<Var> ivars;
-    std::vector<Expr> iargs;
-    for (auto &a : f.args) {
-        ivars.emplace_back(a);
-        iargs.push_back(Var(a));
-    }
-    for (auto &p : preserved) {
-        ivars.push_back(p.second);
-        iargs.push_back(p.second);
-    }
+    for (auto &a : f.args) ivars.emplace_back(a);
+    for (auto &p : preserved) ivars.push_back(p.second);
     intm(ivars) = identity;
-    Expr cur = intm(iargs);
+    // The intermediate's update writes where the update wrote (preserved RVars become its Vars).
+    std::vector<Expr> uargs;
+    for (auto &a : d.args) uargs.push_back(rt.mutate(a));
+    for (auto &p : preserved) uargs.push_back(p.second);
+    Expr cur = intm(uargs);
     if (left->domain.empty()) {
         Expr pred = left->predicate;
         Expr v = rebuild_binary(op, cur, intm_value);
-        intm(iargs) = pred.defined() ? select(pred, v, cur) : v;
+        intm(uargs) = pred.defined() ? select(pred, v, cur) : v;
     } else {
-        intm(iargs) = rebuild_binary(op, cur, intm_value);
+        intm(uargs) = rebuild_binary(op, cur, intm_value);
     }
     // This stage now reduces the intermediate over the kept RVars.
     std::vector<Expr> margs;
@@ -182,7 +189,10 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
         v->rdom = kept;
         margs.push_back(Expr(v));
     }
-    auto self = std::make_shared<Call>(t, f.name, d.args, Call::Func);
+    std::vector<Expr> pure_args;
+    for (auto &a : f.args) pure_args.push_back(Variable::make(Int(32), a));
+    auto self = std::make_shared<Call>(t, f.name, pure_args, Call::Func);
+    d.args = pure_args;
     d.value = rebuild_binary(op, Expr(self), Expr(intm(margs)));
     d.rdom = kept;
     f.stage_schedules.at(stage_) = DefinitionSchedule{default_stage_schedule(f.args, d.args, [&] {

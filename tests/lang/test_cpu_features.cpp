@@ -1151,3 +1151,68 @@ TEST(CpuFeaturesRfactor, ProducerInsidePredicatedReduction) {
 }
 
 }  // namespace
+
+// ============================================================================ rfactor at computed indices
+
+// A histogram (Halide's rfactor idiom): hist(in(r.x, r.y)) += 1, factored over rows (r.y -> u),
+// the intermediate's rows counted in parallel, then merged. Also with r.y split first and its
+// outer part factored, and with a per-channel histogram hist(c, bin) that keeps a pure Var.
+TEST(CpuFeaturesRfactor, HistogramAtComputedIndex) {
+    for (auto s : {std::vector<int>{37, 23}, {64, 64}, {1, 1}, {5, 300}}) {
+        const int W = s[0], H = s[1];
+        SCOPED_TRACE(sz(W, H));
+        Buffer<uint8_t> in(W, H);
+        weft_test::fill_pattern(in, (uint32_t)(W * 7 + H), 0, 255);
+        std::vector<int> ref(256, 0);
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) ref[in(x, y)]++;
+        for (int variant = 0; variant < 3; variant++) {
+            SCOPED_TRACE("variant " + std::to_string(variant));
+            Var x("x"), u("u");
+            RDom r(0, W, 0, H, "r");
+            Func hist("hist");
+            hist(x) = 0;
+            hist(cast<int>(in(r.x, r.y))) += 1;
+            Func intm;
+            if (variant == 0) {
+                intm = hist.update(0).rfactor(r.y, u);
+                intm.compute_root().vectorize(x, 8);
+                intm.update(0).parallel(u);
+            } else if (variant == 1) {
+                RVar yo("yo"), yi("yi");
+                hist.update(0).split(r.y, yo, yi, 4);
+                intm = hist.update(0).rfactor(yo, u);
+                intm.compute_root();
+                intm.update(0).parallel(u);
+                hist.update(0).vectorize(x, 8);
+            } else {
+                intm = hist.update(0).rfactor({{r.x, u}});
+                intm.compute_root();
+                intm.update(0).vectorize(u, 8);  // every lane writes its own u: no collisions
+            }
+            ASSERT_EQ(intm.dimensions(), 2);
+            Buffer<int> o = hist.realize({256});
+            check_1d(o, [&](int b) { return ref[b]; }, "hist");
+        }
+    }
+    // Per channel: hist(c, bin) keeps the pure Var c at its place.
+    const int W = 29, H = 11;
+    Buffer<uint8_t> in(W, H, 3);
+    weft_test::fill_pattern(in, 17, 0, 255);
+    Var c("c"), b("b"), u("u");
+    RDom r(0, W, 0, H, "r");
+    Func hist("hist_c");
+    hist(c, b) = 0;
+    hist(c, cast<int>(in(r.x, r.y, c)) / 16) += 1;
+    Func intm = hist.update(0).rfactor(r.y, u);
+    intm.compute_root();
+    intm.update(0).parallel(u);
+    Buffer<int> o = hist.realize({3, 16});
+    for (int ch = 0; ch < 3; ch++)
+        for (int bin = 0; bin < 16; bin++) {
+            int t = 0;
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) t += in(x, y, ch) / 16 == bin;
+            EXPECT_EQ(o(ch, bin), t) << "c " << ch << " bin " << bin;
+        }
+}

@@ -9,6 +9,10 @@
 // (b) a 2-D stencil whose output (and producer) get random specialize() branches on a Param and
 //     on the input's shape, each scheduled differently, random prefetches and streaming stores; every trial runs
 //     with several values of the Param.
+// (c) a per-channel histogram hist(c, bin(in(r.x, r.y, c))) += w, factored at its computed index
+//     (rfactor of r.x, r.y or a part of a split of either into u; sometimes two RVars), with the
+//     intermediate and the merge at root or at the output's channel loop, random splits, and
+//     vectorize / parallel over u, c or the bin.
 // Every output element is compared with the reference interpreter's result for the same algorithm
 // without a schedule (ints exactly; floats to 1e-4 relative, rfactor reassociates sums).
 // Seeds are fixed; a failure prints the seed, the sizes and every scheduling call.
@@ -703,6 +707,119 @@ TEST(RandomCpuFeatures, StencilSpecializePrefetchNontemporal) {
     const int n = trials(60);
     Refusals rs;
     for (int t = 0; t < n; t++) stencil_trial(21000u + (uint32_t)t, t, rs);
+}
+
+// ============================================================================ (c) histogram
+
+void histogram_trial(uint32_t seed, int trial, Refusals &refusals) {
+    Rng r(seed);
+    const int W = trial == 0 ? 16 : r.uniform(1, 30), H = trial == 0 ? 8 : r.uniform(1, 20);
+    const int C = r.uniform(1, 3), B = r.pick(std::vector<int>{1, 5, 16});
+    std::string where = "histogram seed " + std::to_string(seed) + " " + std::to_string(W) + "x" + std::to_string(H) +
+                        "x" + std::to_string(C) + " bins " + std::to_string(B);
+    Buffer<int> in(W, H, C);
+    fill_random(in, r, -20, 120);
+    auto algorithm = [&](Func &hist, Func &out, RDom &rd) {
+        Var c("c"), b("b");
+        hist(c, b) = 0;
+        Expr v = in(rd.x, rd.y, c);
+        hist(c, clamp(v / 7, 0, B - 1)) += v % 5 + 1;
+        out(b, c) = hist(c, b) * 3 + b;
+    };
+    Buffer<int> ref(B, C);
+    {
+        RDom rd(0, W, 0, H, "r");
+        Func hist("hist"), out("out");
+        algorithm(hist, out, rd);
+        internal::interpret_pipeline(Pipeline(out), {ref});
+    }
+    std::string log;
+    LoopGen gen(r, log);
+    RDom rd(0, W, 0, H, "r");
+    Func hist("hist"), out("out");
+    algorithm(hist, out, rd);
+    try {
+        Loops ol = {{"b"}, {"c"}};
+        if (r.chance(0.4)) gen.vectorize(out, "out", ol, "b");
+        bool at_c = r.chance(0.5) && !ol.back().locked;
+        if (at_c) {
+            log += "hist.compute_at(out, c);\n";
+            hist.compute_at(out, Var("c"));
+        } else {
+            log += "hist.compute_root();\n";
+            hist.compute_root();
+        }
+        // Split an RVar first, sometimes; then factor one or two of the RVars into Vars.
+        std::vector<std::string> rvars = {rd.x.name(), rd.y.name()};
+        if (r.chance(0.5)) {
+            int k = r.uniform(0, 1);
+            int f = r.uniform(1, 6);
+            std::string o = rvars[(size_t)k] + "o", i = rvars[(size_t)k] + "i";
+            log += "hist.update(0).split(" + rvars[(size_t)k] + ", " + o + ", " + i + ", " + std::to_string(f) + ");\n";
+            hist.update(0).split(RVar(rvars[(size_t)k]), RVar(o), RVar(i), f);
+            rvars.erase(rvars.begin() + k);
+            rvars.insert(rvars.begin() + k, {i, o});
+        }
+        std::vector<std::pair<RVar, Var>> kept;
+        std::vector<std::string> uvars;
+        int nk = r.chance(0.2) ? 2 : 1;
+        std::vector<std::string> pool = rvars;
+        std::string kl;
+        for (int q = 0; q < nk && !pool.empty(); q++) {
+            size_t k = (size_t)r.uniform(0, (int)pool.size() - 1);
+            std::string u = "u" + std::to_string(q);
+            kept.push_back({RVar(pool[k]), Var(u)});
+            uvars.push_back(u);
+            kl += (kl.empty() ? "" : ", ") + std::string("{") + pool[k] + ", " + u + "}";
+            pool.erase(pool.begin() + (long)k);
+        }
+        log += "Func intm = hist.update(0).rfactor({" + kl + "});\n";
+        Func intm = hist.update(0).rfactor(kept);
+        if (at_c && r.chance(0.5)) {
+            log += "intm.compute_at(out, c);\n";
+            intm.compute_at(out, Var("c"));
+        } else {
+            log += "intm.compute_root();\n";
+            intm.compute_root();
+        }
+        Loops ip = loops_of(intm.contents()->stage_schedules[0].schedule.dims);
+        Loops iu = loops_of(intm.contents()->stage_schedules[1].schedule.dims);
+        if (r.chance(0.5)) gen.vectorize(intm, "intm", ip, r.chance(0.5) ? "b" : uvars[0]);
+        if (r.chance(0.4)) gen.parallel(intm, "intm", ip, r.chance(0.5) ? "c" : uvars.back());
+        Stage ist = intm.update(0);
+        if (r.chance(0.3)) gen.structure(ist, "intm.update(0)", iu, 1);
+        // Lanes or threads of the intermediate's update each write their own u (or channel).
+        if (r.chance(0.4)) gen.vectorize(ist, "intm.update(0)", iu, uvars[0]);
+        if (r.chance(0.5)) gen.parallel(ist, "intm.update(0)", iu, r.chance(0.7) ? uvars.back() : "c");
+        Loops hu = loops_of(hist.contents()->stage_schedules[1].schedule.dims);
+        Stage hst = hist.update(0);
+        if (r.chance(0.4)) gen.vectorize(hst, "hist.update(0)", hu, "b");
+        if (r.chance(0.3)) gen.parallel(hst, "hist.update(0)", hu, "c");
+    } catch (const Error &e) {
+        ADD_FAILURE() << where << ": a legal schedule was rejected: " << e.what() << "\nschedule:\n" << log;
+        return;
+    }
+    if (verbose()) {
+        std::fprintf(stderr, "== %s\n%s", where.c_str(), log.c_str());
+        std::fflush(stderr);
+    }
+    Buffer<int> o(B, C);
+    o.fill(-12345);
+    refusals.trials++;
+    try {
+        out.realize(o);
+    } catch (const Error &e) {
+        ADD_FAILURE() << where << ": realize threw: " << e.what() << "\nschedule:\n" << log;
+        return;
+    }
+    int bad = compare(o, ref, where);
+    if (bad) ADD_FAILURE() << where << ": " << bad << " wrong values; schedule:\n" << log;
+}
+
+TEST(RandomCpuFeatures, HistogramRfactorAtComputedIndex) {
+    const int n = trials(60);
+    Refusals rh;
+    for (int t = 0; t < n; t++) histogram_trial(31000u + (uint32_t)t, t, rh);
 }
 
 }  // namespace
