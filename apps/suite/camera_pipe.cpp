@@ -269,8 +269,8 @@ struct Pipe {
                 .vectorize(x, 2 * vec, producer_tail)
                 .fold_storage(y, 4);
         }
-        // MISSING in weft: intermediates[1].compute_with(intermediates[0], x,
-        //     {{x, LoopAlignStrategy::AlignStart}, {y, LoopAlignStrategy::AlignStart}});
+        intermediates[1].compute_with(intermediates[0], x,
+                                      {{x, LoopAlignStrategy::AlignStart}, {y, LoopAlignStrategy::AlignStart}});
         demosaiced.compute_at(curved, x).vectorize(x).unroll(y).reorder(c, x, y).unroll(c);
 
         // The splits divide the extent.

@@ -20,6 +20,11 @@ class Expr;
 
 /** How a split handles an extent that is not a multiple of the factor (see Func::split). */
 enum class TailStrategy { Auto, GuardWithIf, RoundUp, ShiftInwards };
+/** compute_with: where the fused loops of two stages start and end differently, how the
+    iterations line up (Halide's meaning): AlignStart puts both first iterations together,
+    AlignEnd both last ones, NoAlign (= Auto) runs the union of the ranges with the same loop
+    values for both stages. Each stage still runs exactly its own iterations. */
+enum class LoopAlignStrategy { AlignStart, AlignEnd, NoAlign, Auto };
 /** Where a Func's storage lives (see Func::store_in). */
 enum class MemoryType { Auto, Heap, Stack, Register, GPUShared };
 

@@ -299,6 +299,19 @@ public:
     /** A runtime branch: where cond holds (cond may use Params and buffer shapes), this stage
         runs with the schedule set on the returned Stage, which starts as a copy of this one. */
     Stage specialize(Expr cond);
+    /** Halide's compute_with: this stage's loops from the outermost down to `var` are fused
+        with the loops of the same names of stage s (another Func's, computed at the same
+        level): one pass over both loop nests, s's body first in each iteration (horizontal
+        fusion, e.g. two Funcs that read the same input rows). Where their ranges differ, the
+        fused loops run over both, each stage only over its own iterations, lined up as `align`
+        says (per loop; AlignStart, AlignEnd, or NoAlign = Auto). Lowering checks the rest and
+        gives a weft::Error where the two cannot be fused (neither may read the other). */
+    Stage &compute_with(const Stage &s, const VarOrRVar &var, LoopAlignStrategy align = LoopAlignStrategy::Auto);
+    Stage &compute_with(const Stage &s, const VarOrRVar &var,
+                        const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align);
+    Stage &compute_with(const class Func &f, const VarOrRVar &var, LoopAlignStrategy align = LoopAlignStrategy::Auto);
+    Stage &compute_with(const class Func &f, const VarOrRVar &var,
+                        const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align);
     std::string name() const;
 
 protected:
@@ -367,6 +380,13 @@ public:
     Func &prefetch(const Buffer<void> &src, const VarOrRVar &at, Expr offset = 1);
     /** See Stage::specialize (for the pure definition). */
     Stage specialize(Expr cond);
+    /** See Stage::compute_with (for the pure definition). */
+    Func &compute_with(const Stage &s, const VarOrRVar &var, LoopAlignStrategy align = LoopAlignStrategy::Auto);
+    Func &compute_with(const Stage &s, const VarOrRVar &var,
+                       const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align);
+    Func &compute_with(const Func &f, const VarOrRVar &var, LoopAlignStrategy align = LoopAlignStrategy::Auto);
+    Func &compute_with(const Func &f, const VarOrRVar &var,
+                       const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align);
 
     Func &compute_root();
     Func &compute_at(const Func &consumer, const VarOrRVar &loop);

@@ -549,6 +549,47 @@ Stage Stage::specialize(Expr cond) {
     return Stage(f_, stage_, (int)d.specializations.size() - 1);
 }
 
+Stage &Stage::compute_with(const Stage &s, const VarOrRVar &var, LoopAlignStrategy align) {
+    return compute_with(s, var, std::vector<std::pair<VarOrRVar, LoopAlignStrategy>>{{var, align}});
+}
+Stage &Stage::compute_with(const Stage &s, const VarOrRVar &var,
+                           const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align) {
+    sched_of(f_, stage_);
+    check_func(s.f_);
+    const std::string what = "weft: " + name() + ".compute_with(";
+    if (spec_ >= 0)
+        user_error(what + "...): a specialization runs with its stage's fusion; call compute_with on the stage itself");
+    if (s.spec_ >= 0) user_error(what + "...): the parent must be a stage, not a specialization of one");
+    if (!s.f_->defined) user_error(what + s.f_->name + ", ...): Func \"" + s.f_->name + "\" has no definition");
+    if (s.stage_ < 0 || s.stage_ > (int)s.f_->updates.size())
+        user_error(what + s.f_->name + ", ...): Func \"" + s.f_->name + "\" has no stage " + std::to_string(s.stage_));
+    if (s.f_ == f_) user_error(what + s.name() + ", ...): both stages belong to Func \"" + f_->name + "\"; fuse stages of two Funcs");
+    if (var.name().empty()) user_error(what + s.name() + ", ...): the loop has no name");
+    FuseLevel fl;
+    fl.func = s.f_;
+    fl.func_name = s.f_->name;
+    fl.stage = s.stage_;
+    fl.var = var.name();
+    for (auto &a : align) {
+        for (auto &b : fl.align)
+            if (b.first == a.first.name())
+                user_error(what + s.name() + ", " + var.name() + "): loop \"" + a.first.name() + "\" is aligned twice");
+        if (a.second != LoopAlignStrategy::Auto) fl.align.push_back({a.first.name(), a.second});
+    }
+    f_->stage_schedules.at(stage_).fuse = fl;
+    changed(*f_);
+    return *this;
+}
+Stage &Stage::compute_with(const Func &f, const VarOrRVar &var, LoopAlignStrategy align) {
+    check_func(f.contents());
+    return compute_with(Stage(f.contents(), 0), var, align);
+}
+Stage &Stage::compute_with(const Func &f, const VarOrRVar &var,
+                           const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align) {
+    check_func(f.contents());
+    return compute_with(Stage(f.contents(), 0), var, align);
+}
+
 Stage &Stage::split(const VarOrRVar &old, const VarOrRVar &outer, const VarOrRVar &inner, Expr factor, TailStrategy tail) {
     StageSchedule &s = sched_of(f_, stage_, spec_);
     int i = find_dim(*f_, stage_, s, old.name(), "split");
@@ -881,6 +922,25 @@ Func &Func::bound(const Var &v, Expr min, Expr extent) {
     changed(*c_);
     return *this;
 }
+Func &Func::compute_with(const Stage &s, const VarOrRVar &var, LoopAlignStrategy align) {
+    stage0().compute_with(s, var, align);
+    return *this;
+}
+Func &Func::compute_with(const Stage &s, const VarOrRVar &var,
+                         const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align) {
+    stage0().compute_with(s, var, align);
+    return *this;
+}
+Func &Func::compute_with(const Func &f, const VarOrRVar &var, LoopAlignStrategy align) {
+    stage0().compute_with(f, var, align);
+    return *this;
+}
+Func &Func::compute_with(const Func &f, const VarOrRVar &var,
+                         const std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> &align) {
+    stage0().compute_with(f, var, align);
+    return *this;
+}
+
 Func &Func::compute_root() {
     check_func(c_);
     c_->schedule.compute = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};

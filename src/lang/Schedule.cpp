@@ -27,8 +27,12 @@ bool operator==(const StageSchedule &a, const StageSchedule &b) {
 bool operator==(const Specialization &a, const Specialization &b) {
     return same(a.condition, b.condition) && a.schedule == b.schedule;
 }
+bool operator==(const FuseLevel &a, const FuseLevel &b) {
+    if (a.fused() != b.fused()) return false;
+    return !a.fused() || (a.func_name == b.func_name && a.stage == b.stage && a.var == b.var && a.align == b.align);
+}
 bool operator==(const DefinitionSchedule &a, const DefinitionSchedule &b) {
-    return a.schedule == b.schedule && a.specializations == b.specializations;
+    return a.schedule == b.schedule && a.specializations == b.specializations && a.fuse == b.fuse;
 }
 bool operator==(const LoopLevelSpec &a, const LoopLevelSpec &b) {
     if (a.kind != b.kind) return false;
@@ -75,6 +79,14 @@ const std::vector<ScheduleWord> &loop_words() {
                                                 {(int)ForType::Unrolled, "unrolled", "unroll"},
                                                 {(int)ForType::GPUBlock, "gpu_block", "gpu_blocks"},
                                                 {(int)ForType::GPUThread, "gpu_thread", "gpu_threads"}};
+    return w;
+}
+const std::vector<ScheduleWord> &align_words() {
+    static const std::vector<ScheduleWord> w = {
+        {(int)LoopAlignStrategy::Auto, "auto", "LoopAlignStrategy::Auto"},
+        {(int)LoopAlignStrategy::AlignStart, "start", "LoopAlignStrategy::AlignStart"},
+        {(int)LoopAlignStrategy::AlignEnd, "end", "LoopAlignStrategy::AlignEnd"},
+        {(int)LoopAlignStrategy::NoAlign, "none", "LoopAlignStrategy::NoAlign"}};
     return w;
 }
 const std::vector<ScheduleWord> &memory_words() {
@@ -143,6 +155,11 @@ PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<
         for (auto &a : f.schedule.bound_align) a.var = name(a.var);
         for (auto &st : f.stages) {
             nest(st.schedule);
+            if (st.fuse.fused()) {
+                st.fuse.func_name = name(st.fuse.func_name);
+                st.fuse.var = name(st.fuse.var);
+                for (auto &a : st.fuse.align) a.first = name(a.first);
+            }
             for (auto &sp : st.specializations) {
                 ex(sp.condition);
                 nest(sp.schedule);

@@ -57,10 +57,24 @@ struct Specialization {
     StageSchedule schedule;
 };
 
-/** A stage's schedule: its loop nest and its specializations (tried in order before it). */
+/** compute_with(parent stage, var, align): this stage's loops from the outermost down to var
+    are fused with the parent stage's loops of the same names; in each iteration of the fused
+    loops the parent's part runs first. */
+struct FuseLevel {
+    std::weak_ptr<FunctionContents> func;  // the parent Func (not part of the value)
+    std::string func_name;                 // empty: not fused
+    int stage = 0;                         // the parent's stage: 0 pure definition, k update(k - 1)
+    std::string var;
+    std::vector<std::pair<std::string, LoopAlignStrategy>> align;  // per fused loop; others Auto
+    bool fused() const { return !func_name.empty(); }
+};
+
+/** A stage's schedule: its loop nest, its specializations (tried in order before it) and
+    the stage it is computed with, if any. */
 struct DefinitionSchedule {
     StageSchedule schedule;
     std::vector<Specialization> specializations;
+    FuseLevel fuse;
 };
 
 struct LoopLevelSpec {
@@ -126,6 +140,7 @@ bool operator==(const Dim &a, const Dim &b);
 bool operator==(const PrefetchSpec &a, const PrefetchSpec &b);
 bool operator==(const StageSchedule &a, const StageSchedule &b);
 bool operator==(const Specialization &a, const Specialization &b);
+bool operator==(const FuseLevel &a, const FuseLevel &b);
 bool operator==(const DefinitionSchedule &a, const DefinitionSchedule &b);
 bool operator==(const LoopLevelSpec &a, const LoopLevelSpec &b);
 bool operator==(const BoundSpec &a, const BoundSpec &b);
@@ -159,6 +174,7 @@ struct ScheduleWord {
 const std::vector<ScheduleWord> &tail_words();    // TailStrategy
 const std::vector<ScheduleWord> &loop_words();    // ForType
 const std::vector<ScheduleWord> &memory_words();  // MemoryType
+const std::vector<ScheduleWord> &align_words();   // LoopAlignStrategy
 const ScheduleWord &word_of(const std::vector<ScheduleWord> &words, int value);
 /** The entry whose text is w, or null. */
 const ScheduleWord *word_named(const std::vector<ScheduleWord> &words, const std::string &w);
@@ -183,7 +199,9 @@ struct Directive {
     enum Op {
         ComputeRoot, ComputeInline, ComputeAt, StoreRoot, StoreAt, Bound, StoreIn, ReorderStorage, StoreNontemporal,
         LoadAhead, AlignStorage, AlignBounds, FoldStorage,  // Func-level
-        Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread  // stage-level
+        Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread,  // stage-level
+        ComputeWith  // stage-level: names = parent Func, var, then each aligned loop; exprs = parent
+                     // stage, then each loop's LoopAlignStrategy
     } op;
     std::string func;
     int stage = 0;                 // 0: the pure definition, k: update(k - 1)

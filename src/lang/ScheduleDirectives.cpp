@@ -172,6 +172,24 @@ std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
                 nest_directives(out, f.func, (int)k, (int)j, initial, ds.specializations[j].schedule);
             }
             nest_directives(out, f.func, (int)k, -1, initial, ds.schedule);
+            if (ds.fuse.fused()) {
+                Directive d = make(Directive::ComputeWith);
+                d.stage = (int)k;
+                auto rv = [&](const std::string &v) {
+                    for (auto &dim : ds.schedule.dims)
+                        if (dim.var == v) return dim.is_rvar;
+                    return false;
+                };
+                d.names = {ds.fuse.func_name, ds.fuse.var};
+                d.rvars = {false, rv(ds.fuse.var)};
+                d.exprs = {Expr(ds.fuse.stage)};
+                for (auto &a : ds.fuse.align) {
+                    d.names.push_back(a.first);
+                    d.rvars.push_back(rv(a.first));
+                    d.exprs.push_back(Expr((int)a.second));
+                }
+                out.push_back(d);
+            }
         }
     }
     return out;

@@ -151,6 +151,9 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
             for (auto &n : d.names) loops.emplace(n, false);
             break;
         case Directive::Prefetch: loops.emplace(d.names[1], d.rvars[1]); break;
+        case Directive::ComputeWith:
+            for (size_t i = 1; i < d.names.size(); i++) loops[d.names[i]] = loops[d.names[i]] || d.rvars[i];
+            break;
         case Directive::Split:
         case Directive::Fuse:
         case Directive::Reorder:
@@ -228,6 +231,24 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
                << cpp(d.exprs[0]) << ");\n";
             break;
         case Directive::SingleThread: os << stage(d) << ".gpu_single_thread();\n"; break;
+        case Directive::ComputeWith: {
+            int64_t ps = 0;
+            is_const_int(d.exprs[0], &ps);
+            std::string parent = cpp_identifier(d.names[0]);
+            if (ps > 0) parent += ".update(" + std::to_string(ps - 1) + ")";
+            os << stage(d) << ".compute_with(" << parent << ", " << cpp_identifier(d.names[1]);
+            if (d.names.size() > 2) {
+                os << ", {";
+                for (size_t i = 2; i < d.names.size(); i++) {
+                    int64_t a = 0;
+                    is_const_int(d.exprs[i - 1], &a);
+                    os << (i > 2 ? ", " : "") << "{" << cpp_identifier(d.names[i]) << ", " << word_of(align_words(), (int)a).cpp << "}";
+                }
+                os << "}";
+            }
+            os << ");\n";
+            break;
+        }
         }
     }
     return os.str();

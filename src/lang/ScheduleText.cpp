@@ -450,6 +450,12 @@ std::string serialize_schedule(const PipelineSchedule &s) {
                 for (auto &d : f.initial_loops[k]) os << (d.is_rvar ? " rvar " : " ") << quote(d.var);
             os << "\n";
             write_stage(os, f.stages[k].schedule, "    ");
+            const FuseLevel &fl = f.stages[k].fuse;
+            if (fl.fused()) {
+                os << "    compute_with " << quote(fl.func_name) << " " << fl.stage << " " << quote(fl.var);
+                for (auto &a : fl.align) os << " " << quote(a.first) << " " << word_of(align_words(), (int)a.second).text;
+                os << "\n";
+            }
             for (auto &sp : f.stages[k].specializations) {
                 os << "  specialize " << serialize_expr(sp.condition) << "\n";
                 write_stage(os, sp.schedule, "    ");
@@ -609,6 +615,21 @@ PipelineSchedule parse_schedule(const std::string &text) {
             p.var = name(2);
             p.offset = expr(t[3]);
             cur->prefetches.push_back(p);
+        } else if (w == "compute_with") {
+            in_stage();
+            if (f->stages.empty() || cur != &f->stages.back().schedule)
+                bad(line, "\"compute_with\" belongs to a stage, not to a specialization");
+            if (t.size() < 4 || t.size() % 2 != 0 || t[2].kind != Token::Word)
+                bad(line, "compute_with \"func\" STAGE \"loop\" [\"loop\" ALIGN]...");
+            FuseLevel fl;
+            fl.func_name = name(1);
+            if (t[2].text.empty() || t[2].text.size() > 6 || t[2].text.find_first_not_of("0123456789") != std::string::npos)
+                bad(line, "compute_with: the parent's stage must be a small non-negative integer, got \"" + t[2].text + "\"");
+            fl.stage = std::stoi(t[2].text);
+            fl.var = name(3);
+            for (size_t i = 4; i + 1 < t.size(); i += 2)
+                fl.align.push_back({name(i), (LoopAlignStrategy)parse_word(align_words(), t[i + 1].text, "loop alignment", line)});
+            f->stages.back().fuse = fl;
         } else if (w == "single_thread") {
             in_stage();
             need(1);

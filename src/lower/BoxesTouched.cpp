@@ -108,6 +108,28 @@ protected:
             narrow(a->b, saved);
             return;
         }
+        {
+            // lo <= w, lo < w: a lower bound on a variable in scope.
+            Expr w, lo;
+            if (auto le = c.as<LE>()) {
+                w = le->b;
+                lo = le->a;
+            } else if (auto lt = c.as<LT>()) {
+                w = lt->b;
+                lo = lt->a + 1;
+            }
+            auto wv = w.defined() ? w.as<Variable>() : nullptr;
+            auto it = wv && w.type().is_int() && !w.type().is_vector() ? scope.find(wv->name) : scope.end();
+            if (it != scope.end()) {
+                Interval l = bounds_of_expr_in_scope(lo, scope);
+                if (l.min.defined()) {
+                    saved.push_back(*it);
+                    it->second.min = it->second.min.defined() ? simplify(Max::make(it->second.min, l.min)) : l.min;
+                    // (As below: where min > max the branch never runs.)
+                    if (it->second.max.defined()) it->second.max = simplify(Max::make(it->second.max, it->second.min));
+                }
+            }
+        }
         Expr v, hi;
         if (auto lt = c.as<LT>()) {
             v = lt->a;

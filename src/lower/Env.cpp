@@ -138,6 +138,11 @@ FuncScheduleValue schedule_value(const LFunc &f, FuncSchedule fs, const std::vec
         };
         DefinitionSchedule ds;
         ds.schedule = nest(stages[k].schedule);
+        if (k < f.stages.size() && f.stages[k].fuse.fused()) {
+            ds.fuse = f.stages[k].fuse;
+            ds.fuse.func.reset();
+            if (!f.stages[k].fuse_func.empty()) ds.fuse.func_name = f.stages[k].fuse_func;
+        }
         for (auto &sp : stages[k].specializations) ds.specializations.push_back({expr(sp.condition), nest(sp.schedule)});
         v.stages.push_back(std::move(ds));
         v.initial_loops.push_back(initial_loops(f, k));
@@ -261,6 +266,11 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 for (auto &rv : d.rdom->domain) s.rvars.push_back({rv.var, rn.mutate(rv.min), rn.mutate(rv.extent)});
             }
             s.sched = ds.schedule;
+            s.fuse = ds.fuse;
+            if (s.fuse.fused()) {
+                auto pc = s.fuse.func.lock();
+                if (pc && fnames.count(pc.get())) s.fuse_func = fnames[pc.get()];
+            }
             for (auto &sp : ds.specializations)
                 s.specs.push_back({fuse_multiply_adds(rn.mutate(sp.condition)), sp.schedule});
             auto note_prefetches = [&](const StageSchedule &sc) {
@@ -307,10 +317,17 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 lf.stages[k].sched = StageSchedule();
                 lf.stages[k].sched.dims = initial_loops(lf, k);
                 lf.stages[k].specs.clear();
+                lf.stages[k].fuse = FuseLevel();
+                lf.stages[k].fuse_func.clear();
             }
         } else {
             resolve(lf.sched.compute, lf.compute_func, "compute_at");
             resolve(lf.sched.store, lf.store_func, "store_at");
+            for (size_t k = 0; k < lf.stages.size(); k++)
+                if (lf.stages[k].fuse.fused() && lf.stages[k].fuse_func.empty())
+                    user_error("weft: " + stage_name(*fc, (int)k) + ".compute_with(" + lf.stages[k].fuse.func_name + ", " +
+                               lf.stages[k].fuse.var + "): Func \"" + lf.stages[k].fuse.func_name +
+                               "\" is not part of this pipeline");
         }
         all_index[lf.name] = (int)all.size();
         all.push_back(std::move(lf));

@@ -15,6 +15,8 @@ struct LStage {
     StageSchedule sched;
     std::vector<std::pair<Expr, StageSchedule>> specs;  // specialize(): condition, schedule
     std::map<const void *, std::string> prefetch_names;  // prefetch sources -> unique names
+    FuseLevel fuse;          // compute_with (fuse.func_name: the parent's name as the user gave it)
+    std::string fuse_func;   // the parent's unique name
 };
 
 /** Calls fn on each Expr of a stage's definition (args, value, where(), RDom bounds). */

@@ -8,6 +8,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
+#include "lower/ComputeWith.h"
 
 namespace weft {
 namespace internal {
@@ -792,7 +793,7 @@ Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes
     Stmt s = Block::make(outs);
     for (auto it = env.funcs.rbegin(); it != env.funcs.rend(); ++it)
         if (it->output_index < 0) s = b.inject(s, *it);
-    return s;
+    return fuse_compute_with(env, s);
 }
 
 }  // namespace internal

@@ -66,7 +66,7 @@ VarOrRVar loop(const Directive &d, size_t i) {
 std::string directive_name(const Directive &d) {
     static const char *n[] = {"compute_root", "compute_inline", "compute_at", "store_root", "store_at", "bound", "store_in",
                               "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "fold_storage", "specialize", "split", "fuse",
-                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread"};
+                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread", "compute_with"};
     std::string where = "Func \"" + d.func + "\"";
     if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
     if (d.spec >= 0 && d.op != Directive::Specialize) where += " (specialization " + std::to_string(d.spec) + ")";
@@ -220,6 +220,21 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
                 break;
             }
             case Directive::SingleThread: stage().gpu_single_thread(); break;
+            case Directive::ComputeWith: {
+                int64_t ps = 0;
+                if (d.exprs.empty() || !is_const_int(d.exprs[0], &ps)) user_error("weft: compute_with needs the parent's stage");
+                Func parent = func(d.names[0]);
+                if (ps < 0 || ps > parent.num_update_definitions())
+                    user_error("weft: compute_with: Func \"" + d.names[0] + "\" has no stage " + std::to_string(ps));
+                std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> align;
+                for (size_t i = 2; i < d.names.size(); i++) {
+                    int64_t a = 0;
+                    is_const_int(d.exprs.at(i - 1), &a);
+                    align.push_back({loop(d, i), (LoopAlignStrategy)a});
+                }
+                stage().compute_with(Stage(parent.contents(), (int)ps), loop(d, 1), align);
+                break;
+            }
             }
         }
     } catch (Error &e) {

@@ -1,0 +1,315 @@
+// compute_with (Halide's meaning and spelling): two stages' loop nests fused from the outermost
+// loop down to a level, each stage running exactly its own iterations, lined up as asked.
+#include "lang_test_util.h"
+
+#include <cstdlib>
+#include <regex>
+
+#include "pipeline/PipelineInternal.h"
+
+using namespace weft;
+using weft_test::error_of;
+
+namespace {
+
+/** How many loops of the final lowered IR are named `name`. */
+int loops_named(const std::string &full_ir, const std::string &name) {
+    // (In the IR after the last pass.)
+    std::string ir = full_ir.substr(full_ir.rfind("// ----"));
+    int n = 0;
+    for (size_t p = ir.find("for (" + name + ","); p != std::string::npos; p = ir.find("for (" + name + ",", p + 1)) n++;
+    return n;
+}
+
+std::string ir_of(Func out, std::vector<int> sizes) {
+    std::string ir = Pipeline(out).lowered_ir(sizes);
+    if (std::getenv("WEFT_TEST_PRINT_IR")) std::fprintf(stderr, "%s\n", ir.c_str());
+    return ir;
+}
+
+/** Compares every element of got with the interpreter's result for the same pipeline. */
+void check_against_interpreter(Func out, const Buffer<int> &got) {
+    Buffer<int> want(std::vector<int>{got.dim(0).extent(), got.dim(1).extent()}, "want");
+    internal::interpret_pipeline(Pipeline(out), {want});
+    int bad = 0;
+    for (int j = 0; j < got.dim(1).extent(); j++)
+        for (int i = 0; i < got.dim(0).extent(); i++)
+            if (got(i, j) != want(i, j) && bad++ < 5) ADD_FAILURE() << "at (" << i << ", " << j << "): " << got(i, j) << " != " << want(i, j);
+    EXPECT_EQ(bad, 0);
+}
+
+}  // namespace
+
+// Two Funcs over one input, both at root, fused at their row loop: one loop over rows.
+TEST(ComputeWith, RootFuncsFusedAtRows) {
+    Buffer<int> in(std::vector<int>{40, 30}, "cw_in");
+    for (int y = 0; y < 30; y++)
+        for (int x = 0; x < 40; x++) in(x, y) = x * 3 + y * 7 - (x * y) % 5;
+    Var x("x"), y("y");
+    Func f("cw_f"), g("cw_g"), out("cw_out");
+    f(x, y) = in(x, y) + in(x + 1, y);
+    g(x, y) = in(x, y) * 2;
+    out(x, y) = f(x, y) + g(x + 1, y);
+    f.compute_root();
+    g.compute_root().compute_with(f, y);
+    std::string ir = ir_of(out, {30, 20});
+    EXPECT_EQ(loops_named(ir, "cw_f.s0.y"), 1);
+    EXPECT_EQ(loops_named(ir, "cw_g.s0.y"), 0) << ir;
+    Buffer<int> o = out.realize({30, 20});
+    check_against_interpreter(out, o);
+}
+
+namespace {
+
+/** f and g read one input; g's region is shifted (rows +3) and half as tall (read at y / 2),
+    so the fused loops have different ranges; out reads both. */
+struct Pair {
+    Buffer<int> in{std::vector<int>{64, 48}, "cwp_in"};
+    Var x{"x"}, y{"y"}, xi{"xi"};
+    Func f{"cwp_f"}, g{"cwp_g"}, out{"cwp_out"};
+    Pair() {
+        for (int j = 0; j < 48; j++)
+            for (int i = 0; i < 64; i++) in(i, j) = (i * 13 + j * 29) % 101 - 50;
+        f(x, y) = in(x, y) + in(x + 1, y + 1);
+        g(x, y) = in(x + 2, y) * 3 - in(x, y + 2);
+        out(x, y) = f(x, y) * 2 + g(x + 1, y / 2 + 3);
+    }
+};
+
+}  // namespace
+
+// Different ranges: each alignment gives one fused loop over rows and the unfused results.
+TEST(ComputeWith, RangesThatDifferEachAlignment) {
+    for (LoopAlignStrategy a : {LoopAlignStrategy::Auto, LoopAlignStrategy::NoAlign, LoopAlignStrategy::AlignStart,
+                                LoopAlignStrategy::AlignEnd}) {
+        SCOPED_TRACE((int)a);
+        Pair p;
+        p.f.compute_root();
+        p.g.compute_root().compute_with(p.f, p.y, a);
+        std::string ir = ir_of(p.out, {40, 30});
+        EXPECT_EQ(loops_named(ir, "cwp_g.s0.y"), 0) << ir;
+        Buffer<int> o = p.out.realize({40, 30});
+        check_against_interpreter(p.out, o);
+    }
+}
+
+// Fused at both loops (y and x), each aligned its own way; vectorized inside the fused level.
+TEST(ComputeWith, TwoLevelsAlignedPerLoop) {
+    for (int variant = 0; variant < 4; variant++) {
+        SCOPED_TRACE(variant);
+        Pair p;
+        Var xo("xo");
+        p.f.compute_root().split(p.x, xo, p.xi, 8).vectorize(p.xi);
+        p.g.compute_root().split(p.x, xo, p.xi, 8).vectorize(p.xi);
+        LoopAlignStrategy ay = variant & 1 ? LoopAlignStrategy::AlignStart : LoopAlignStrategy::AlignEnd;
+        LoopAlignStrategy ax = variant & 2 ? LoopAlignStrategy::NoAlign : LoopAlignStrategy::AlignStart;
+        p.g.compute_with(p.f, xo, {{p.y, ay}, {xo, ax}});
+        std::string ir = ir_of(p.out, {40, 30});
+        EXPECT_EQ(loops_named(ir, "cwp_g.s0.xo"), 0) << ir;
+        Buffer<int> o = p.out.realize({40, 30});
+        check_against_interpreter(p.out, o);
+    }
+}
+
+// Both computed at a loop of their consumer, stored outside it (sliding windows, folded
+// storage), fused at their rows; and both in parallel loops at root.
+TEST(ComputeWith, AtAConsumerLoopAndParallel) {
+    {
+        Pair p;
+        Var yo("yo"), yi("yi");
+        p.out.split(p.y, yo, yi, 8).vectorize(p.x, 8);
+        p.f.store_at(p.out, yo).compute_at(p.out, yi).vectorize(p.x, 8);
+        p.g.store_at(p.out, yo).compute_at(p.out, yi).vectorize(p.x, 8).compute_with(p.f, p.y, LoopAlignStrategy::AlignStart);
+        Buffer<int> o = p.out.realize({40, 30});
+        check_against_interpreter(p.out, o);
+        std::string ir = ir_of(p.out, {40, 30});
+        EXPECT_EQ(loops_named(ir, "cwp_g.s0.y"), 0) << ir;
+    }
+    {
+        Pair p;
+        p.out.parallel(p.y);
+        p.f.compute_root().parallel(p.y);
+        p.g.compute_root().parallel(p.y).compute_with(p.f, p.y);
+        Buffer<int> o = p.out.realize({40, 30});
+        check_against_interpreter(p.out, o);
+    }
+}
+
+// Two Funcs fused with one parent; an update stage fused with another Func's update.
+TEST(ComputeWith, SeveralChildrenAndUpdates) {
+    Buffer<int> in(std::vector<int>{32, 16}, "cw3_in");
+    for (int j = 0; j < 16; j++)
+        for (int i = 0; i < 32; i++) in(i, j) = i - 2 * j;
+    Var x("x"), y("y");
+    {
+        Func a("cw3_a"), b("cw3_b"), c("cw3_c"), out("cw3_out");
+        a(x, y) = in(x, y) + 1;
+        b(x, y) = in(x, y) * 2;
+        c(x, y) = in(31 - x, y) - 3;
+        out(x, y) = a(x, y) + b(x, y) * 3 + c(x, y) * 5;
+        a.compute_root();
+        b.compute_root().compute_with(a, y);
+        c.compute_root().compute_with(a, y, LoopAlignStrategy::AlignEnd);
+        std::string ir = ir_of(out, {32, 16});
+        EXPECT_EQ(loops_named(ir, "cw3_a.s0.y"), 1) << ir;
+        EXPECT_EQ(loops_named(ir, "cw3_b.s0.y") + loops_named(ir, "cw3_c.s0.y"), 0) << ir;
+        Buffer<int> o = out.realize({32, 16});
+        check_against_interpreter(out, o);
+    }
+    {
+        Func b("cw4_b"), c("cw4_c"), out("cw4_out");
+        b(x, y) = in(x, y) * 2;
+        b(x, y) += in(x, 15 - y);
+        c(x, y) = in(31 - x, y) - 3;
+        c(x, y) += b(x, y) * 7;  // (c's update reads b: fused with b's update it would not be)
+        c(x, y) += 7;
+        out(x, y) = b(x, y) * 3 + c(x, y) * 5;
+        b.compute_root();
+        c.compute_root();
+        c.update(1).compute_with(b.update(0), x);
+        std::string m = error_of([&] { out.realize({32, 16}); });
+        EXPECT_CONTAINS(m, "cw4_c");
+        EXPECT_CONTAINS(m, "reads");
+    }
+    {
+        Func b("cw5_b"), c("cw5_c"), out("cw5_out");
+        b(x, y) = in(x, y) * 2;
+        b(x, y) += in(x, 15 - y);
+        c(x, y) = in(31 - x, y) - 3;
+        c(x, y) += 7 * x;
+        out(x, y) = b(x, y) * 3 + c(x, y) * 5;
+        b.compute_root();
+        c.compute_root();
+        c.update(0).compute_with(b.update(0), x);
+        Buffer<int> o = out.realize({32, 16});
+        check_against_interpreter(out, o);
+    }
+}
+
+// What cannot be fused is a clear error naming both stages; nothing is computed wrong.
+TEST(ComputeWith, Errors) {
+    {
+        Pair p;  // g reads f
+        Func h("cwe_h");
+        h(p.x, p.y) = p.f(p.x, p.y) + 1;
+        Func o2("cwe_o2");
+        o2(p.x, p.y) = h(p.x, p.y) + p.f(p.x, p.y);
+        p.f.compute_root();
+        h.compute_root().compute_with(p.f, p.y);
+        std::string m = error_of([&] { o2.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "cwe_h");
+        EXPECT_CONTAINS(m, "reads");
+    }
+    {
+        Pair p;  // different levels
+        p.f.compute_root();
+        p.g.compute_at(p.out, p.y).compute_with(p.f, p.y);
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "same level");
+        EXPECT_CONTAINS(m, "compute_at(cwp_out, y)");
+    }
+    {
+        Pair p;  // no such loop
+        p.f.compute_root();
+        p.g.compute_root().compute_with(p.f, Var("zz"));
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "no loop named \"zz\"");
+    }
+    {
+        Pair p;  // the loops differ
+        p.f.compute_root();
+        p.g.compute_root().reorder(p.y, p.x).compute_with(p.f, p.y);
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "same names");
+    }
+    {
+        Pair p;  // a vectorized fused loop
+        Var xo("xo");
+        p.f.compute_root().split(p.x, xo, p.xi, 4).vectorize(p.xi);
+        p.g.compute_root().split(p.x, xo, p.xi, 4).vectorize(p.xi).compute_with(p.f, p.xi);
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "vectorized");
+    }
+    {
+        Pair p;  // the parent is inlined
+        p.g.compute_root().compute_with(p.f, p.y);
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "inlined");
+    }
+    {
+        Pair p;  // loop types differ
+        p.f.compute_root().parallel(p.y);
+        p.g.compute_root().compute_with(p.f, p.y);
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "loop type");
+    }
+    {
+        Pair p;  // specializations
+        Param<int> k("cwe_k", 1);
+        p.f.compute_root();
+        p.g.compute_root().compute_with(p.f, p.y);
+        p.g.specialize(k > 0).vectorize(p.x, 4);
+        std::string m = error_of([&] { p.out.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "specializations");
+    }
+    {
+        Pair p;  // a chain
+        Func h("cwe_chain");
+        h(p.x, p.y) = p.in(p.x, p.y) - 1;
+        Func o3("cwe_o3");
+        o3(p.x, p.y) = p.f(p.x, p.y) + p.g(p.x, p.y) + h(p.x, p.y);
+        p.f.compute_root();
+        p.g.compute_root().compute_with(p.f, p.y);
+        h.compute_root().compute_with(p.g, p.y);
+        std::string m = error_of([&] { o3.realize({8, 8}); });
+        EXPECT_CONTAINS(m, "itself computed with");
+    }
+    {
+        Pair p;  // at call time: one Func's own stages, an undefined Func
+        EXPECT_CONTAINS(error_of([&] { p.f.update(0); }), "cwp_f");
+        Func u("cwe_undefined");
+        EXPECT_CONTAINS(error_of([&] { p.g.compute_with(u, p.y); }), "cwe_undefined");
+        EXPECT_CONTAINS(error_of([&] { p.g.compute_with(p.g, p.y); }), "both stages");
+        EXPECT_CONTAINS(error_of([&] { p.g.compute_with(p.f, p.y, {{p.y, LoopAlignStrategy::AlignStart}, {p.y, LoopAlignStrategy::AlignEnd}}); }),
+                        "aligned twice");
+        Func o4("cwe_o4");
+        o4(p.x, p.y) = p.g(p.x, p.y);
+        p.g.compute_root().compute_with(o4, p.y);  // a Func of another pipeline... here the consumer
+        EXPECT_CONTAINS(error_of([&] { o4.realize({4, 4}); }), "reads");
+    }
+}
+
+// The schedule value keeps compute_with: text, C++ source, applying it, the cache key.
+TEST(ComputeWith, InScheduleValues) {
+    Pair a;
+    Var xo("xo");
+    a.f.compute_root().split(a.x, xo, a.xi, 8);
+    a.g.compute_root().split(a.x, xo, a.xi, 8).compute_with(a.f, xo, {{a.y, LoopAlignStrategy::AlignStart}});
+    Schedule s = Pipeline(a.out).get_schedule();
+    std::string text = s.to_string();
+    EXPECT_CONTAINS(text, "compute_with \"cwp_f\" 0 \"xo\" \"y\" start");
+    EXPECT_TRUE(Schedule::from_string(text) == s) << text;
+    std::string src = s.cpp_source();
+    EXPECT_CONTAINS(src, "cwp_g.compute_with(cwp_f, xo, {{y, LoopAlignStrategy::AlignStart}});");
+    Pair b;
+    Pipeline pb(b.out);
+    pb.apply_schedule(s);
+    EXPECT_TRUE(pb.get_schedule() == s) << pb.get_schedule().to_string();
+    Buffer<int> o = b.out.realize({40, 30});
+    check_against_interpreter(b.out, o);
+    // The key follows the fusion and its alignment.
+    Pair c, d;
+    c.f.compute_root().split(c.x, xo, c.xi, 8);
+    c.g.compute_root().split(c.x, xo, c.xi, 8).compute_with(c.f, xo, {{c.y, LoopAlignStrategy::AlignEnd}});
+    d.f.compute_root().split(d.x, xo, d.xi, 8);
+    d.g.compute_root().split(d.x, xo, d.xi, 8);
+    std::string kb = internal::algorithm_key(Pipeline(b.out)), kc = internal::algorithm_key(Pipeline(c.out)),
+                kd = internal::algorithm_key(Pipeline(d.out));
+    EXPECT_NE(kb, kc);
+    EXPECT_NE(kb, kd);
+    EXPECT_NE(kc, kd);
+    // Bad text.
+    std::string bad = text;
+    bad.replace(bad.find("\" start"), 7, "\" sideways");
+    EXPECT_CONTAINS(error_of([&] { Schedule::from_string(bad); }), "loop alignment");
+}
