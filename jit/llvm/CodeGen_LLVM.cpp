@@ -206,6 +206,9 @@ protected:
 struct Sym {
     llvm::Value *value = nullptr;
     int align = 0;  // known alignment in bytes of a pointer (0: element alignment only)
+    /** A buffer's type-based alias tag: each allocation of the pipeline's own has one of its
+        own (its memory overlaps no other buffer's), the buffers passed in share one. */
+    llvm::MDNode *tbaa = nullptr;
 };
 
 struct FnState {
@@ -240,7 +243,7 @@ public:
             llvm::Value *slot = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, args, i), a.name + ".arg");
             if (a.kind == LoweredArg::Buffer) {
                 llvm::Value *host = b.CreateLoad(ptr, slot, a.name);
-                push(a.name, {host, 0});
+                push(a.name, {host, 0, external_tbaa()});
                 // weft_dim_t dim[8] starts at byte 16; each dim is 4 x i32.
                 for (int d = 0; d < 8; d++) {
                     static const char *fields[3] = {"min", "extent", "stride"};
@@ -288,6 +291,29 @@ private:
     int loop_depth = 0;          // loops around the code being generated, in this function
     bool outline_loops = false;  // a function with very many loops: see codegen_outlined
     static constexpr int kOutlineLoops = 64;
+
+    // ---- type-based alias analysis: the buffers this kernel allocates overlap nothing else, so
+    // LLVM may keep their values in registers across accesses to other buffers (it would
+    // otherwise have to prove it, and gives up past a number of uses of a stack array).
+    llvm::MDNode *tbaa_root = nullptr, *tbaa_external = nullptr;
+    int tbaa_count = 0;
+    llvm::MDNode *tbaa_tag(const std::string &name) {
+        llvm::MDBuilder md(ctx);
+        if (!tbaa_root) tbaa_root = md.createTBAARoot("weft");
+        llvm::MDNode *type = md.createTBAAScalarTypeNode(name, tbaa_root);
+        return md.createTBAAStructTagNode(type, type, 0);
+    }
+    llvm::MDNode *external_tbaa() {
+        if (!tbaa_external) tbaa_external = tbaa_tag("weft.external");
+        return tbaa_external;
+    }
+    llvm::MDNode *new_allocation_tbaa(const std::string &name) { return tbaa_tag(name + "#" + std::to_string(tbaa_count++)); }
+    template <typename V>
+    V *tag(V *v, const Sym &s) {
+        if (s.tbaa)
+            if (auto *i = llvm::dyn_cast<llvm::Instruction>(v)) i->setMetadata(llvm::LLVMContext::MD_tbaa, s.tbaa);
+        return v;
+    }
 
     // ---- symbols
     void push(const std::string &n, Sym s) { syms[n].push_back(s); }
@@ -819,7 +845,7 @@ private:
         for (int j = 0; j < k; j++) {
             int64_t at = j + 1 < k ? (int64_t)j * n : span - n;
             llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, b.CreateAdd(lo, b.getInt64(at), "", false, true));
-            parts.push_back(b.CreateAlignedLoad(vt, p, al));
+            parts.push_back(tag(b.CreateAlignedLoad(vt, p, al), s));
         }
         llvm::Value *all = parts.size() == 1 ? parts[0] : llvm::concatenateVectors(b, parts);
         std::vector<int> mask;
@@ -888,8 +914,8 @@ private:
         llvm::Value *rem = codegen(Mod::make(u.base, cc));
         llvm::Type *elem = mem_type(t.element_of());
         llvm::Align al = access_align(s, t.element_of(), 0);
-        llvm::Value *a = b.CreateAlignedLoad(llvm::FixedVectorType::get(elem, L), b.CreateInBoundsGEP(elem, s.value, lo), al);
-        llvm::Value *last = b.CreateAlignedLoad(elem, b.CreateInBoundsGEP(elem, s.value, hi), al);
+        llvm::Value *a = tag(b.CreateAlignedLoad(llvm::FixedVectorType::get(elem, L), b.CreateInBoundsGEP(elem, s.value, lo), al), s);
+        llvm::Value *last = tag(b.CreateAlignedLoad(elem, b.CreateInBoundsGEP(elem, s.value, hi), al), s);
         std::vector<int> widen;
         for (int i = 0; i <= L; i++) widen.push_back(i < L ? i : L);  // a's lanes, then a poison lane
         llvm::Value *all = b.CreateShuffleVector(a, llvm::PoisonValue::get(a->getType()), widen);
@@ -970,7 +996,7 @@ private:
         Type t = op->type;
         llvm::Value *ptrs = b.CreateInBoundsGEP(mem_type(t.element_of()), s.value, index64(codegen_index(op->index)));
         llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
-        return b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask);
+        return tag(b.CreateMaskedGather(mem_type(t), ptrs, access_align(s, t.element_of(), 0), mask), s);
     }
 
     llvm::Value *codegen_load(const Load *op) {
@@ -981,11 +1007,11 @@ private:
         llvm::Value *result;
         if (t.lanes() == 1) {
             llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(op->index)));
-            result = b.CreateAlignedLoad(elem, p, access_align(s, t.element_of(), op->alignment));
+            result = tag(b.CreateAlignedLoad(elem, p, access_align(s, t.element_of(), op->alignment)), s);
         } else if (dense_ramp(op->index)) {
             const Ramp *r = op->index.as<Ramp>();
             llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(r->base)));
-            result = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment));
+            result = tag(b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment)), s);
         } else if (int64_t stride = small_stride(op->index, t)) {
             result = strided_load(op, s, stride);
         } else if (Upsample u; upsample_index(op->index, t, u)) {
@@ -1002,7 +1028,7 @@ private:
             b.CreateCondBr(inside, in_bb, edge_bb, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
             b.SetInsertPoint(in_bb);
             llvm::Value *p = b.CreateInBoundsGEP(elem, base, index64(codegen_index(Add::make(c.base, c.offset))));
-            llvm::Value *dense = b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), 0));
+            llvm::Value *dense = tag(b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), 0)), s);
             llvm::BasicBlock *in_end = b.GetInsertBlock();
             b.CreateBr(done_bb);
             b.SetInsertPoint(edge_bb);
@@ -1024,15 +1050,15 @@ private:
     /** A streaming store of a whole vector: x86 streams only aligned vectors of 16-64 bytes (an
         unaligned one would be split into scalar streaming stores), so where the alignment is not
         known here the address is checked at run time, the unaligned case storing plainly. */
-    void store_nontemporal(llvm::Value *v, llvm::Value *p, llvm::Align known, uint64_t bytes) {
+    void store_nontemporal(llvm::Value *v, llvm::Value *p, llvm::Align known, uint64_t bytes, const Sym &s) {
         static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
         if (!x86 || bytes < 16 || bytes > 64 || (bytes & (bytes - 1))) {
-            b.CreateAlignedStore(v, p, known);
+            tag(b.CreateAlignedStore(v, p, known), s);
             return;
         }
         fs->nontemporal = true;
         auto stream = [&] {
-            llvm::StoreInst *st = b.CreateAlignedStore(v, p, llvm::Align(bytes));
+            llvm::StoreInst *st = tag(b.CreateAlignedStore(v, p, llvm::Align(bytes)), s);
             st->setMetadata(llvm::LLVMContext::MD_nontemporal,
                             llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(b.getInt32(1))}));
         };
@@ -1046,7 +1072,7 @@ private:
         stream();
         b.CreateBr(done_bb);
         b.SetInsertPoint(plain_bb);
-        b.CreateAlignedStore(v, p, known);
+        tag(b.CreateAlignedStore(v, p, known), s);
         b.CreateBr(done_bb);
         b.SetInsertPoint(done_bb);
     }
@@ -1113,17 +1139,17 @@ private:
         llvm::Type *elem = mem_type(t.element_of());
         if (t.lanes() == 1) {
             llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
-            b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment));
+            tag(b.CreateAlignedStore(v, p, access_align(s, t.element_of(), op->alignment)), s);
         } else if (dense_ramp(op->index)) {
             const Ramp *r = op->index.as<Ramp>();
             llvm::Value *p = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(r->base)));
             llvm::Align al = access_align(s, t.element_of(), op->alignment);
-            if (op->nontemporal && !t.is_bool()) store_nontemporal(v, p, al, (uint64_t)t.lanes() * t.element_of().bytes());
-            else b.CreateAlignedStore(v, p, al);
+            if (op->nontemporal && !t.is_bool()) store_nontemporal(v, p, al, (uint64_t)t.lanes() * t.element_of().bytes(), s);
+            else tag(b.CreateAlignedStore(v, p, al), s);
         } else {
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
-            b.CreateMaskedScatter(v, ptrs, access_align(s, t.element_of(), 0), mask);
+            tag(b.CreateMaskedScatter(v, ptrs, access_align(s, t.element_of(), 0), mask), s);
         }
     }
 
@@ -1463,7 +1489,7 @@ private:
         llvm::Value *cl = fn->getArg(closure_arg);
         for (size_t i = 0; i < captured.size(); i++) {
             llvm::Value *v = b.CreateLoad(fields[i], b.CreateStructGEP(cty, cl, (unsigned)i), captured[i].first);
-            push(captured[i].first, {v, captured[i].second.align});
+            push(captured[i].first, {v, captured[i].second.align, captured[i].second.tbaa});
         }
         for (auto &c : constants) push(c.first, c.second);
         gen(fn);
@@ -1547,7 +1573,7 @@ private:
         }
         if (stack) {
             llvm::Value *p = entry_alloca(elem, b.getInt64(std::max<int64_t>(n, 1)), 64, op->name);
-            push(op->name, {p, 64});
+            push(op->name, {p, 64, new_allocation_tbaa(op->name)});
             codegen(op->body);
             pop(op->name);
             return;
@@ -1569,7 +1595,7 @@ private:
         emit_fail_return(b.getInt32(-1));
         b.SetInsertPoint(ok_bb);
         fs->heap.push_back(p);
-        push(op->name, {p, 64});
+        push(op->name, {p, 64, new_allocation_tbaa(op->name)});
         codegen(op->body);
         pop(op->name);
         fs->heap.pop_back();
