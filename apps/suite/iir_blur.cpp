@@ -17,8 +17,7 @@ Func blur_cols_transpose(Func input, Expr height, Expr alpha, bool scheduled, co
     const int vec = Target::host().natural_vector_size<float>();
 
     // Pure definition: nothing.
-    // MISSING in weft: undef<float>(); zeros instead (one more pass of stores over blur).
-    blur(x, y, c) = 0.0f;
+    blur(x, y, c) = undef<float>();
     // Update 0: the top row is the input's.
     blur(x, 0, c) = input(x, 0, c);
     // Update 1: the filter down the columns.

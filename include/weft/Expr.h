@@ -237,6 +237,12 @@ Expr saturating_cast(Expr e) { return saturating_cast(type_of<T>(), std::move(e)
 Expr lerp(Expr zero_val, Expr one_val, Expr weight);
 template <typename T>
 Expr cast(Expr e) { return cast(type_of<T>(), std::move(e)); }
+/** Halide's undef: as the whole value of a Func's pure definition, "no initial value" (the
+    Func's storage is not written by that stage, only by its updates, which must write every
+    element before it is read). Anywhere else it is a weft::Error. */
+Expr undef(Type t);
+template <typename T>
+Expr undef() { return undef(type_of<T>()); }
 
 /** Inline reductions over the RDoms that appear in e. */
 Expr sum(Expr e);

@@ -351,6 +351,26 @@ FuncRef &FuncRef::operator=(Expr value) {
         user_error("weft: Func \"" + f.name + "\" must have a scalar value, got " + value.type().str());
     for (auto &a : args_)
         if (!a.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined argument");
+    {
+        // undef() is a pure definition's whole value, or nothing.
+        auto top = value.as<Call>();
+        bool whole = top && top->is_intrinsic("undef");
+        class FindUndef : public IRVisitor {
+        public:
+            bool found = false;
+
+        protected:
+            void visit(const Call *op) override {
+                found |= op->is_intrinsic("undef");
+                IRVisitor::visit(op);
+            }
+        } fu;
+        if (!whole) fu.include(value);
+        for (auto &a : args_) fu.include(a);
+        if (fu.found || (whole && f.defined))
+            user_error("weft: Func \"" + f.name + "\": undef() can only be the whole value of a pure definition "
+                       "(\"no initial value\"); not inside an expression, an argument or an update");
+    }
     value = bind_shared_subexpressions(value);  // (a graph with an exponentially larger tree)
     CollectDefVars cv;
     cv.fname = f.name;

@@ -290,6 +290,11 @@ Expr abs(Expr a) {
     if (a.type().is_uint()) return a;
     return Call::make_intrinsic(a.type(), "abs", {a});
 }
+Expr undef(Type t) {
+    if (t.is_vector() || t.is_handle()) user_error("weft: undef() takes a scalar type, got " + t.str());
+    return Call::make_intrinsic(t, "undef", {});
+}
+
 Expr absd(Expr a, Expr b) {
     match_types(a, b, "absd");
     check_arith(a, "absd");

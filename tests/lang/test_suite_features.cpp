@@ -8,6 +8,7 @@
 #include "pipeline/PipelineInternal.h"
 
 using namespace weft;
+using weft_test::error_of;
 
 namespace {
 
@@ -193,4 +194,50 @@ TEST(BoundaryConditions, ClampedVectorLoadsAtEveryOffset) {
                 }
         }
     }
+}
+
+// undef(): a pure definition with no initial value; the updates write every element.
+TEST(Undef, PureDefinitionWithNoInitialValue) {
+    const int W = 37, H = 23;
+    Buffer<float> in(std::vector<int>{W, H}, "undef_in");
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) in(i, j) = (float)((i * 7 + j * 3) % 11) - 5.0f;
+    Var x("x"), y("y");
+    RDom ry(1, H - 1, "ry");
+    Func blur("undef_blur"), out("undef_out");
+    blur(x, y) = undef<float>();
+    blur(x, 0) = in(x, 0);
+    blur(x, ry) = 0.5f * blur(x, ry - 1) + 0.5f * in(x, ry);
+    out(x, y) = blur(x, y) * 2.0f;
+    for (int scheduled = 0; scheduled < 2; scheduled++) {
+        if (scheduled) {
+            blur.compute_root().vectorize(x, 8);
+            blur.update(1).vectorize(x, 8);
+        }
+        Buffer<float> o = out.realize({W, H});
+        for (int i = 0; i < W; i++) {
+            float v = in(i, 0);
+            for (int j = 0; j < H; j++) {
+                if (j > 0) v = 0.5f * v + 0.5f * in(i, j);
+                ASSERT_EQ(o(i, j), v * 2.0f) << i << ", " << j;
+            }
+        }
+        // No loop writes the pure definition.
+        std::string ir = Pipeline(out).lowered_ir({W, H});
+        EXPECT_EQ(ir.find("undef_blur.s0."), std::string::npos) << ir;
+        EXPECT_EQ(ir.find("undef"), ir.find("undef_")) << "an undef() call reached the lowered IR";
+    }
+}
+
+TEST(Undef, MisusesAreErrors) {
+    Var x("x");
+    Func f("undef_f");
+    EXPECT_CONTAINS(error_of([&] { f(x) = undef<int>() + 1; }), "whole value");
+    f(x) = x;
+    EXPECT_CONTAINS(error_of([&] { f(x) = undef<int>(); }), "update");
+    Func g("undef_g"), h("undef_h");
+    g(x) = undef<float>();
+    h(x) = g(x) + 1.0f;
+    EXPECT_CONTAINS(error_of([&] { h.realize({4}); }), "no update definitions");
+    EXPECT_CONTAINS(error_of([&] { undef(Float(32, 4)); }), "scalar");
 }
