@@ -20,6 +20,7 @@
 #include <set>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
+#include "lower/RealizationOrder.h"
 
 namespace weft {
 namespace internal {
@@ -38,22 +39,6 @@ bool same_level(const LFunc &a, const LFunc &b) {
     return a.compute_func == b.compute_func && a.sched.compute.var == b.sched.compute.var;
 }
 
-/** The Funcs a Func's definitions call. */
-std::set<std::string> callees(LFunc &f) {
-    class Calls : public IRVisitor {
-    public:
-        std::set<std::string> names;
-
-    protected:
-        void visit(const Call *op) override {
-            if (op->call_type == Call::Func) names.insert(op->name);
-            IRVisitor::visit(op);
-        }
-    } c;
-    for (auto &st : f.stages) for_each_expr(st, [&](const Expr &e) { c.include(e); });
-    return c.names;
-}
-
 /** Does Func `from` read Func `to`, directly or through other Funcs? */
 bool reads(Env &env, const std::string &from, const std::string &to) {
     std::set<std::string> seen;
@@ -62,7 +47,10 @@ bool reads(Env &env, const std::string &from, const std::string &to) {
         std::string n = work.back();
         work.pop_back();
         if (!seen.insert(n).second || !env.index.count(n)) continue;
-        for (auto &c : callees(env.func(n))) {
+        std::set<std::string> called;
+        for (auto &st : env.func(n).stages)
+            for (auto &c : funcs_called(st)) called.insert(c);
+        for (auto &c : called) {
             if (c == to) return true;
             work.push_back(c);
         }
