@@ -26,7 +26,11 @@ namespace weft {
 namespace internal {
 namespace {
 
+/** Where a Func is computed (an output: at root, around everything). */
+LoopLevelSpec::Kind level_kind(const LFunc &f) { return f.output_index >= 0 ? LoopLevelSpec::Root : f.sched.compute.kind; }
+
 std::string level_text(const Env &env, const LFunc &f) {
+    if (f.output_index >= 0) return "an output (computed at root)";
     if (f.sched.compute.kind == LoopLevelSpec::Root) return "compute_root()";
     if (f.sched.compute.kind == LoopLevelSpec::Inline) return "inlined";
     const LFunc &c = env.funcs[env.index.at(f.compute_func)];
@@ -34,8 +38,8 @@ std::string level_text(const Env &env, const LFunc &f) {
 }
 
 bool same_level(const LFunc &a, const LFunc &b) {
-    if (a.sched.compute.kind != b.sched.compute.kind) return false;
-    if (a.sched.compute.kind != LoopLevelSpec::At) return true;
+    if (level_kind(a) != level_kind(b)) return false;
+    if (level_kind(a) != LoopLevelSpec::At) return true;
     return a.compute_func == b.compute_func && a.sched.compute.var == b.sched.compute.var;
 }
 
@@ -283,7 +287,7 @@ Stmt fuse_compute_with(Env &env, const Stmt &s_in) {
                 user_error(head + pwhat + " is itself computed with " + pst.fuse.func_name +
                            "; fuse every stage of the group with the same parent instead");
             if (&p == &c) user_error(head + "the two stages belong to one Func");
-            if (c.sched.compute.kind == LoopLevelSpec::Inline)
+            if (level_kind(c) == LoopLevelSpec::Inline)
                 user_error(head + c.contents->name + " is inlined (it has no loops of its own); compute it where " +
                            p.contents->name + " is computed");
             if (!same_level(c, p))

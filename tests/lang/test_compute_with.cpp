@@ -313,3 +313,53 @@ TEST(ComputeWith, InScheduleValues) {
     bad.replace(bad.find("\" start"), 7, "\" sideways");
     EXPECT_CONTAINS(error_of([&] { Schedule::from_string(bad); }), "loop alignment");
 }
+
+// Two reductions over one input in one pass (updates fused at their shared RDom's loops), and
+// two outputs of one pipeline fused at their rows.
+TEST(ComputeWith, ReductionsInOnePassAndOutputs) {
+    Buffer<int> in(std::vector<int>{29, 17}, "cwr_in");
+    for (int j = 0; j < 17; j++)
+        for (int i = 0; i < 29; i++) in(i, j) = (i * 5 + j * 3) % 23 - 7;
+    Var x("x"), y("y");
+    RDom r(0, 29, 0, 17, "cwr_r");
+    Func lo("cwr_lo"), hi("cwr_hi"), out("cwr_out");
+    lo(x) = 0;
+    lo(clamp(in(r.x, r.y) / 4, 0, 7)) += 1;
+    hi(x) = 0;
+    hi(x) += select(in(r.x, r.y) > x, 1, 0);
+    out(x) = lo(x) * 100 + hi(x);
+    lo.compute_root();
+    hi.compute_root();
+    hi.update(0).reorder(x, r.x, r.y).compute_with(lo.update(0), r.y);
+    std::string ir = Pipeline(out).lowered_ir({8});
+    EXPECT_EQ(loops_named(ir, "cwr_hi.s1.cwr_r.y"), 0) << ir;
+    Buffer<int> o = out.realize({8});
+    for (int b = 0; b < 8; b++) {
+        int l = 0, h = 0;
+        for (int j = 0; j < 17; j++)
+            for (int i = 0; i < 29; i++) {
+                l += std::min(std::max(in(i, j) / 4 - (in(i, j) % 4 < 0 ? 1 : 0), 0), 7) == b;
+                h += in(i, j) > b;
+            }
+        EXPECT_EQ(o(b), l * 100 + h) << b;
+    }
+    // Two outputs.
+    Func a("cwo_a"), c("cwo_c");
+    a(x, y) = in(x, y) * 2;
+    c(x, y) = in(x, y) + y;
+    c.compute_with(a, y);
+    Pipeline p({a, c});
+    Buffer<int> oa(std::vector<int>{29, 17}, "oa"), oc(std::vector<int>{29, 17}, "oc");
+    p.realize({oa, oc});
+    for (int j = 0; j < 17; j++)
+        for (int i = 0; i < 29; i++) {
+            ASSERT_EQ(oa(i, j), in(i, j) * 2);
+            ASSERT_EQ(oc(i, j), in(i, j) + j);
+        }
+    // A parent that is not part of the pipeline.
+    Func lone("cwo_lone"), d("cwo_d");
+    lone(x, y) = x;
+    d(x, y) = in(x, y) - 1;
+    d.compute_with(lone, y);
+    EXPECT_CONTAINS(error_of([&] { d.realize({4, 4}); }), "not part of this pipeline");
+}
