@@ -351,8 +351,10 @@ FuncRef &FuncRef::operator=(Expr value) {
         user_error("weft: Func \"" + f.name + "\" must have a scalar value, got " + value.type().str());
     for (auto &a : args_)
         if (!a.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined argument");
+    value = bind_shared_subexpressions(value);  // (a graph with an exponentially larger tree)
     {
-        // undef() is a pure definition's whole value, or nothing.
+        // undef() is a pure definition's whole value, or nothing. (Looked for once shared
+        // subexpressions are bound: the value may be a graph with an exponentially larger tree.)
         auto top = value.as<Call>();
         bool whole = top && top->is_intrinsic("undef");
         class FindUndef : public IRVisitor {
@@ -366,12 +368,11 @@ FuncRef &FuncRef::operator=(Expr value) {
             }
         } fu;
         if (!whole) fu.include(value);
-        for (auto &a : args_) fu.include(a);
+        for (auto &a : args_) fu.include(bind_shared_subexpressions(a));
         if (fu.found || (whole && f.defined))
             user_error("weft: Func \"" + f.name + "\": undef() can only be the whole value of a pure definition "
                        "(\"no initial value\"); not inside an expression, an argument or an update");
     }
-    value = bind_shared_subexpressions(value);  // (a graph with an exponentially larger tree)
     CollectDefVars cv;
     cv.fname = f.name;
     if (!f.defined) {
