@@ -936,6 +936,19 @@ private:
         Expr base, lo, hi, offset;
         int lanes = 0;
     };
+    /** e = Outer(Inner(inner, broadcast(ib)), broadcast(ob)). */
+    template <typename Outer, typename Inner>
+    static bool clamp_form(const Expr &e, Expr &inner, Expr &ob, Expr &ib) {
+        auto o = e.as<Outer>();
+        auto i = o ? o->a.template as<Inner>() : nullptr;
+        auto bo = o ? o->b.template as<Broadcast>() : nullptr;
+        auto bi = i ? i->b.template as<Broadcast>() : nullptr;
+        if (!bo || !bi) return false;
+        inner = i->a;
+        ob = bo->value;
+        ib = bi->value;
+        return true;
+    }
     bool clamped_ramp_index(const Expr &index, ClampedRamp &c) {
         std::vector<Expr> terms;
         std::function<bool(const Expr &)> walk = [&](const Expr &e) {
@@ -956,23 +969,7 @@ private:
             if (ramp) return false;
             // max(min(r, hi), lo) or min(max(r, lo), hi)
             Expr inner, l, h;
-            if (auto mx = e.as<Max>()) {
-                auto mn = mx->a.as<Min>();
-                auto bl = mx->b.as<Broadcast>();
-                if (!mn || !bl) return false;
-                auto bh = mn->b.as<Broadcast>();
-                if (!bh) return false;
-                inner = mn->a, l = bl->value, h = bh->value;
-            } else if (auto mn = e.as<Min>()) {
-                auto mx2 = mn->a.as<Max>();
-                auto bh = mn->b.as<Broadcast>();
-                if (!mx2 || !bh) return false;
-                auto bl = mx2->b.as<Broadcast>();
-                if (!bl) return false;
-                inner = mx2->a, l = bl->value, h = bh->value;
-            } else {
-                return false;
-            }
+            if (!clamp_form<Max, Min>(e, inner, l, h) && !clamp_form<Min, Max>(e, inner, h, l)) return false;
             auto r = inner.as<Ramp>();
             int64_t one = 0;
             if (!r || r->base.type().lanes() != 1 || !is_const_int(r->stride, &one) || one != 1 ||

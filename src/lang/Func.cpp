@@ -355,8 +355,7 @@ FuncRef &FuncRef::operator=(Expr value) {
     {
         // undef() is a pure definition's whole value, or nothing. (Looked for once shared
         // subexpressions are bound: the value may be a graph with an exponentially larger tree.)
-        auto top = value.as<Call>();
-        bool whole = top && top->is_intrinsic("undef");
+        bool whole = is_undef(value);
         class FindUndef : public IRVisitor {
         public:
             bool found = false;

@@ -56,6 +56,11 @@ std::shared_ptr<FunctionContents> wrapper_for(
     change, a pipeline checks the change counts of what it uses (so editing one Func rebuilds
     only the pipelines that use it). */
 extern std::atomic<uint64_t> g_definition_epoch;
+/** Is e undef() (a pure definition with no initial value)? */
+inline bool is_undef(const Expr &e) {
+    auto c = e.as<Call>();
+    return c && c->is_intrinsic("undef");
+}
 inline void bump_epoch() { g_definition_epoch.fetch_add(1, std::memory_order_relaxed); }
 /** Bumped (with the epoch) to make every pipeline forget the kernel it used last: after
     clear_cache(), and when profiling is switched (instrumented and plain kernels differ). */

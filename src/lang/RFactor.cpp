@@ -88,22 +88,9 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
         f.stage_schedules.at(stage_).schedule.splits = remaining;
     }
     // The update must be f(args) = op(f(args), rest) for an associative and commutative op. Each
-    // argument is either f's pure Var at its own place, or a computed index (a histogram's bin)
-    // that reads only those pure Vars that are at their own places: the intermediate then writes
-    // at that index too, and the merge reduces the intermediate at f's pure Vars.
-    auto pure_at = [&](size_t i) {
-        auto v = d.args[i].as<Variable>();
-        return v && !v->rdom && v->name == f.args[i];
-    };
-    for (size_t i = 0; i < d.args.size(); i++) {
-        if (pure_at(i)) continue;
-        for (size_t j = 0; j < f.args.size(); j++)
-            if (!pure_at(j) && expr_uses_var(d.args[i], f.args[j]))
-                user_error(what + ": argument " + std::to_string(i) + " of the update (" + to_string(d.args[i]) +
-                           ") uses the pure Var \"" + f.args[j] + "\", which the update does not keep at its place; "
-                           "only a Func's pure Vars at their own places and indices computed from them and the RDom "
-                           "can be factored");
-    }
+    // argument is f's pure Var at its own place or a computed index (a histogram's bin) that
+    // reads only such Vars and the RDom (an update definition cannot be written otherwise): the
+    // intermediate then writes at that index too, and the merge reduces it at f's pure Vars.
     auto is_self = [&](const Expr &e) {
         auto c = e.as<Call>();
         if (!c || c->call_type != Call::Func || c->func || c->name != f.name) return false;

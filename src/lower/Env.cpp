@@ -290,7 +290,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         };
         add_stage(fc->init);
         for (auto &u : fc->updates) add_stage(u);
-        if (auto u = lf.stages[0].value.as<Call>(); u && u->is_intrinsic("undef") && lf.stages.size() == 1)
+        if (is_undef(lf.stages[0].value) && lf.stages.size() == 1)
             user_error("weft: Func \"" + fc->name + "\" is undef() and has no update definitions: nothing computes it");
         {
             // The schedule as given, in the pipeline's names.

@@ -60,7 +60,7 @@ struct Builder {
 
     Stmt build_stage_with(LFunc &f, int k, const Box &box, const StageSchedule &sched) {
         LStage &st = f.stages[k];
-        if (auto u = st.value.as<Call>(); k == 0 && u && u->is_intrinsic("undef")) return Evaluate::make(Expr(0));  // no initial value
+        if (k == 0 && is_undef(st.value)) return Evaluate::make(Expr(0));  // no initial value
         std::string prefix = f.name + ".s" + std::to_string(k) + ".";
         std::map<std::string, std::pair<Expr, Expr>> bounds;  // min, extent
         std::map<std::string, Expr> maxes;                    // the last value, as written by bounds inference
