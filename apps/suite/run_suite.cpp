@@ -1,8 +1,10 @@
 // weft_app_suite: runs the ported Halide apps (apps/suite), each checked against its plain C++
 // reference, and prints the first call's time (JIT included) and the median of later calls.
-//   weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both] [--reps N] [--list]
+//   weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both | --auto [--budget S]] [--reps N] [--list]
 // Sizes: the app's default (what bench/run races), --test (small), or --size; the unscheduled
 // version runs at the app's unscheduled_size unless --size is given.
+// --auto schedules the algorithm with Pipeline::auto_schedule instead of Halide's schedule (the
+// cost model alone, or a measured search of S seconds with --budget) and prints the schedule.
 // --ir prints the lowered IR instead of running. With no APP, every app. Exit status: 0 all matched, 1 a mismatch, 2 an error.
 #include <chrono>
 #include <cstdio>
@@ -22,15 +24,21 @@ double now_ms() {
 int usage(const char *msg) {
     std::fprintf(stderr,
                  "weft_app_suite: %s\nusage: weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both] "
-                 "[--reps N] [--list] [--ir]\n",
+                 "[--auto [--budget S]] [--reps N] [--list] [--ir]\n",
                  msg);
     return 2;
 }
 
 /** Runs one app once with or without its schedule; returns 0 (matched), 1 (mismatch). */
-int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps) {
+int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps, bool autos, double budget) {
     suite::AppInfo info = app.info();
-    suite::WeftRunner r(app, size, scheduled);
+    using V = suite::WeftRunner::Variant;
+    suite::WeftRunner r(app, size, autos ? V::Auto : scheduled ? V::Manual : V::None, budget);
+    if (autos)
+        std::printf("%-24s auto_schedule: %.1f ms, predicted %.3f ms%s; the schedule:\n%s", info.name.c_str(), r.auto_ms,
+                    r.autos.predicted_ms, r.autos.candidates_measured ? (", " + std::to_string(r.autos.candidates_measured) +
+                                                                          " candidates measured").c_str() : "",
+                    r.autos.schedule_source.c_str());
     double t0 = now_ms();
     r.run();
     double first = now_ms() - t0;
@@ -39,7 +47,7 @@ int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps) {
     size_t bad = suite::check_against_reference(app, r.p, info, &max_abs);
     std::printf("%-24s %-11s size %5d: first call %8.1f ms (JIT included), median of %d calls %9.3f ms: %s "
                 "(max |weft - reference| %g)\n",
-                info.name.c_str(), scheduled ? "scheduled" : "unscheduled", size, first, reps,
+                info.name.c_str(), autos ? "auto" : scheduled ? "scheduled" : "unscheduled", size, first, reps,
                 median, bad ? "MISMATCH" : "OK", max_abs);
     if (bad)
         std::printf("  %zu of %zu values differ beyond %g + %g * |reference|\n", bad, r.p.output.count, info.atol, info.rtol);
@@ -52,7 +60,8 @@ int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps) {
 int main(int argc, char **argv) {
     std::vector<std::string> names;
     int size = 0, reps = 5;
-    bool test = false, sched = true, unsched = false, ir = false;
+    bool test = false, sched = true, unsched = false, ir = false, autos = false;
+    double budget = 0;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--size" || a == "--reps") {
@@ -61,6 +70,13 @@ int main(int argc, char **argv) {
             long v = std::strtol(argv[++i], &end, 10);
             if (*end || v < (a == "--size" ? 8 : 0) || v > 100000) return usage(("bad value for " + a).c_str());
             (a == "--size" ? size : reps) = (int)v;
+        } else if (a == "--auto") {
+            autos = true;
+        } else if (a == "--budget") {
+            if (i + 1 >= argc) return usage("--budget needs a value");
+            char *end = nullptr;
+            budget = std::strtod(argv[++i], &end);
+            if (*end || !(budget >= 0) || budget > 3600) return usage("bad value for --budget");
         } else if (a == "--ir") {
             ir = true;
         } else if (a == "--test") {
@@ -107,7 +123,7 @@ int main(int argc, char **argv) {
                     std::printf("%s\n", weft::Pipeline(r.def.out).lowered_ir(r.p.output.extents).c_str());
                     continue;
                 }
-                rc = std::max(rc, run_one(app, s, scheduled, reps));
+                rc = std::max(rc, run_one(app, s, scheduled, reps, autos && scheduled, budget));
             } catch (const std::exception &e) {
                 std::printf("%-24s %-11s size %5d: error: %s\n", n.c_str(), scheduled ? "scheduled" : "unscheduled", s,
                             e.what());

@@ -4,6 +4,7 @@
 #pragma once
 #include <weft/weft.h>
 
+#include <chrono>
 #include <functional>
 
 #include "suite.h"
@@ -57,21 +58,43 @@ inline weft::Buffer<void> weft_buffer(const Array &a, const std::string &name) {
 /** A compiled app bound to a problem's arrays: run() computes p.output. Nothing is compiled
     before the first run(). */
 struct WeftRunner {
+    /** Manual: Halide's expert schedule translated; None: no schedule (everything inlined);
+        Auto: no schedule, then Pipeline::auto_schedule for the problem's shapes (with
+        `budget` seconds of measured search; 0: the cost model alone). */
+    enum class Variant { Manual, None, Auto };
     Problem p;
     WeftDef def;
     weft::Callable fn;
     std::vector<weft::Buffer<void>> bufs;  // inputs, then the output
     std::vector<weft::internal::CallArg> call_args;  // bufs as the call's arguments (made once)
-    WeftRunner(const WeftApp &app, int size, bool scheduled) {
+    weft::AutoScheduleResult autos;  // Variant::Auto: what auto_schedule said
+    double auto_ms = 0;              // Variant::Auto: the time auto_schedule took
+    WeftRunner(const WeftApp &app, int size, bool scheduled)
+        : WeftRunner(app, size, scheduled ? Variant::Manual : Variant::None) {}
+    WeftRunner(const WeftApp &app, int size, Variant v, double budget = 0) {
         p = app.make(size);
-        def = app.build(size, scheduled);
+        def = app.build(size, v == Variant::Manual);
         if (def.inputs.size() != p.inputs.size())
             throw weft::Error(app.info().name + ": the pipeline takes " + std::to_string(def.inputs.size()) +
                               " inputs, the problem has " + std::to_string(p.inputs.size()));
-        std::vector<weft::Argument> args(def.inputs.begin(), def.inputs.end());
-        fn = weft::Pipeline(def.out).compile_to_callable(args);
         for (size_t i = 0; i < p.inputs.size(); i++) bufs.push_back(weft_buffer(p.inputs[i], def.inputs[i].name()));
         bufs.push_back(weft_buffer(p.output, "output"));
+        if (v == Variant::Auto) {
+            auto region = [](const weft::Buffer<void> &b) {
+                std::vector<std::pair<weft::Expr, weft::Expr>> r;
+                for (int d = 0; d < b.dimensions(); d++) r.push_back({b.dim(d).min(), b.dim(d).extent()});
+                return r;
+            };
+            for (size_t i = 0; i < def.inputs.size(); i++) def.inputs[i].set_estimates(region(bufs[i]));
+            def.out.set_estimates(region(bufs.back()));
+            weft::AutoScheduleOptions o;
+            o.budget_seconds = budget;
+            auto t0 = std::chrono::steady_clock::now();
+            autos = weft::Pipeline(def.out).auto_schedule(weft::Target::host(), o);
+            auto_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
+        std::vector<weft::Argument> args(def.inputs.begin(), def.inputs.end());
+        fn = weft::Pipeline(def.out).compile_to_callable(args);
         for (auto &b : bufs) call_args.push_back(weft::internal::make_call_arg(b));
     }
     void run() {

@@ -104,6 +104,11 @@ struct ParamContents {
         unsigned char bytes[8];
     } value{};
     bool has_value = false;
+    /** set_estimate(): the value automatic scheduling assumes (not part of any cache key). */
+    union {
+        unsigned char bytes[8];
+    } estimate{};
+    bool has_estimate = false;
 };
 Expr param_expr(const std::shared_ptr<ParamContents> &p);
 }  // namespace internal
@@ -127,6 +132,12 @@ public:
         std::memcpy(&v, c_->value.bytes, sizeof(T));
         return v;
     }
+    /** The value automatic scheduling assumes (Pipeline::auto_schedule). */
+    void set_estimate(T v) {
+        std::memset(c_->estimate.bytes, 0, 8);
+        std::memcpy(c_->estimate.bytes, &v, sizeof(T));
+        c_->has_estimate = true;
+    }
     const std::string &name() const { return c_->name; }
     Type type() const { return c_->type; }
     operator Expr() const { return internal::param_expr(c_); }
@@ -145,6 +156,8 @@ struct ImageParamContents {
     /** Wrapper Funcs made by in(): key null = for every consumer, else for that consumer. */
     std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
     ChangeCount wrapper_changes;  // bumped when in() adds a wrapper
+    /** set_estimates(): (min, extent) per dimension for automatic scheduling; undefined = none. */
+    std::vector<std::pair<Expr, Expr>> estimates;
 };
 }  // namespace internal
 
@@ -171,6 +184,9 @@ public:
         schedule it to copy a tile into a local buffer. */
     class Func in() const;
     class Func in(const class Func &consumer) const;
+    /** The shape automatic scheduling assumes for this input: {min, extent} per dimension
+        (integer constants, or Exprs of Params that have estimates). */
+    ImageParam &set_estimates(const std::vector<std::pair<Expr, Expr>> &estimates);
 
 private:
     std::shared_ptr<internal::ImageParamContents> c_;
@@ -409,6 +425,13 @@ public:
         current one is used. The results are the same; the Func's storage lives across the
         loop. Lowering says why where it cannot be done (weft::Error). */
     Func &load_ahead(bool on = true);
+
+    /** The region automatic scheduling assumes an output is computed over (Pipeline::
+        auto_schedule): set_estimate for one Var, set_estimates for every dimension in order,
+        each {min, extent}. Integer constants, or Exprs of Params that have estimates. Not part
+        of the schedule: the compiled code never depends on them. */
+    Func &set_estimate(const Var &v, Expr min, Expr extent);
+    Func &set_estimates(const std::vector<std::pair<Expr, Expr>> &estimates);
 
     /** A wrapper Func that all consumers read instead of this one (in(g): only g), to be
         scheduled like any Func, e.g. to pack a tile into a local buffer. */

@@ -1,5 +1,6 @@
 // weft public API: Pipeline, Callable, the kernel cache.
 #pragma once
+#include "weft/AutoSchedule.h"
 #include "weft/Func.h"
 #include "weft/Schedule.h"
 
@@ -37,6 +38,8 @@ public:
     Argument(const ImageParam &p) : image_(p.contents()) {}
     template <typename T>
     Argument(const Param<T> &p) : param_(p.contents()) {}
+    /** A Param known by its contents (any element type). */
+    explicit Argument(std::shared_ptr<internal::ParamContents> p) : param_(std::move(p)) {}
     const std::shared_ptr<internal::ImageParamContents> &image() const { return image_; }
     const std::shared_ptr<internal::ParamContents> &param() const { return param_; }
     std::string name() const { return image_ ? image_->name : param_ ? param_->name : std::string("(undefined)"); }
@@ -94,6 +97,11 @@ public:
         does) and their loops; a Func that s does not name keeps its schedule. On an error
         (a weft::Error naming the Func and the call) every Func keeps the schedule it had. */
     void apply_schedule(const Schedule &s);
+    /** Chooses a schedule for the estimated shapes (Func::set_estimates on the outputs,
+        ImageParam::set_estimates, Param::set_estimate) and gives it to the pipeline's Funcs, in
+        place of the ones they have. A missing estimate is a weft::Error naming the Func or input
+        and the dimension. Never changes results (no float reassociation). */
+    AutoScheduleResult auto_schedule(const Target &t = Target::host(), const AutoScheduleOptions &o = {});
     const std::shared_ptr<internal::PipelineContents> &contents() const { return c_; }
 
 private:

@@ -44,6 +44,9 @@ struct FunctionContents {
     std::shared_ptr<PipelineContents> runner;
     /** Wrapper Funcs made by in(): key null = for every consumer, else for that consumer. */
     std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> wrappers;
+    /** set_estimate(s): (min, extent) per pure Var for automatic scheduling; undefined = none.
+        Not part of the schedule or of any cache key. */
+    std::vector<std::pair<Expr, Expr>> estimates;
 };
 
 /** The Func that `consumer` reads when it calls a Func, input or buffer with these wrappers. */

@@ -74,6 +74,9 @@ std::string directive_name(const Directive &d) {
     return where + "." + n[(int)d.op];
 }
 
+void apply_directives(const Env &env, const std::vector<std::string> &reset, const std::vector<Directive> &calls,
+                      const char *who);
+
 }  // namespace
 
 PipelineSchedule schedule_of(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
@@ -104,8 +107,24 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
         if (v.initial_loops.size() != v.stages.size())
             user_error("weft: apply_schedule(): Func \"" + v.func + "\": the schedule does not give its stages' loops");
     }
-    std::vector<Directive> calls = schedule_directives(s);
+    std::vector<std::string> reset;
+    for (auto &v : s.funcs) reset.push_back(v.func);
+    apply_directives(env, reset, schedule_directives(s), "apply_schedule()");
+}
 
+void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                         const std::vector<Directive> &calls, const char *who) {
+    Env env = names_env(outputs);
+    std::vector<std::string> reset;
+    for (auto &f : env.given.funcs) reset.push_back(f.func);
+    apply_directives(env, reset, calls, who);
+}
+
+namespace {
+void apply_directives(const Env &env, const std::vector<std::string> &reset, const std::vector<Directive> &calls,
+                      const char *who) {
+    std::vector<std::string> all;
+    for (auto &f : env.given.funcs) all.push_back(f.func);
     ToUser to_user;
     for (auto &p : env.params) to_user.params[p.name] = p.param;
     for (auto &in : env.inputs) to_user.inputs[in.name] = in.image ? in.image->name : in.buffer->name;
@@ -130,9 +149,9 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
     const Directive *current = nullptr;
     try {
         // The default schedule for each Func the value names.
-        for (auto &v : s.funcs) {
-            FunctionContents &f = *env.all_funcs.at(v.func);
-            const FuncScheduleValue &mine = *env.given.find(v.func);
+        for (auto &name : reset) {
+            FunctionContents &f = *env.all_funcs.at(name);
+            const FuncScheduleValue &mine = *env.given.find(name);
             f.schedule = FuncSchedule();
             for (size_t k = 0; k < f.stage_schedules.size(); k++) {
                 f.stage_schedules[k] = DefinitionSchedule();
@@ -241,9 +260,10 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
         restore();
         std::string msg = e.what();
         if (msg.rfind("weft: ", 0) == 0) msg = msg.substr(6);
-        throw Error("weft: apply_schedule(): " + (current ? directive_name(*current) + ": " : std::string()) + msg);
+        throw Error("weft: " + std::string(who) + ": " + (current ? directive_name(*current) + ": " : std::string()) + msg);
     }
 }
+}  // namespace
 
 }  // namespace internal
 }  // namespace weft

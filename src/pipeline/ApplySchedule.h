@@ -13,5 +13,11 @@ PipelineSchedule schedule_of(const std::vector<std::shared_ptr<FunctionContents>
     On an error every Func keeps the schedule it had, and the Error names the call. */
 void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs, const PipelineSchedule &s);
 
+/** Resets every Func reached from `outputs` to the default schedule, then makes `calls`
+    through the public API (names are the pipeline's unique names). On an error every Func
+    keeps the schedule it had, and the Error (prefixed by `who`) names the call. */
+void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                         const std::vector<Directive> &calls, const char *who);
+
 }  // namespace internal
 }  // namespace weft

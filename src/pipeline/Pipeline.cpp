@@ -659,6 +659,29 @@ std::string algorithm_key(const Pipeline &p) {
 }
 uint64_t snapshot_builds() { return g_snapshot_builds.load(); }
 
+void check_lowers(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                  const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> &shapes, const Target &t) {
+    Env env = on_large_stack<Env>([&] { return build_env(outputs, false); });
+    std::map<std::string, Expr> consts;
+    std::vector<std::string> names = env.outputs;
+    for (auto &in : env.inputs) names.push_back(in.name);
+    for (auto &n : names) {
+        auto it = shapes.find(n);
+        if (it == shapes.end()) continue;
+        int64_t stride = 1;
+        for (size_t d = 0; d < it->second.size(); d++) {
+            consts[buffer_field(n, "min", (int)d)] = Expr((int)it->second[d].first);
+            consts[buffer_field(n, "extent", (int)d)] = Expr((int)it->second[d].second);
+            consts[buffer_field(n, "stride", (int)d)] = Expr((int)stride);
+            stride *= std::max<int64_t>(1, it->second[d].second);
+        }
+    }
+    on_large_stack<int>([&] {
+        lower(env, consts, "weft_check", lower_options(t, nullptr));
+        return 0;
+    });
+}
+
 namespace {
 /** The unscheduled lowering of p, bound to outs, run by the interpreter or (compiled) by LLVM. */
 void run_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs, bool compiled, const char *who) {

@@ -1,5 +1,6 @@
 // What src/pipeline offers the tests and tools beyond the public API.
 #pragma once
+#include <atomic>
 #include "weft/Pipeline.h"
 
 namespace weft {
@@ -14,6 +15,17 @@ void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs
     that run many large references (for example under the sanitizers, where the interpreter
     is instrumented and LLVM's generated code is not). */
 void compiled_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs);
+
+/** Lowers the pipeline with its current schedules for these shapes ((min, extent) per
+    dimension of each input and output, by the snapshot's unique names; dense strides),
+    generating no code: throws the weft::Error that compiling would. */
+void check_lowers(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                  const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> &shapes, const Target &t);
+
+/** For tests: where >= 0, auto_schedule() with no budget takes the planner's candidate of this
+    rank (modulo their number) instead of the predicted best, so that property tests reach
+    every kind of choice at small sizes. */
+extern std::atomic<int> g_autoschedule_pick;
 
 /** The algorithm-and-schedule part of p's cache key (names canonicalised). */
 std::string algorithm_key(const Pipeline &p);

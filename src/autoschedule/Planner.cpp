@@ -1,0 +1,856 @@
+// Automatic scheduling by rules and an analytic cost model (see Planner.h).
+//
+// 1. Inlining: a Func with no update is inlined where that computes nothing twice (each of its
+//    points is read once: pointwise and single-use producers) or where it is cheap (a boundary
+//    condition, a cast): XLA's and Inductor's rule, never duplicate expensive producers.
+// 2. Groups: every other Func whose only consumer is in a group joins that group; outputs and
+//    Funcs read by several consumers start their own (computed at root).
+// 3. For each group, the root's loop nest is tiled (strips of rows, or 2-D tiles), and each
+//    member is computed per tile (or per row of a strip, storing the strip: a sliding window),
+//    unless that computes more than twice its points, its tile does not fit in L2, or it is a
+//    reduction that would be computed more than once; a reduction read pointwise by the root
+//    may instead be register-blocked inside the root's tiles (the GEMM and convolution form).
+//    Each choice is costed: operations over vector width, bytes moved at the bandwidth of the
+//    level they fit in, parallel efficiency of the tasks, and the overhead of each realization.
+// 4. Loop nests: the innermost storage dimension vectorized at the target's natural width,
+//    outer loops fused into one parallel loop with enough tasks, update stages' pure loops
+//    moved inside their reduction loops where that is legal (the reduction order, hence
+//    the floating-point result, is unchanged).
+#include "autoschedule/Planner.h"
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include "ir/IRVisitor.h"
+
+namespace weft {
+namespace internal {
+
+namespace {
+
+int64_t read_cache_size(int index, int *level) {
+    std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream ls(base + "level"), ss(base + "size"), ts(base + "type");
+    std::string size, type;
+    if (!(ls >> *level) || !(ss >> size) || !(ts >> type) || type == "Instruction") return 0;
+    int64_t v = std::atoll(size.c_str());
+    char unit = size.empty() ? 0 : size.back();
+    if (unit == 'K') v <<= 10;
+    else if (unit == 'M') v <<= 20;
+    return v;
+}
+
+/** Operations to compute one point of an Expr, inlined Funcs counted at their own cost. */
+class OpCount : public IRVisitor {
+public:
+    const std::map<std::string, double> *inlined = nullptr;
+    double ops = 0;
+
+protected:
+    void visit(const Cast *op) override { ops += 0.5, IRVisitor::visit(op); }
+    void visit(const Add *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Sub *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Mul *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Div *op) override { ops += op->type.is_float() ? 4 : 6, IRVisitor::visit(op); }
+    void visit(const Mod *op) override { ops += 6, IRVisitor::visit(op); }
+    void visit(const Min *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Max *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const EQ *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const NE *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const LT *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const LE *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const GT *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const GE *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const And *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Or *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Not *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Select *op) override { ops += 1, IRVisitor::visit(op); }
+    void visit(const Call *op) override {
+        IRVisitor::visit(op);
+        if (op->call_type == Call::Intrinsic) {
+            static const std::set<std::string> costly = {"exp", "log", "pow", "sin", "cos", "tanh"};
+            ops += costly.count(op->name) ? 20 : op->name == "sqrt" ? 4 : 1;
+            return;
+        }
+        auto it = inlined->find(op->name);
+        ops += it != inlined->end() ? it->second : 1;  // inlined: its work; else one load
+    }
+};
+
+/** Are the args those of a pointwise read (each exactly the reader's own Var of the same
+    position)? */
+bool pointwise_args(const std::vector<Expr> &args, const std::vector<std::string> &vars) {
+    if (args.size() != vars.size()) return false;
+    for (size_t d = 0; d < args.size(); d++) {
+        auto v = args[d].as<Variable>();
+        if (!v || v->name != vars[d]) return false;
+    }
+    return true;
+}
+
+/** How well the innermost loop over `x` vectorizes the calls in a stage: 1 dense, lower for
+    strided loads and gathers. */
+double vector_efficiency(const StageInfo &s, const std::string &x) {
+    double eff = 1.0;
+    for (auto &[callee, args] : s.calls) {
+        if (args.empty()) continue;
+        bool dense_somewhere = false, uses = false;
+        for (size_t d = 0; d < args.size(); d++) {
+            class Uses : public IRVisitor {
+            public:
+                const std::string *x;
+                bool found = false;
+
+            protected:
+                void visit(const Variable *op) override { found = found || op->name == *x; }
+            } u;
+            u.x = &x;
+            u.include(args[d]);
+            if (!u.found) continue;
+            uses = true;
+            if (d == 0) {
+                // x + c, or c + x: dense; anything else (2x, x/2, a computed index): not.
+                const Expr &a = args[0];
+                auto v = a.as<Variable>();
+                auto add = a.as<Add>();
+                auto sub = a.as<Sub>();
+                if (v || (add && (add->a.as<Variable>() || add->b.as<Variable>())) || (sub && sub->a.as<Variable>()))
+                    dense_somewhere = true;
+            }
+        }
+        if (!uses) continue;              // a broadcast
+        if (!dense_somewhere) eff = std::min(eff, 0.35);  // strided loads or gathers
+    }
+    return eff;
+}
+
+/** A new loop name for `base` + `suffix`, not among `taken`. */
+std::string fresh(const std::string &base, const std::string &suffix, std::set<std::string> &taken) {
+    std::string n = base + suffix;
+    for (int k = 2; taken.count(n); k++) n = base + suffix + std::to_string(k);
+    taken.insert(n);
+    return n;
+}
+
+struct Emitter {
+    std::vector<Directive> calls;
+    Directive base(Directive::Op op, const std::string &f, int stage) {
+        Directive d;
+        d.op = op;
+        d.func = f;
+        d.stage = stage;
+        return d;
+    }
+    void compute_root(const std::string &f) { calls.push_back(base(Directive::ComputeRoot, f, 0)); }
+    void compute_at(const std::string &f, const std::string &g, const std::string &v) {
+        Directive d = base(Directive::ComputeAt, f, 0);
+        d.names = {g, v};
+        calls.push_back(d);
+    }
+    void store_at(const std::string &f, const std::string &g, const std::string &v) {
+        Directive d = base(Directive::StoreAt, f, 0);
+        d.names = {g, v};
+        calls.push_back(d);
+    }
+    void split(const std::string &f, int stage, const std::string &old, const std::string &outer,
+               const std::string &inner, int64_t factor) {
+        Directive d = base(Directive::Split, f, stage);
+        d.names = {old, outer, inner};
+        d.rvars = {false, false, false};
+        d.exprs = {IntImm::make(Int(32), factor)};
+        calls.push_back(d);
+    }
+    void fuse(const std::string &f, int stage, const std::string &inner, const std::string &outer,
+              const std::string &fused) {
+        Directive d = base(Directive::Fuse, f, stage);
+        d.names = {inner, outer, fused};
+        d.rvars = {false, false, false};
+        calls.push_back(d);
+    }
+    void reorder(const std::string &f, int stage, const std::vector<std::string> &order, const std::set<std::string> &rvars) {
+        Directive d = base(Directive::Reorder, f, stage);
+        d.names = order;
+        for (auto &n : order) d.rvars.push_back(rvars.count(n) > 0);
+        calls.push_back(d);
+    }
+    void loop(const std::string &f, int stage, const std::string &v, ForType t) {
+        Directive d = base(Directive::Loop, f, stage);
+        d.names = {v};
+        d.rvars = {false};
+        d.for_type = t;
+        calls.push_back(d);
+    }
+};
+
+/** Where a group member is computed. */
+struct Placement {
+    enum Kind { Root, At, Slide } kind = Root;
+    ConstRegion footprint;  // per iteration of its compute loop (At), or of its store loop (Slide)
+    double redundancy = 1;
+};
+
+struct GroupConfig {
+    enum Kind { AllRoot, Strip, Slide, Tile, Block } kind = AllRoot;
+    int64_t f0 = 0, f1 = 0;  // tile factors: Strip/Slide rows; Tile/Block dims 0 and 1
+    std::string blocked;     // Block: the reduction register-blocked in the root's tiles
+    std::map<std::string, Placement> where;
+    double cost_ns = 0;
+    std::string describe() const {
+        switch (kind) {
+        case AllRoot: return "every member at root";
+        case Strip: return "strips of " + std::to_string(f1) + " rows, members per strip";
+        case Slide: return "strips of " + std::to_string(f1) + " rows, members a sliding window per row";
+        case Tile: return std::to_string(f0) + "x" + std::to_string(f1) + " tiles, members per tile";
+        case Block: return "register blocks of " + std::to_string(f0) + "x" + std::to_string(f1) + " for \"" + blocked + "\"";
+        }
+        return "";
+    }
+};
+
+struct Group {
+    std::string root;
+    std::vector<std::string> members;  // realization order
+    std::vector<GroupConfig> configs;  // cheapest first
+};
+
+class Planner {
+public:
+    Planner(const PipelineInfo &info, const Target &t, const MachineParams &m) : info(info), target(t), m(m) {}
+
+    std::vector<PlanCandidate> run(int max) {
+        decide_inlining();
+        form_groups();
+        for (auto &g : groups) cost_group(g);
+        std::vector<std::vector<int>> choices;
+        std::vector<int> best(groups.size(), 0);
+        choices.push_back(best);
+        // Variants: one group's second, third, ... choice.
+        for (int rank = 1; rank < 6 && (int)choices.size() < max; rank++)
+            for (size_t gi = 0; gi < groups.size() && (int)choices.size() < max; gi++)
+                if (rank < (int)groups[gi].configs.size()) {
+                    auto c = best;
+                    c[gi] = rank;
+                    choices.push_back(c);
+                }
+        std::vector<PlanCandidate> out;
+        for (auto &c : choices) out.push_back(emit(c));
+        std::stable_sort(out.begin(), out.end(),
+                         [](const PlanCandidate &a, const PlanCandidate &b) { return a.predicted_ms < b.predicted_ms; });
+        return out;
+    }
+
+private:
+    const PipelineInfo &info;
+    Target target;
+    MachineParams m;
+    std::map<std::string, double> inline_cost;  // inlined Func -> ops per point
+    std::map<std::string, std::vector<double>> stage_ops;  // materialized Func -> ops per iteration of each stage
+    std::set<std::string> inlined;
+    std::vector<Group> groups;
+    std::map<std::string, int> group_of;
+    std::ostringstream log;
+
+    int lanes(const FuncInfo &f) const { return std::max(1, m.vector_bytes / std::max(1, f.f->type.bytes())); }
+    double bytes_of(const FuncInfo &f) const { return f.f->type.bytes(); }
+
+    double stage_cost_ops(const FuncInfo &f, size_t k) {
+        OpCount c;
+        c.inlined = &inline_cost;
+        c.include(f.stages[k].body);
+        return std::max(1.0, c.ops);
+    }
+
+    /** Materialized consumers of f, looking through inlined ones. */
+    std::set<std::string> real_consumers(const std::string &f) const {
+        std::set<std::string> out;
+        for (auto &c : info.func(f).consumers) {
+            if (inlined.count(c)) {
+                auto more = real_consumers(c);
+                out.insert(more.begin(), more.end());
+            } else {
+                out.insert(c);
+            }
+        }
+        return out;
+    }
+
+    void decide_inlining() {
+        for (auto &f : info.funcs) {
+            std::vector<double> ops;
+            for (size_t k = 0; k < f.stages.size(); k++) ops.push_back(stage_cost_ops(f, k));
+            bool can = !f.output && !f.has_updates() && f.f->contents && f.f->contents->wrappers.empty();
+            if (can) {
+                // Reads of f per point of f, over all its consumers' iterations.
+                double reads = 0;
+                for (auto &cn : f.consumers) {
+                    const FuncInfo &c = info.func(cn);
+                    for (auto &s : c.stages) {
+                        int n = 0;
+                        for (auto &call : s.calls) n += call.first == f.name;
+                        reads += n * s.iterations;
+                    }
+                }
+                double ratio = reads / std::max(1.0, f.points());
+                bool no_recompute = ratio <= 1.01;
+                bool cheap = ops[0] <= 3;
+                if (no_recompute || cheap) {
+                    inlined.insert(f.name);
+                    inline_cost[f.name] = ops[0];
+                    log << "inline " << f.name << " (" << (no_recompute ? "each point read once" : "cheap: ") <<
+                        (no_recompute ? "" : std::to_string((int)ops[0]) + " ops") << ")\n";
+                    continue;
+                }
+            }
+            stage_ops[f.name] = ops;
+        }
+    }
+
+    void form_groups() {
+        // Consumers first: a Func joins the group of its only (materialized) consumer.
+        for (int i = (int)info.funcs.size() - 1; i >= 0; i--) {
+            const FuncInfo &f = info.funcs[i];
+            if (inlined.count(f.name)) continue;
+            auto cons = real_consumers(f.name);
+            if (!f.output && cons.size() == 1 && group_of.count(*cons.begin())) {
+                int g = group_of[*cons.begin()];
+                groups[g].members.insert(groups[g].members.begin(), f.name);
+                group_of[f.name] = g;
+                continue;
+            }
+            Group g;
+            g.root = f.name;
+            group_of[f.name] = (int)groups.size();
+            groups.push_back(g);
+        }
+        // Producers first in the emitted order: reverse (the last group made is the first produced).
+        std::reverse(groups.begin(), groups.end());
+        for (size_t i = 0; i < groups.size(); i++) {
+            group_of[groups[i].root] = (int)i;
+            for (auto &mb : groups[i].members) group_of[mb] = (int)i;
+        }
+    }
+
+    /** Time of one Func computed over `points_scale` × its region, alone at root. */
+    double compute_ns(const FuncInfo &f, double scale, bool vectorized, bool blocked = false) {
+        double t = 0;
+        auto &ops = stage_ops[f.name];
+        for (size_t k = 0; k < f.stages.size(); k++) {
+            const StageInfo &s = f.stages[k];
+            double speed = 1;
+            bool vec = vectorized && !f.f->args.empty() && f.region[0].extent >= lanes(f) &&
+                       (k == 0 || (s.pure_parallel[0] && s.loops_over[0]));
+            if (vec) {
+                speed = lanes(f) * vector_efficiency(s, f.f->args[0]);
+                // An update whose accumulators stay in memory: a load and a store per step.
+                if (k > 0 && !s.rvars.empty()) speed *= blocked ? 1.0 : 0.5;
+            }
+            t += s.iterations * scale * ops[k] / (m.ops_per_ns * std::max(1.0, speed));
+        }
+        return t;
+    }
+
+    double bandwidth_for(double bytes) const {
+        if (bytes <= m.l2_bytes) return m.cache_bytes_per_ns;
+        if (bytes <= m.l3_bytes) return m.l3_bytes_per_ns;
+        return m.dram_bytes_per_ns;
+    }
+
+    /** Tasks of a parallel loop over `tasks` iterations: the effective number of cores. */
+    double cores_for(double tasks) const {
+        if (m.threads <= 1 || tasks <= 1) return 1;
+        double rounds = std::ceil(tasks / m.threads);
+        return tasks / rounds;
+    }
+
+    /** f computed alone at root, in parallel over its outer dimensions. */
+    double root_ns(const FuncInfo &f) {
+        double work = compute_ns(f, 1, true);
+        double bytes = f.points() * bytes_of(f);
+        double readers = std::max<size_t>(1, real_consumers(f.name).size());
+        double mem = bytes * (1 + readers) / bandwidth_for(bytes);
+        double tasks = 1;
+        for (size_t d = 1; d < f.region.size(); d++) tasks *= f.region[d].extent;
+        double cores = (work + mem) > 20000 ? cores_for(tasks) : 1;
+        return (work + mem) / cores + (cores > 1 ? std::min(tasks, 64.0 * m.threads) * m.task_overhead_ns / m.threads : 0);
+    }
+
+    /** Places the members of g for the root's per-iteration region `tile` (at the compute
+        loop), `iterations` of it; Slide places pure members per row of a strip. */
+    void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations) {
+        const FuncInfo &root = info.func(g.root);
+        std::map<std::string, ConstRegion> fp;
+        fp[g.root] = tile;
+        for (int i = (int)g.members.size() - 1; i >= 0; i--) {
+            const FuncInfo &f = info.func(g.members[i]);
+            Placement p;
+            ConstRegion r;
+            bool ok = true;
+            for (auto &cn : real_consumers(f.name)) {
+                if (!fp.count(cn)) {
+                    ok = false;  // its consumer is not computed per tile
+                    break;
+                }
+                // Through inlined consumers: read what the real consumer reads of f, where f is
+                // called inside the inlined Funcs; approximated by the inlined Func's read of f
+                // over the real consumer's region of it.
+                ok = ok && read_through(cn, fp.at(cn), f.name, &r);
+            }
+            if (ok) {
+                p.footprint = r;
+                // Work per iteration: each stage loops over the footprint along the Vars it
+                // loops over, and over its whole reduction domain (an update writing through
+                // its RVars, like a scan, computes its whole extent wherever it is computed).
+                p.redundancy = 0;
+                for (auto &s : f.stages) {
+                    double work = 1;
+                    for (size_t d = 0; d < r.size() && d < s.loops_over.size(); d++)
+                        if (s.loops_over[d]) work *= (double)r[d].extent;
+                    for (auto &sp : s.rdom) work *= (double)sp.extent;
+                    p.redundancy = std::max(p.redundancy, iterations * work / std::max(1.0, s.iterations));
+                }
+                double tile_bytes = region_points(r) * bytes_of(f);
+                if (c.kind == GroupConfig::Block && f.name == c.blocked) p.kind = Placement::At;
+                else if (f.has_updates()) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
+                else if (p.redundancy > 2.0 || tile_bytes > m.l2_bytes) p.kind = Placement::Root;
+                else p.kind = c.kind == GroupConfig::Slide ? Placement::Slide : Placement::At;
+            }
+            if (!ok) p.kind = Placement::Root;
+            if (p.kind != Placement::Root) fp[f.name] = p.footprint;
+            c.where[f.name] = p;
+        }
+        (void)root;
+    }
+
+    /** The region of `callee` read by Func `consumer` (a materialized Func) over `r`,
+        following inlined Funcs between them. */
+    bool read_through(const std::string &consumer, const ConstRegion &r, const std::string &callee, ConstRegion *out) {
+        const FuncInfo &c = info.func(consumer);
+        ConstRegion acc;
+        bool any = false;
+        for (size_t k = 0; k < c.stages.size(); k++) {
+            for (auto &call : c.stages[k].calls) {
+                if (call.first != callee && !inlined.count(call.first)) continue;
+                ConstRegion got;
+                if (!region_read(c, (int)k, r, call.first, &got)) continue;
+                ConstRegion part;
+                if (call.first == callee) {
+                    part = got;
+                } else if (!read_through_inlined(call.first, got, callee, &part)) {
+                    continue;
+                }
+                acc = any ? merge(acc, part) : part;
+                any = true;
+            }
+        }
+        if (!any) return false;
+        *out = acc;
+        return true;
+    }
+    bool read_through_inlined(const std::string &f, const ConstRegion &r, const std::string &callee, ConstRegion *out) {
+        return read_through(f, r, callee, out);
+    }
+    static ConstRegion merge(const ConstRegion &a, const ConstRegion &b) {
+        ConstRegion r = a;
+        for (size_t d = 0; d < r.size() && d < b.size(); d++) {
+            int64_t lo = std::min(a[d].min, b[d].min), hi = std::max(a[d].min + a[d].extent, b[d].min + b[d].extent);
+            r[d] = {lo, hi - lo};
+        }
+        return r;
+    }
+
+    /** The reduction (if any) that the root reads pointwise and that can be register-blocked. */
+    std::string blockable(const Group &g) {
+        const FuncInfo &root = info.func(g.root);
+        if (root.f->args.size() < 2 || root.has_updates()) return "";
+        for (auto &mb : g.members) {
+            const FuncInfo &f = info.func(mb);
+            if (!f.has_updates() || f.f->args.size() != root.f->args.size()) continue;
+            auto cons = real_consumers(mb);
+            if (cons.size() != 1 || *cons.begin() != g.root) continue;
+            bool pointwise = true, called = false;
+            for (auto &call : root.stages[0].calls)
+                if (call.first == mb) {
+                    called = true;
+                    pointwise = pointwise && pointwise_args(call.second, root.f->args);
+                }
+            if (!called || !pointwise) continue;
+            bool ok = true;
+            for (size_t k = 1; k < f.stages.size(); k++) {
+                const StageInfo &s = f.stages[k];
+                ok = ok && !s.rvars.empty() && s.pure_parallel[0] && s.pure_parallel[1] && s.loops_over[0] && s.loops_over[1];
+            }
+            if (ok) return mb;
+        }
+        return "";
+    }
+
+    double tasks_outside(const ConstRegion &r, size_t from, double split_tasks) const {
+        double t = split_tasks;
+        for (size_t d = from; d < r.size(); d++) t *= r[d].extent;
+        return t;
+    }
+
+    void cost_group(Group &g) {
+        const FuncInfo &root = info.func(g.root);
+        const ConstRegion &R = root.region;
+        size_t nd = R.size();
+        int W = lanes(root);
+        std::vector<GroupConfig> cs;
+        {
+            GroupConfig c;
+            c.kind = GroupConfig::AllRoot;
+            for (auto &mb : g.members) c.where[mb] = Placement();
+            cs.push_back(c);
+        }
+        // (A root with updates computes its members before its first stage: at root.)
+        if (!g.members.empty() && nd >= 2 && !root.has_updates()) {
+            int64_t e0 = R[0].extent, e1 = R[1].extent;
+            for (int64_t S : {4, 8, 16, 32, 64, 128}) {
+                if (S >= e1) break;
+                for (auto kind : {GroupConfig::Strip, GroupConfig::Slide}) {
+                    GroupConfig c;
+                    c.kind = kind;
+                    c.f1 = S;
+                    ConstRegion tile = R;
+                    tile[1] = {R[1].min + (e1 / 2 / S) * S, S};
+                    for (size_t d = 2; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
+                    place(g, c, tile, tasks_outside(R, 2, std::ceil((double)e1 / S)));
+                    cs.push_back(c);
+                }
+            }
+            for (int64_t tx : {64, 128, 256, 512}) {
+                if (tx >= e0 || tx % W) continue;
+                for (int64_t ty : {8, 16, 32, 64}) {
+                    if (ty >= e1) continue;
+                    GroupConfig c;
+                    c.kind = GroupConfig::Tile;
+                    c.f0 = tx;
+                    c.f1 = ty;
+                    ConstRegion tile = R;
+                    tile[0] = {R[0].min + (e0 / 2 / tx) * tx, tx};
+                    tile[1] = {R[1].min + (e1 / 2 / ty) * ty, ty};
+                    for (size_t d = 2; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
+                    place(g, c, tile, tasks_outside(R, 2, std::ceil((double)e0 / tx) * std::ceil((double)e1 / ty)));
+                    cs.push_back(c);
+                }
+            }
+            std::string b = blockable(g);
+            if (!b.empty()) {
+                int Wb = lanes(info.func(b));
+                for (int nx : {1, 2, 3, 4})
+                    for (int ty : {1, 2, 4, 6, 8}) {
+                        if (nx * ty > 24 || nx * ty < 4 || (int64_t)nx * Wb > e0 || ty > e1) continue;
+                        GroupConfig c;
+                        c.kind = GroupConfig::Block;
+                        c.f0 = nx * Wb;
+                        c.f1 = ty;
+                        c.blocked = b;
+                        ConstRegion tile = R;
+                        tile[0] = {R[0].min, c.f0};
+                        tile[1] = {R[1].min, c.f1};
+                        for (size_t d = 2; d < nd; d++) tile[d] = {R[d].min, 1};
+                        place(g, c, tile,
+                              tasks_outside(R, 2, std::ceil((double)e0 / c.f0) * std::ceil((double)e1 / c.f1)));
+                        cs.push_back(c);
+                    }
+            }
+        }
+        for (auto &c : cs) c.cost_ns = config_cost(g, c);
+        std::stable_sort(cs.begin(), cs.end(), [](const GroupConfig &a, const GroupConfig &b) { return a.cost_ns < b.cost_ns; });
+        g.configs = cs;
+    }
+
+    double config_cost(const Group &g, const GroupConfig &c) {
+        const FuncInfo &root = info.func(g.root);
+        const ConstRegion &R = root.region;
+        double iterations = 1, tasks = 1;
+        size_t nd = R.size();
+        if (c.kind == GroupConfig::AllRoot) {
+            for (size_t d = 1; d < nd; d++) tasks *= R[d].extent;
+        } else if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
+            tasks = iterations = tasks_outside(R, 2, std::ceil((double)R[1].extent / c.f1));
+        } else {
+            iterations = tasks_outside(R, 2, std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1));
+            tasks = tasks_outside(R, 2, std::ceil((double)R[1].extent / c.f1));
+        }
+        double work = compute_ns(root, 1, true), mem = 0, alone = 0, overhead = 0;
+        double out_bytes = root.points() * bytes_of(root);
+        mem += out_bytes / bandwidth_for(out_bytes) * (1 + real_consumers(root.name).size());
+        // Padding of partial tiles: the root computes whole tiles (ShiftInwards keeps it exact,
+        // but small regions waste the tail).
+        if (c.kind == GroupConfig::Tile || c.kind == GroupConfig::Block) {
+            double pad = std::ceil((double)R[0].extent / c.f0) * c.f0 / std::max<int64_t>(1, R[0].extent);
+            work *= pad;
+        }
+        for (auto &[name, p] : c.where) {
+            const FuncInfo &f = info.func(name);
+            if (p.kind == Placement::Root) {
+                alone += root_ns(f);
+                continue;
+            }
+            bool blocked = c.kind == GroupConfig::Block && name == c.blocked;
+            work += compute_ns(f, p.redundancy, true, blocked);
+            double tile_bytes = region_points(p.footprint) * bytes_of(f);
+            double rows = p.kind == Placement::Slide && p.footprint.size() > 1 ? std::max<int64_t>(1, p.footprint[1].extent) : 1;
+            double live = p.kind == Placement::Slide ? tile_bytes / rows * std::min(rows, 4.0) : tile_bytes;
+            mem += iterations * tile_bytes * 2 / bandwidth_for(live * m.threads);
+            overhead += iterations * m.realize_overhead_ns * (p.kind == Placement::Slide ? 2 : 1);
+        }
+        double cores = (work + mem) > 20000 ? cores_for(tasks) : 1;
+        double total = (work + mem + overhead) / cores + alone;
+        if (cores > 1) total += std::min(tasks, 64.0 * m.threads) * m.task_overhead_ns / m.threads;
+        return total;
+    }
+
+    // ------------------------------------------------------------------ emitting the calls
+
+    std::set<std::string> loop_names(const FuncInfo &f, size_t k) {
+        std::set<std::string> s(f.f->args.begin(), f.f->args.end());
+        for (auto &rv : f.stages[k].rvars) s.insert(rv);
+        return s;
+    }
+
+    /** Vectorizes loop `x` of a stage (splitting off `lanes` as a new inner loop). */
+    void vectorize(Emitter &e, const std::string &f, int k, const std::string &x, int64_t lanes,
+                   std::set<std::string> &taken) {
+        std::string xv = fresh(x, "v", taken);
+        e.split(f, k, x, x, xv, lanes);
+        e.loop(f, k, xv, ForType::Vectorized);
+    }
+
+    /** Fuses the pure loops `outer` (innermost first) into one and runs it in parallel. */
+    std::string parallel_over(Emitter &e, const std::string &f, int k, std::vector<std::string> outer,
+                              std::set<std::string> &taken) {
+        if (outer.empty()) return "";
+        std::string v = outer[0];
+        for (size_t i = 1; i < outer.size(); i++) {
+            std::string fused = fresh(outer[0], "_" + outer[i], taken);
+            e.fuse(f, k, v, outer[i], fused);
+            v = fused;
+        }
+        e.loop(f, k, v, ForType::Parallel);
+        return v;
+    }
+
+    /** The loop nest of a Func at root (or an output not tiled with members). */
+    void root_nest(Emitter &e, const FuncInfo &f, bool parallel) {
+        const std::string &n = f.name;
+        const ConstRegion &R = f.region;
+        size_t nd = R.size();
+        int W = lanes(f);
+        double work = compute_ns(f, 1, true);
+        parallel = parallel && m.threads > 1 && work > 20000;
+        // Pure stage.
+        {
+            auto taken = loop_names(f, 0);
+            if (nd >= 1 && R[0].extent >= W) vectorize(e, n, 0, f.f->args[0], W, taken);
+            if (parallel) {
+                std::vector<std::string> outer;
+                double tasks = 1;
+                for (int d = (int)nd - 1; d >= 1; d--) {
+                    outer.insert(outer.begin(), f.f->args[d]);
+                    tasks *= R[d].extent;
+                    if (tasks >= 8 * m.threads) break;
+                }
+                if (!outer.empty() && tasks >= m.threads) parallel_over(e, n, 0, outer, taken);
+            }
+        }
+        for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, parallel, 0, 0);
+    }
+
+    /** An update's loop nest: pure loops that may move are moved inside the reduction loops
+        (the innermost one vectorized; with `bx` × `by` > 0, a register block of them). */
+    void update_nest(Emitter &e, const FuncInfo &f, int k, bool parallel, int64_t bx, int64_t by) {
+        const StageInfo &s = f.stages[k];
+        const std::string &n = f.name;
+        int W = lanes(f);
+        size_t nd = f.f->args.size();
+        if (nd == 0 || !s.loops_over[0] || !s.pure_parallel[0]) return;
+        auto taken = loop_names(f, k);
+        std::set<std::string> rv(s.rvars.begin(), s.rvars.end());
+        // Current order (innermost first): the RVars, then the pure Vars it loops over.
+        std::vector<std::string> pure;
+        for (size_t d = 0; d < nd; d++)
+            if (s.loops_over[d]) pure.push_back(f.f->args[d]);
+        bool block = bx > 0 && by > 0 && nd >= 2 && s.loops_over[1] && s.pure_parallel[1] && !s.rvars.empty();
+        std::vector<std::string> order;
+        if (block) {
+            order = {f.f->args[0], f.f->args[1]};
+            for (auto &r : s.rvars) order.push_back(r);
+            for (size_t i = 2; i < pure.size(); i++) order.push_back(pure[i]);
+        } else {
+            order = {f.f->args[0]};
+            for (auto &r : s.rvars) order.push_back(r);
+            for (size_t i = 1; i < pure.size(); i++) order.push_back(pure[i]);
+        }
+        if (!s.rvars.empty()) e.reorder(n, k, order, rv);
+        if (block) {
+            std::string x = f.f->args[0], y = f.f->args[1];
+            std::string xv = fresh(x, "v", taken);
+            e.split(n, k, x, x, xv, W);
+            e.loop(n, k, xv, ForType::Vectorized);
+            if (bx > W) e.loop(n, k, x, ForType::Unrolled);
+            if (by > 1) e.loop(n, k, y, ForType::Unrolled);
+            return;
+        }
+        if (f.region[0].extent >= W) vectorize(e, n, k, f.f->args[0], W, taken);
+        if (parallel) {
+            // The outermost pure loop, if it may run in parallel.
+            std::string outer = order.back();
+            auto it = std::find(f.f->args.begin(), f.f->args.end(), outer);
+            if (it != f.f->args.end() && outer != f.f->args[0]) {
+                size_t d = it - f.f->args.begin();
+                if (s.pure_parallel[d] && f.region[d].extent >= m.threads) e.loop(n, k, outer, ForType::Parallel);
+            }
+        }
+    }
+
+    void emit_group(Emitter &e, const Group &g, const GroupConfig &c, std::ostringstream &sum) {
+        const FuncInfo &root = info.func(g.root);
+        const std::string &n = root.name;
+        const ConstRegion &R = root.region;
+        size_t nd = R.size();
+        int W = lanes(root);
+        sum << "group " << n;
+        if (!g.members.empty()) {
+            sum << " (members";
+            for (auto &mb : g.members) sum << " " << mb;
+            sum << "): " << c.describe();
+        }
+        sum << ", predicted " << c.cost_ns / 1e6 << " ms\n";
+        if (!root.output) e.compute_root(n);
+        std::string compute_var, store_var;
+        if (c.kind == GroupConfig::AllRoot) {
+            root_nest(e, root, true);
+        } else {
+            auto taken = loop_names(root, 0);
+            std::string x = root.f->args[0], y = root.f->args[1];
+            std::string yo = fresh(y, "o", taken), yi = fresh(y, "i", taken);
+            std::vector<std::string> outer;
+            if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
+                e.split(n, 0, y, yo, yi, c.f1);
+                if (R[0].extent >= W) vectorize(e, n, 0, x, W, taken);
+                outer.push_back(yo);
+                for (size_t d = 2; d < nd; d++) outer.push_back(root.f->args[d]);
+                std::string par = m.threads > 1 ? parallel_over(e, n, 0, outer, taken) : "";
+                std::string strip = par.empty() ? yo : par;
+                if (par.empty() && outer.size() > 1) {
+                    // One loop over strips (and the outer dimensions) all the same.
+                    strip = parallel_over_serial(e, n, outer, taken);
+                }
+                compute_var = c.kind == GroupConfig::Slide ? yi : strip;
+                store_var = strip;
+            } else {
+                std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
+                e.split(n, 0, x, xo, xi, c.f0);
+                e.split(n, 0, y, yo, yi, c.f1);
+                std::vector<std::string> order = {xi, yi, xo, yo};
+                for (size_t d = 2; d < nd; d++) order.push_back(root.f->args[d]);
+                e.reorder(n, 0, order, {});
+                std::string xv = fresh(x, "v", taken);
+                e.split(n, 0, xi, xi, xv, W);
+                e.loop(n, 0, xv, ForType::Vectorized);
+                if (c.kind == GroupConfig::Block) {
+                    if (c.f0 > W) e.loop(n, 0, xi, ForType::Unrolled);
+                    if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);
+                }
+                outer.push_back(yo);
+                for (size_t d = 2; d < nd; d++) outer.push_back(root.f->args[d]);
+                if (m.threads > 1) parallel_over(e, n, 0, outer, taken);
+                else if (outer.size() > 1) parallel_over_serial(e, n, outer, taken);
+                compute_var = store_var = xo;
+            }
+        }
+        // Members, consumers first in the calls (any order is fine: levels are checked when lowering).
+        for (auto &mb : g.members) {
+            const FuncInfo &f = info.func(mb);
+            const Placement &p = c.where.at(mb);
+            if (p.kind == Placement::Root) {
+                sum << "  " << mb << ": at root\n";
+                e.compute_root(mb);
+                root_nest(e, f, true);
+                continue;
+            }
+            if (p.kind == Placement::Slide) {
+                e.store_at(mb, n, store_var);
+                e.compute_at(mb, n, compute_var);
+                sum << "  " << mb << ": stored per strip, computed per row (sliding window), " << p.redundancy
+                    << "x its points\n";
+            } else {
+                std::string at = c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide ? store_var : compute_var;
+                e.compute_at(mb, n, at);
+                sum << "  " << mb << ": computed at " << n << "." << at << ", " << p.redundancy << "x its points\n";
+            }
+            int Wf = lanes(f);
+            bool blocked = c.kind == GroupConfig::Block && mb == c.blocked;
+            auto taken = loop_names(f, 0);
+            if (blocked) {
+                std::string x = f.f->args[0], y = f.f->args[1];
+                std::string xv = fresh(x, "v", taken);
+                e.split(mb, 0, x, x, xv, Wf);
+                e.loop(mb, 0, xv, ForType::Vectorized);
+                if (c.f0 > Wf) e.loop(mb, 0, x, ForType::Unrolled);
+                if (c.f1 > 1) e.loop(mb, 0, y, ForType::Unrolled);
+                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, c.f0, c.f1);
+            } else {
+                if (!p.footprint.empty() && p.footprint[0].extent >= Wf) vectorize(e, mb, 0, f.f->args[0], Wf, taken);
+                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0);
+            }
+        }
+    }
+
+    /** Fuses the loops `outer` (innermost first) into one serial loop. */
+    std::string parallel_over_serial(Emitter &e, const std::string &f, const std::vector<std::string> &outer,
+                                     std::set<std::string> &taken) {
+        std::string v = outer[0];
+        for (size_t i = 1; i < outer.size(); i++) {
+            std::string fused = fresh(outer[0], "_" + outer[i], taken);
+            e.fuse(f, 0, v, outer[i], fused);
+            v = fused;
+        }
+        return v;
+    }
+
+    PlanCandidate emit(const std::vector<int> &choice) {
+        Emitter e;
+        std::ostringstream sum;
+        sum << log.str();
+        double total = 0;
+        for (size_t gi = 0; gi < groups.size(); gi++) {
+            const GroupConfig &c = groups[gi].configs[choice[gi]];
+            total += c.cost_ns;
+            emit_group(e, groups[gi], c, sum);
+        }
+        PlanCandidate pc;
+        pc.calls = e.calls;
+        pc.predicted_ms = total / 1e6;
+        pc.summary = sum.str();
+        return pc;
+    }
+};
+
+}  // namespace
+
+MachineParams machine_params(const Target &t, int threads) {
+    MachineParams m;
+    m.threads = std::max(1, threads);
+    m.vector_bytes = t.natural_vector_size(UInt(8));
+    for (int i = 0; i < 8; i++) {
+        int level = 0;
+        int64_t size = read_cache_size(i, &level);
+        if (size <= 0) continue;
+        if (level == 1) m.l1_bytes = (double)size;
+        if (level == 2) m.l2_bytes = (double)size;
+        if (level == 3) m.l3_bytes = (double)size;
+    }
+    return m;
+}
+
+std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max) {
+    Planner p(info, t, m);
+    return p.run(std::max(1, max));
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,39 @@
+// Automatic scheduling by rules and an analytic cost model: which Funcs to inline, which to
+// compute inside a consumer's tiles (and at which loop, with which tile), each loop nest's
+// vectorized, parallel and unrolled loops and register blocks; each choice ranked by the time
+// the model predicts on this machine.
+#pragma once
+#include "autoschedule/Analysis.h"
+#include "lang/Schedule.h"
+
+namespace weft {
+namespace internal {
+
+/** What the cost model knows of the machine. */
+struct MachineParams {
+    int threads = 1;
+    int vector_bytes = 64;
+    double l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 16 << 20;
+    double ops_per_ns = 3.0;           // scalar operations per ns on one core
+    double cache_bytes_per_ns = 60;    // L2 bandwidth of one core
+    double l3_bytes_per_ns = 30;       // of one core
+    double dram_bytes_per_ns = 12;     // of one core (all cores share about twice that)
+    double task_overhead_ns = 1500;    // one parallel task
+    double realize_overhead_ns = 60;   // one compute_at realization (allocation, loop set-up)
+};
+/** The host's caches (from sysfs), vector width (from the target) and `threads`. */
+MachineParams machine_params(const Target &t, int threads);
+
+/** One complete schedule, as the public calls that make it, and its predicted time. */
+struct PlanCandidate {
+    std::vector<Directive> calls;
+    double predicted_ms = 0;
+    std::string summary;  // the decisions, one per line (WEFT_DEBUG)
+};
+
+/** Candidates, the predicted best first: the best choice for every group of Funcs, then
+    variants that change one group's choice (for a search that measures). At most `max`. */
+std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max);
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,389 @@
+// Pipeline::auto_schedule: estimates read, the planner's candidates (src/autoschedule), the
+// tuning database, and with a budget, candidates compiled and timed on this machine.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include "autoschedule/Planner.h"
+#include "autoschedule/TuningDatabase.h"
+#include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
+#include "ir/Stack.h"
+#include "pipeline/ApplySchedule.h"
+#include "pipeline/PipelineInternal.h"
+#include "runtime/Runtime.h"
+#include "weft_build_id.h"
+
+namespace weft {
+using namespace internal;
+
+namespace internal {
+const std::string &target_key(const Target &t);
+std::atomic<int> g_autoschedule_pick{-1};
+}
+
+namespace {
+
+Expr param_value(const ParamContents &p, const unsigned char *bytes) {
+    Type t = p.type;
+    if (t.is_float()) {
+        if (t.bits() == 32) {
+            float f;
+            std::memcpy(&f, bytes, 4);
+            return make_const(t, (double)f);
+        }
+        double d;
+        std::memcpy(&d, bytes, 8);
+        return make_const(t, d);
+    }
+    if (t.is_bool()) return make_const(t, (int64_t)(bytes[0] != 0));
+    int64_t v = 0;
+    if (t.is_uint()) {
+        uint64_t u = 0;
+        std::memcpy(&u, bytes, t.bytes());
+        v = (int64_t)u;
+    } else {
+        switch (t.bytes()) {
+        case 1: v = (int8_t)bytes[0]; break;
+        case 2: {
+            int16_t s;
+            std::memcpy(&s, bytes, 2);
+            v = s;
+            break;
+        }
+        case 4: {
+            int32_t s;
+            std::memcpy(&s, bytes, 4);
+            v = s;
+            break;
+        }
+        default: std::memcpy(&v, bytes, 8);
+        }
+    }
+    return make_const(t, v);
+}
+
+/** Params (by their contents) replaced by their estimates. */
+class ParamsToConstants : public IRMutator {
+public:
+    std::map<const ParamContents *, Expr> values;
+    std::string missing;
+
+protected:
+    Expr visit(const Variable *op, const Expr &e) override {
+        if (!op->param) return e;
+        auto it = values.find(op->param.get());
+        if (it != values.end()) return it->second;
+        missing = op->param->name;
+        return e;
+    }
+};
+
+int64_t estimate_constant(ParamsToConstants &pc, const Expr &e, const std::string &what) {
+    pc.missing.clear();
+    Expr s = simplify(pc.mutate(e));
+    int64_t v;
+    if (!is_const_int(s, &v))
+        user_error("weft: auto_schedule(): the estimate of " + what + " is not a constant" +
+                   (pc.missing.empty() ? std::string() : " (Param \"" + pc.missing + "\" has no estimate: set_estimate())"));
+    return v;
+}
+
+ShapeEstimates user_estimates(const Env &env) {
+    ShapeEstimates est;
+    ParamsToConstants pc;
+    for (auto &p : env.params) {
+        const ParamContents &pp = *p.param;
+        if (pp.has_estimate) pc.values[&pp] = param_value(pp, pp.estimate.bytes);
+        else if (pp.has_value) pc.values[&pp] = param_value(pp, pp.value.bytes);
+        else continue;
+        est.scalars[p.name] = pc.values[&pp];
+    }
+    for (auto &n : env.outputs) {
+        const LFunc &f = env.funcs[env.index.at(n)];
+        const auto &e = f.contents->estimates;
+        ConstRegion r;
+        for (size_t d = 0; d < f.args.size(); d++) {
+            if (d >= e.size() || !e[d].first.defined())
+                user_error("weft: auto_schedule(): output Func \"" + f.contents->name + "\" dimension " + std::to_string(d) +
+                           " (" + f.args[d] + ") has no estimate: call set_estimate(" + f.args[d] +
+                           ", min, extent) or set_estimates({{min, extent}, ...}) on it");
+            std::string what = "Func \"" + f.contents->name + "\" dimension " + std::to_string(d);
+            r.push_back({estimate_constant(pc, e[d].first, what), estimate_constant(pc, e[d].second, what)});
+        }
+        est.outputs[n] = r;
+    }
+    for (auto &in : env.inputs) {
+        ConstRegion r;
+        if (in.buffer) {
+            for (int d = 0; d < in.dims; d++) r.push_back({in.buffer->dim[d].min, in.buffer->dim[d].extent});
+        } else {
+            const auto &e = in.image->estimates;
+            for (int d = 0; d < in.dims; d++) {
+                if (d >= (int)e.size() || !e[d].first.defined())
+                    user_error("weft: auto_schedule(): input \"" + in.image->name + "\" dimension " + std::to_string(d) +
+                               " has no estimate: call set_estimates({{min, extent}, ...}) on it");
+                std::string what = "input \"" + in.image->name + "\" dimension " + std::to_string(d);
+                r.push_back({estimate_constant(pc, e[d].first, what), estimate_constant(pc, e[d].second, what)});
+            }
+        }
+        est.inputs[in.name] = r;
+    }
+    return est;
+}
+
+std::string estimates_text(const ShapeEstimates &est) {
+    std::string s;
+    auto region = [&](const ConstRegion &r) {
+        for (auto &sp : r) s += "[" + std::to_string(sp.min) + "," + std::to_string(sp.extent) + "]";
+        s += ";";
+    };
+    for (auto &[n, r] : est.outputs) region(r);
+    for (auto &[n, r] : est.inputs) region(r);
+    for (auto &[n, v] : est.scalars) s += serialize_expr(v) + ";";
+    return s;
+}
+
+/** Buffers for the inputs and outputs at the estimated shapes, filled with deterministic
+    pseudo-random data, and the call of the pipeline on them. */
+struct Bench {
+    Callable fn;
+    std::vector<Buffer<void>> keep;  // inputs and outputs
+    std::vector<CallArg> args;
+
+    static Buffer<void> make(Type t, const ConstRegion &r, const std::string &name, std::mt19937 *rng) {
+        std::vector<int> ext;
+        std::vector<int> mins;
+        for (auto &s : r) {
+            ext.push_back((int)std::max<int64_t>(s.extent, 1));
+            mins.push_back((int)s.min);
+        }
+        Buffer<void> b(t, ext, name);
+        b.set_min(mins);
+        if (rng) {
+            size_t n = (size_t)b.contents()->num_elements();
+            unsigned char *p = (unsigned char *)b.raw_data();
+            for (size_t i = 0; i < n; i++) {
+                unsigned char *q = p + i * t.bytes();
+                if (t.is_float() && t.bits() == 32) {
+                    float v = (float)((*rng)() % 10000) / 10000.0f;
+                    std::memcpy(q, &v, 4);
+                } else if (t.is_float()) {
+                    double v = (double)((*rng)() % 10000) / 10000.0;
+                    std::memcpy(q, &v, 8);
+                } else {
+                    uint64_t v = (*rng)() % (t.bits() == 8 ? 256 : 64);
+                    std::memcpy(q, &v, t.bytes());
+                }
+            }
+        }
+        return b;
+    }
+
+    Bench(Pipeline &p, const Env &env, const PipelineInfo &info, const ShapeEstimates &est, const Target &t) {
+        std::mt19937 rng(12345);
+        std::vector<Argument> decl;
+        for (auto &in : env.inputs) {
+            if (!in.image) continue;
+            decl.push_back(Argument(ImageParam(in.image)));
+            Buffer<void> b = make(in.type, est.inputs.at(in.name), in.image->name, &rng);
+            keep.push_back(b);
+        }
+        std::vector<std::pair<std::shared_ptr<ParamContents>, Expr>> params;
+        for (auto &pr : env.params) {
+            auto it = est.scalars.find(pr.name);
+            if (it == est.scalars.end())
+                user_error("weft: auto_schedule(): Param \"" + pr.param->name +
+                           "\" has no estimate and no value: set_estimate() it before a search that measures");
+            params.push_back({pr.param, it->second});
+        }
+        // Callable arguments: ImageParams then Params, in the order declared here.
+        std::vector<Argument> all = decl;
+        for (auto &pp : params) all.push_back(Argument(pp.first));
+        fn = p.compile_to_callable(all, t);
+        size_t nimg = keep.size();
+        for (size_t i = 0; i < nimg; i++) {
+            CallArg a;
+            a.is_buffer = true;
+            a.buf = keep[i].contents().get();
+            args.push_back(a);
+        }
+        for (auto &pp : params) {
+            CallArg a;
+            a.type = pp.first->type;
+            if (a.type.is_float()) {
+                double d;
+                const_float(pp.second, &d);
+                if (a.type.bits() == 32) {
+                    float f = (float)d;
+                    std::memcpy(a.bytes, &f, 4);
+                } else {
+                    std::memcpy(a.bytes, &d, 8);
+                }
+            } else {
+                int64_t v = 0;
+                is_const_int(pp.second, &v);
+                std::memcpy(a.bytes, &v, a.type.bytes());
+            }
+            args.push_back(a);
+        }
+        for (auto &n : env.outputs) {
+            const LFunc &f = env.funcs[env.index.at(n)];
+            Buffer<void> b = make(f.type, info.func(n).region, f.contents->name, nullptr);
+            keep.push_back(b);
+            CallArg a;
+            a.is_buffer = true;
+            a.buf = b.contents().get();
+            args.push_back(a);
+        }
+    }
+    static bool const_float(const Expr &e, double *d) {
+        if (auto f = e.as<FloatImm>()) {
+            *d = f->value;
+            return true;
+        }
+        *d = 0;
+        return false;
+    }
+    double run_ms() {
+        auto t0 = std::chrono::steady_clock::now();
+        fn.call(args.data(), args.size());
+        return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOptions &o) {
+    if (!c_) throw Error("weft: auto_schedule() on an undefined (default-constructed) Pipeline");
+    if (t.arch() == Target::Arch::CUDA)
+        user_error("weft: auto_schedule(): GPU targets are not scheduled automatically yet; schedule the pipeline "
+                   "with gpu_tile() and the other GPU directives");
+    if (!(o.budget_seconds >= 0) || std::isinf(o.budget_seconds))
+        user_error("weft: auto_schedule(): budget_seconds is " + std::to_string(o.budget_seconds) +
+                   "; it must be 0 (the cost model alone) or a positive number of seconds");
+    if (o.threads < 0) user_error("weft: auto_schedule(): threads is " + std::to_string(o.threads) + "; 0 means the pool's size");
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<FunctionContents>> outs;
+    for (auto &f : outputs()) outs.push_back(f.contents());
+    Env env = on_large_stack<Env>([&] { return build_env(outs, true); });
+    ShapeEstimates est = user_estimates(env);
+    PipelineInfo info = analyze_pipeline(env, est);
+    int threads = o.threads > 0 ? o.threads : std::max(1, (int)weft_rt_num_threads());
+    MachineParams mp = machine_params(t, threads);
+
+    std::string db = tuning_database_path(o.database);
+    std::string key = tuning_key_hash(env.canonical + "|" + estimates_text(est) + "|" + target_key(t) + "|threads " +
+                                      std::to_string(threads) + "|weft " + WEFT_VERSION + " " + WEFT_BUILD_ID);
+    AutoScheduleResult res;
+    TuningRecord rec;
+    bool hit = tuning_lookup(db, key, &rec);
+    int want = hit ? rec.candidate + 1 : (o.budget_seconds > 0 ? 16 : 4);
+    std::vector<PlanCandidate> cands = plan_schedules(info, t, mp, want);
+    bool dbg = debug_enabled();
+
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> shapes;
+    for (auto &[n, r] : est.outputs)
+        for (auto &sp : r) shapes[n].push_back({sp.min, sp.extent});
+    for (auto &[n, r] : est.inputs)
+        for (auto &sp : r) shapes[n].push_back({sp.min, sp.extent});
+    // A candidate is applied, then lowered for the estimated shapes: lowering checks what
+    // the directives alone cannot (levels, bounds), so that the schedule kept always compiles.
+    auto apply = [&](const PlanCandidate &c) {
+        apply_directives_to(outs, c.calls, "auto_schedule()");
+        check_lowers(outs, shapes, t);
+    };
+    int chosen = -1;
+    if (hit && rec.candidate < (int)cands.size()) {
+        try {
+            apply(cands[rec.candidate]);
+            chosen = rec.candidate;
+            res.from_database = true;
+            res.measured_ms = rec.measured_ms;
+        } catch (Error &) {
+            chosen = -1;  // (a record from a planner that emitted something else: search again)
+        }
+    }
+    if (chosen < 0 && o.budget_seconds > 0) {
+        Bench bench(*this, env, info, est, t);
+        double best = NAN;
+        double longest_compile = 0;
+        for (size_t i = 0; i < cands.size(); i++) {
+            double elapsed = seconds_since(t0);
+            if (i > 0 && elapsed + longest_compile > o.budget_seconds) break;
+            auto c0 = std::chrono::steady_clock::now();
+            double ms = NAN;
+            try {
+                apply(cands[i]);
+                bench.run_ms();  // compiles
+                longest_compile = std::max(longest_compile, seconds_since(c0));
+                // Best of a few runs, at most about a tenth of the budget.
+                ms = bench.run_ms();
+                for (int r = 0; r < 4 && seconds_since(c0) < o.budget_seconds / 10; r++) ms = std::min(ms, bench.run_ms());
+            } catch (Error &e) {
+                if (dbg) std::cerr << "weft: auto_schedule(): candidate " << i << " failed: " << e.what() << "\n";
+                continue;
+            }
+            res.candidates_measured++;
+            if (dbg)
+                std::cerr << "weft: auto_schedule(): candidate " << i << ": predicted " << cands[i].predicted_ms
+                          << " ms, measured " << ms << " ms\n";
+            if (std::isnan(best) || ms < best) {
+                best = ms;
+                chosen = (int)i;
+            }
+            if (o.progress) {
+                AutoScheduleProgress pr;
+                pr.candidates_measured = res.candidates_measured;
+                pr.best_ms = best;
+                pr.elapsed_seconds = seconds_since(t0);
+                pr.budget_fraction = std::min(1.0, pr.elapsed_seconds / o.budget_seconds);
+                o.progress(pr);
+            }
+        }
+        res.measured_ms = best;
+        if (chosen >= 0) apply(cands[chosen]);
+    }
+    if (chosen < 0) {
+        int pick = g_autoschedule_pick.load();
+        if (pick >= 0 && !cands.empty()) {
+            // (tests) the candidate of that rank first, then the others in order
+            std::rotate(cands.begin(), cands.begin() + pick % cands.size(), cands.end());
+        }
+        for (size_t i = 0; i < cands.size() && chosen < 0; i++) {
+            try {
+                apply(cands[i]);
+                chosen = (int)i;
+            } catch (Error &e) {
+                if (dbg) std::cerr << "weft: auto_schedule(): candidate " << i << " refused: " << e.what() << "\n";
+            }
+        }
+        if (chosen < 0) {
+            apply_directives_to(outs, {}, "auto_schedule()");  // the default schedule
+            res.schedule_source = get_schedule().cpp_source();
+            return res;
+        }
+    }
+    res.predicted_ms = cands[chosen].predicted_ms;
+    if (!res.from_database && !db.empty()) {
+        TuningRecord r;
+        r.candidate = chosen;
+        r.measured_ms = res.measured_ms;
+        r.predicted_ms = res.predicted_ms;
+        tuning_store(db, key, r);
+    }
+    res.schedule_source = get_schedule().cpp_source();
+    if (dbg)
+        std::cerr << "weft: auto_schedule(): " << (res.from_database ? "from the tuning database, " : "") << "candidate "
+                  << chosen << " of " << cands.size() << ", predicted " << res.predicted_ms << " ms\n"
+                  << cands[chosen].summary << res.schedule_source << "\n";
+    return res;
+}
+
+}  // namespace weft

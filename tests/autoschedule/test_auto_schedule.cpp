@@ -1,0 +1,307 @@
+// Pipeline::auto_schedule: estimates, the schedules it chooses (results equal the
+// interpreter's), its errors, a search that measures, and the tuning database.
+#include <gtest/gtest.h>
+#include <weft/weft.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "lang/lang_test_util.h"
+#include "pipeline/PipelineInternal.h"
+#include "property/random_util.h"
+
+using namespace weft;
+using weft_test::error_of;
+
+namespace {
+
+template <typename T>
+void fill(Buffer<T> &b, uint32_t seed, int lo, int hi) {
+    weft_test::Rng r(seed);
+    b.for_each_offset([&](int64_t off) {
+        if constexpr (std::is_floating_point_v<T>)
+            b.data()[off] = (T)(lo + (hi - lo) * std::uniform_real_distribution<double>(0, 1)(r.g));
+        else
+            b.data()[off] = (T)r.uniform(lo, hi);
+    });
+}
+
+/** Realizes p into `out` and into a buffer of the same shape by the interpreter; counts
+    differing elements. */
+template <typename T>
+int64_t differences(Pipeline p, Buffer<T> out) {
+    Buffer<T> ref(std::vector<int>{out.dim(0).extent(), out.dimensions() > 1 ? out.dim(1).extent() : 1});
+    std::vector<int> ext, mins;
+    for (int d = 0; d < out.dimensions(); d++) {
+        ext.push_back(out.dim(d).extent());
+        mins.push_back(out.dim(d).min());
+    }
+    ref = Buffer<T>(ext);
+    ref.set_min(mins);
+    p.realize(out);
+    internal::interpret_pipeline(p, {ref});
+    int64_t bad = 0;
+    out.for_each_offset([&](int64_t off) {
+        if (!(out.data()[off] == ref.data()[off])) bad++;
+    });
+    return bad;
+}
+
+struct Blur {
+    ImageParam in{Float(32), 2, "in"};
+    Var x{"x"}, y{"y"};
+    Func bx{"blur_x"}, by{"blur_y"};
+    Blur() {
+        bx(x, y) = (in(x - 1, y) + in(x, y) + in(x + 1, y)) * (1.0f / 3);
+        by(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 3);
+    }
+};
+
+}  // namespace
+
+TEST(AutoSchedule, BlurMatchesTheInterpreterAndSaysWhatItChose) {
+    Blur b;
+    const int W = 600, H = 400;
+    b.in.set_estimates({{-1, W + 2}, {-1, H + 2}});
+    b.by.set_estimates({{0, W}, {0, H}});
+    Pipeline p(b.by);
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_FALSE(r.from_database);
+    EXPECT_EQ(r.candidates_measured, 0);
+    EXPECT_TRUE(std::isnan(r.measured_ms));
+    EXPECT_GT(r.predicted_ms, 0);
+    // The source is the schedule the Funcs now have, in C++.
+    EXPECT_EQ(r.schedule_source, p.get_schedule().cpp_source());
+    EXPECT_CONTAINS(r.schedule_source, "vectorize");
+    EXPECT_CONTAINS(r.schedule_source, "blur_x.");  // the producer is not left inlined: it is a stencil
+
+    Buffer<float> in(W + 2, H + 2);
+    in.set_min({-1, -1});
+    fill(in, 1, -10, 10);
+    b.in.set(in);
+    Buffer<float> out(W, H);
+    EXPECT_EQ(differences(p, out), 0);
+    // Other shapes than the estimates: still right.
+    Buffer<float> in2(35, 9);
+    in2.set_min({-1, -1});
+    fill(in2, 2, -10, 10);
+    b.in.set(in2);
+    Buffer<float> out2(33, 7);
+    EXPECT_EQ(differences(p, out2), 0);
+}
+
+TEST(AutoSchedule, MissingEstimatesNameTheFuncOrInput) {
+    Blur b;
+    Pipeline p(b.by);
+    b.in.set_estimates({{-1, 66}, {-1, 66}});
+    std::string e = error_of([&] { p.auto_schedule(); });
+    EXPECT_CONTAINS(e, "blur_y");
+    EXPECT_CONTAINS(e, "dimension 0");
+    Blur c;
+    c.by.set_estimates({{0, 64}, {0, 64}});
+    e = error_of([&] { Pipeline(c.by).auto_schedule(); });
+    EXPECT_CONTAINS(e, "input \"in\"");
+    EXPECT_CONTAINS(e, "set_estimates");
+    // Bad estimates and options.
+    EXPECT_CONTAINS(error_of([&] { c.by.set_estimates({{0, 64}}); }), "2 dimensions");
+    EXPECT_CONTAINS(error_of([&] { c.by.set_estimate(Var("q"), 0, 4); }), "not one of its Vars");
+    EXPECT_CONTAINS(error_of([&] { c.by.set_estimate(c.x, 0, -4); }), "negative");
+    EXPECT_CONTAINS(error_of([&] { c.by.set_estimate(c.x, 0.5f, 4); }), "integers");
+    EXPECT_CONTAINS(error_of([&] { c.in.set_estimates({{0, 4}}); }), "2 dimensions");
+    c.in.set_estimates({{-1, 66}, {-1, 66}});
+    AutoScheduleOptions o;
+    o.budget_seconds = -1;
+    EXPECT_CONTAINS(error_of([&] { Pipeline(c.by).auto_schedule(Target::host(), o); }), "budget_seconds");
+    o.budget_seconds = NAN;
+    EXPECT_CONTAINS(error_of([&] { Pipeline(c.by).auto_schedule(Target::host(), o); }), "budget_seconds");
+    EXPECT_CONTAINS(error_of([&] { Pipeline().auto_schedule(); }), "undefined");
+}
+
+TEST(AutoSchedule, EstimatesFromParams) {
+    Param<int> n("n");
+    ImageParam in(Int(32), 1, "in");
+    Var x("x");
+    Func f("f"), g("g");
+    f(x) = in(x) * 3 + 1;
+    g(x) = f(x) + f(x + n);
+    in.set_estimates({{0, n + 1000}});
+    g.set_estimates({{0, 1000}});
+    std::string e = error_of([&] { Pipeline(g).auto_schedule(); });
+    EXPECT_CONTAINS(e, "\"n\"");
+    n.set_estimate(7);
+    Pipeline p(g);
+    p.auto_schedule();
+    Buffer<int> ib(1007);
+    fill(ib, 3, -100, 100);
+    in.set(ib);
+    n.set(7);
+    Buffer<int> out(1000);
+    EXPECT_EQ(differences(p, out), 0);
+}
+
+TEST(AutoSchedule, MatrixMultiplyIsRegisterBlockedAndExact) {
+    const int N = 96;
+    ImageParam A(Float(32), 2, "A"), B(Float(32), 2, "B");
+    Var x("x"), y("y");
+    RDom k(0, N, "k");
+    Func prod("prod"), C("C");
+    prod(x, y) = 0.0f;
+    prod(x, y) += A(k, y) * B(x, k);
+    C(x, y) = prod(x, y);
+    A.set_estimates({{0, N}, {0, N}});
+    B.set_estimates({{0, N}, {0, N}});
+    C.set_estimates({{0, N}, {0, N}});
+    Pipeline p(C);
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_CONTAINS(r.schedule_source, "prod.compute_at(C");
+    EXPECT_CONTAINS(r.schedule_source, "unroll");
+    Buffer<float> a(N, N), bb(N, N);
+    fill(a, 4, -3, 3);
+    fill(bb, 5, -3, 3);
+    A.set(a);
+    B.set(bb);
+    Buffer<float> out(N, N);
+    // The reduction order over k is unchanged, so the floats are bit for bit the interpreter's
+    // (both use the same multiply-adds).
+    Buffer<float> ref(N, N);
+    p.realize(out);
+    internal::interpret_pipeline(p, {ref});
+    double maxdiff = 0;
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < N; i++) maxdiff = std::max(maxdiff, (double)std::fabs(out(i, j) - ref(i, j)));
+    EXPECT_LE(maxdiff, 1e-4);
+}
+
+TEST(AutoSchedule, ReductionsHistogramsAndScalars) {
+    ImageParam in(UInt(8), 2, "in");
+    Var x("x"), y("y"), b("b");
+    RDom r(0, 200, 0, 100, "r");
+    Func hist("hist"), total("total"), rowsum("rowsum"), out("out");
+    hist(b) = 0;
+    hist(clamp(cast<int>(in(r.x, r.y)), 0, 255)) += 1;
+    RDom rx(0, 200, "rx");
+    rowsum(y) = 0;
+    rowsum(y) += cast<int>(in(rx, y));
+    out(x, y) = hist(cast<int>(in(x, y))) * 2 + rowsum(y);
+    in.set_estimates({{0, 200}, {0, 100}});
+    out.set_estimates({{0, 200}, {0, 100}});
+    Pipeline p(out);
+    p.auto_schedule(Target::host());
+    Buffer<uint8_t> ib(200, 100);
+    fill(ib, 6, 0, 255);
+    in.set(ib);
+    Buffer<int> o(200, 100);
+    EXPECT_EQ(differences(p, o), 0);
+    // A scalar output.
+    RDom all(0, 200, 0, 100, "all");
+    total() = 0;
+    total() += cast<int>(in(all.x, all.y));
+    total.set_estimates({});
+    Pipeline q(total);
+    q.auto_schedule();
+    Buffer<int> t = q.realize(std::vector<int>{});
+    int64_t s = 0;
+    for (int j = 0; j < 100; j++)
+        for (int i = 0; i < 200; i++) s += ib(i, j);
+    EXPECT_EQ(t(), (int)s);
+}
+
+TEST(AutoSchedule, ASearchMeasuresAndReportsProgress) {
+    Blur b;
+    b.in.set_estimates({{-1, 514}, {-1, 258}});
+    b.by.set_estimates({{0, 512}, {0, 256}});
+    Pipeline p(b.by);
+    AutoScheduleOptions o;
+    o.budget_seconds = 3;
+    int calls = 0;
+    double last_fraction = -1;
+    o.progress = [&](const AutoScheduleProgress &pr) {
+        calls++;
+        EXPECT_EQ(pr.candidates_measured, calls);
+        EXPECT_GE(pr.budget_fraction, last_fraction);
+        EXPECT_LE(pr.budget_fraction, 1.0);
+        last_fraction = pr.budget_fraction;
+        EXPECT_FALSE(std::isnan(pr.best_ms));
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    AutoScheduleResult r = p.auto_schedule(Target::host(), o);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_GE(r.candidates_measured, 1);
+    EXPECT_EQ(calls, r.candidates_measured);
+    EXPECT_FALSE(std::isnan(r.measured_ms));
+    EXPECT_GT(r.measured_ms, 0);
+    EXPECT_LT(secs, 3 + 10);  // the budget, and at most one candidate's compile past it (a loaded machine)
+    Buffer<float> in(514, 258);
+    in.set_min({-1, -1});
+    fill(in, 7, -10, 10);
+    b.in.set(in);
+    Buffer<float> out(512, 256);
+    EXPECT_EQ(differences(p, out), 0);
+}
+
+TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
+    char tmpl[] = "/tmp/weft_tuning_XXXXXX";
+    int fd = mkstemp(tmpl);
+    ASSERT_GE(fd, 0);
+    close(fd);
+    std::remove(tmpl);
+    std::string path = tmpl;
+    AutoScheduleOptions o;
+    o.database = path;
+    Schedule first;
+    {
+        Blur b;
+        b.in.set_estimates({{-1, 258}, {-1, 130}});
+        b.by.set_estimates({{0, 256}, {0, 128}});
+        Pipeline p(b.by);
+        AutoScheduleResult r = p.auto_schedule(Target::host(), o);
+        EXPECT_FALSE(r.from_database);
+        first = p.get_schedule();
+    }
+    {
+        // The same algorithm under other names: found, and the same schedule (names aside).
+        ImageParam in(Float(32), 2, "input");
+        Var i("i"), j("j");
+        Func h("h"), v("v");
+        h(i, j) = (in(i - 1, j) + in(i, j) + in(i + 1, j)) * (1.0f / 3);
+        v(i, j) = (h(i, j - 1) + h(i, j) + h(i, j + 1)) * (1.0f / 3);
+        in.set_estimates({{-1, 258}, {-1, 130}});
+        v.set_estimates({{0, 256}, {0, 128}});
+        Pipeline p(v);
+        AutoScheduleResult r = p.auto_schedule(Target::host(), o);
+        EXPECT_TRUE(r.from_database);
+        // Same decisions: the text differs only by the names.
+        std::string a = first.cpp_source(), bsrc = p.get_schedule().cpp_source();
+        EXPECT_EQ(std::count(a.begin(), a.end(), '\n'), std::count(bsrc.begin(), bsrc.end(), '\n'));
+    }
+    {
+        // Damaged records are skipped; the file stays usable.
+        std::ofstream(path, std::ios::app) << "garbage line\n0123 4 5\n";
+        Blur b;
+        b.in.set_estimates({{-1, 258}, {-1, 130}});
+        b.by.set_estimates({{0, 256}, {0, 128}});
+        Pipeline p(b.by);
+        AutoScheduleResult r = p.auto_schedule(Target::host(), o);
+        EXPECT_TRUE(r.from_database);
+        EXPECT_EQ(p.get_schedule(), first);
+    }
+    std::remove(path.c_str());
+    {
+        // A foreign file is neither read nor written.
+        std::ofstream(path) << "not a database\n";
+        Blur b;
+        b.in.set_estimates({{-1, 258}, {-1, 130}});
+        b.by.set_estimates({{0, 256}, {0, 128}});
+        Pipeline p(b.by);
+        AutoScheduleResult r = p.auto_schedule(Target::host(), o);
+        EXPECT_FALSE(r.from_database);
+        std::ifstream f(path);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        EXPECT_EQ(ss.str(), "not a database\n");
+    }
+    std::remove(path.c_str());
+}

@@ -1,0 +1,187 @@
+// Property: whatever Pipeline::auto_schedule chooses, for random pipelines (pointwise chains,
+// stencils, up- and down-sampling, transposes, reductions, scans, scalars), random estimates
+// and thread counts, the results equal the interpreter's exactly (int32 arithmetic), at the
+// estimated shapes and at others.
+#include <gtest/gtest.h>
+#include <weft/weft.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "pipeline/PipelineInternal.h"
+#include "property/random_util.h"
+
+using namespace weft;
+using weft_test::Rng;
+
+namespace {
+
+int trials() {
+    const char *e = std::getenv("WEFT_PROPERTY_SCHEDULES");
+    int n = e ? std::atoi(e) : 0;
+    return n > 0 ? std::max(8, n * 2) : 40;
+}
+
+struct RandomPipeline {
+    ImageParam in{Int(32), 2, "in"};
+    Var x{"x"}, y{"y"};
+    std::vector<Func> funcs;
+    std::string text;  // what was built, for a failing trial's message
+
+    /** A read of Func g, at a random access pattern. */
+    Expr read(Rng &r, Func g, bool two_d) {
+        if (!two_d) return g(clamp(y, 0, 63));  // a Func of y only (a row reduction)
+        switch (r.uniform(0, 7)) {
+        case 0: text += "pointwise "; return g(x, y);
+        case 1:
+        case 2: {
+            int dx = r.uniform(-2, 2), dy = r.uniform(-2, 2);
+            text += "stencil(" + std::to_string(dx) + "," + std::to_string(dy) + ") ";
+            return g(x + dx, y + dy);
+        }
+        case 3: text += "down "; return g(2 * x + r.uniform(0, 1), y);
+        case 4: text += "up "; return g(x, y / 2);
+        case 5: text += "transpose "; return g(y, x);
+        case 6: text += "gather "; return g(clamp(g(x, y) & 31, 0, 31), y);
+        default: text += "down-y "; return g(x, 2 * y - 1);
+        }
+    }
+
+    RandomPipeline(Rng &r) {
+        Func e("e");
+        e(x, y) = in(clamp(x, 0, 99), clamp(y, 0, 99));
+        std::vector<std::pair<Func, bool>> avail = {{e, true}};
+        int n = r.uniform(1, 6);
+        for (int i = 0; i < n; i++) {
+            Func f("f" + std::to_string(i));
+            auto pick = [&]() -> std::pair<Func, bool> { return avail[(size_t)r.uniform(0, (int)avail.size() - 1)]; };
+            int kind = r.uniform(0, 9);
+            text += "f" + std::to_string(i) + ": ";
+            if (kind <= 5) {
+                auto [a, a2] = pick();
+                Expr v = read(r, a, a2);
+                if (r.chance(0.6)) {
+                    auto [b, b2] = pick();
+                    Expr w = read(r, b, b2);
+                    v = r.chance(0.5) ? v + w * 3 : max(v, w) - (w & 7);
+                }
+                f(x, y) = v;
+                avail.push_back({f, true});
+            } else if (kind == 6) {
+                // A small convolution as a reduction.
+                auto [a, a2] = pick();
+                RDom k(-1, 3, "k" + std::to_string(i));
+                f(x, y) = 1;
+                f(x, y) += a2 ? a(x + k, y) * (k + 2) : a(clamp(y + k, 0, 63)) * 2;
+                text += "conv ";
+                avail.push_back({f, true});
+            } else if (kind == 7) {
+                // A row reduction, then a Func of y alone.
+                auto [a, a2] = pick();
+                RDom k(0, 17, "row" + std::to_string(i));
+                Func s("s" + std::to_string(i));
+                s(y) = 0;
+                s(y) += a2 ? a(k, y) : a(clamp(y + k, 0, 63));
+                f(x, y) = s(clamp(y, 0, 63)) + x;
+                text += "rowsum ";
+                avail.push_back({s, false});
+                avail.push_back({f, true});
+            } else if (kind == 8) {
+                // A scan down the rows.
+                auto [a, a2] = pick();
+                RDom ry(1, 39, "ry" + std::to_string(i));
+                Func s("scan" + std::to_string(i));
+                s(x, y) = a2 ? a(x, y) : a(clamp(y, 0, 63));
+                s(x, ry) = s(x, ry - 1) * 3 + s(x, ry);
+                f(x, y) = s(x, clamp(y, 0, 39));
+                text += "scan ";
+                avail.push_back({f, true});
+            } else {
+                // A histogram of a Func's values, read back through them.
+                auto [a, a2] = pick();
+                RDom rr(0, 20, 0, 10, "h" + std::to_string(i));
+                Func h("hist" + std::to_string(i));
+                h(x) = 0;
+                Expr v = a2 ? a(rr.x, rr.y) : a(clamp(rr.y, 0, 63));
+                h(clamp(v & 15, 0, 15)) += 1;
+                f(x, y) = h(clamp(x & 15, 0, 15)) + (a2 ? a(x, y) : a(clamp(y, 0, 63)));
+                text += "histogram ";
+                avail.push_back({f, true});
+            }
+            text += "\n";
+            funcs.push_back(f);
+        }
+    }
+};
+
+}  // namespace
+
+TEST(RandomAutoSchedule, ResultsEqualTheInterpreter) {
+    int n = trials();
+    int failures = 0;
+    for (int t = 0; t < n && failures < 3; t++) {
+        uint32_t seed = 7000u + (uint32_t)t;
+        Rng r(seed);
+        RandomPipeline rp(r);
+        Func out = rp.funcs.back();
+        // Estimates large enough for tiles and fusion; the planner's candidate of a random rank.
+        int W = r.chance(0.2) ? r.uniform(1, 4) : r.uniform(5, 700), H = r.chance(0.2) ? r.uniform(1, 4) : r.uniform(5, 500);
+        rp.in.set_estimates({{0, 100}, {0, 100}});
+        internal::g_autoschedule_pick = r.uniform(0, 7);
+        out.set_estimates({{0, W}, {0, H}});
+        AutoScheduleOptions o;
+        o.threads = r.uniform(1, 4);
+        Pipeline p(out);
+        std::string what = "seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" + std::to_string(H) +
+                           ", threads " + std::to_string(o.threads) + "):\n" + rp.text;
+        try {
+            AutoScheduleResult res = p.auto_schedule(Target::host(), o);
+            Buffer<int32_t> input(100, 100);
+            Rng d(seed + 1);
+            input.for_each_offset([&](int64_t off) { input.data()[off] = d.uniform(-50, 50); });
+            rp.in.set(input);
+            for (int shape = 0; shape < 2; shape++) {
+                int w = shape == 0 ? std::min(W, 150) : r.uniform(1, 60), h = shape == 0 ? std::min(H, 90) : r.uniform(1, 60);
+                Buffer<int32_t> got(w, h), want(w, h);
+                p.realize(got);
+                internal::interpret_pipeline(p, {want});
+                int64_t bad = 0;
+                got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+                if (bad) {
+                    ADD_FAILURE() << bad << " values differ at " << w << "x" << h << ", " << what << "schedule:\n"
+                                  << res.schedule_source;
+                    failures++;
+                    break;
+                }
+            }
+        } catch (const Error &e) {
+            ADD_FAILURE() << "weft::Error " << e.what() << "\n" << what << "schedule:\n" << p.get_schedule().cpp_source();
+            failures++;
+        }
+    }
+    internal::g_autoschedule_pick = -1;
+}
+
+TEST(RandomAutoSchedule, HostileEstimates) {
+    ImageParam in(Int(32), 2, "in");
+    Var x("x"), y("y");
+    Func a("a"), b("b");
+    a(x, y) = in(clamp(x, 0, 9), clamp(y, 0, 9)) * 2;
+    b(x, y) = a(x - 1, y) + a(x + 1, y + 1);
+    in.set_estimates({{0, 10}, {0, 10}});
+    for (auto ext : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {0, 50}, {1 << 30, 1 << 30}, {7, 1 << 30}}) {
+        b.set_estimates({{-(1 << 20), ext.first}, {0, ext.second}});
+        Pipeline p(b);
+        AutoScheduleResult r = p.auto_schedule();  // returns a schedule; no crash, overflow or hang
+        EXPECT_EQ(r.schedule_source, p.get_schedule().cpp_source());
+        Buffer<int32_t> input(10, 10);
+        input.for_each_offset([&](int64_t off) { input.data()[off] = (int32_t)off; });
+        in.set(input);
+        Buffer<int32_t> got(33, 17), want(33, 17);
+        p.realize(got);
+        internal::interpret_pipeline(p, {want});
+        int64_t bad = 0;
+        got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+        EXPECT_EQ(bad, 0) << ext.first << "x" << ext.second << ":\n" << r.schedule_source;
+    }
+}
