@@ -5,11 +5,16 @@
 // timed.
 #include <weft/weft.h>
 
+#include <cstdlib>
+
 #include "peers/bench_common.h"
 #include "weft_schedules.h"
 #include "weft_suite.h"
 
 namespace {
+
+/** The variant being set up: below 0 the expert schedule; else auto_schedule with this budget. */
+double g_auto_budget = -1;
 
 using weft::Buffer;
 using weft::Callable;
@@ -28,6 +33,23 @@ struct WeftKernel : bench::Kernel {
     }
     void compile(const weft_bench::Def &d) {
         std::vector<weft::Argument> args(d.inputs.begin(), d.inputs.end());
+        if (g_auto_budget >= 0) {
+            // Variant "auto" ("auto:<seconds>"): the expert schedule replaced by auto_schedule's,
+            // for the shapes of the buffers this kernel runs on.
+            auto region = [](const weft::Buffer<void> &b) {
+                std::vector<std::pair<weft::Expr, weft::Expr>> r;
+                for (int i = 0; i < b.dimensions(); i++) r.push_back({b.dim(i).min(), b.dim(i).extent()});
+                return r;
+            };
+            for (size_t i = 0; i < d.inputs.size(); i++) weft::ImageParam(d.inputs[i]).set_estimates(region(bufs[i]));
+            weft::Func(d.out).set_estimates(region(bufs.back()));
+            weft::AutoScheduleOptions o;
+            o.budget_seconds = g_auto_budget;
+            weft::Pipeline p(d.out);
+            auto r = p.auto_schedule(weft::Target::host(), o);
+            std::fprintf(stderr, "auto_schedule: predicted %.3f ms, measured %.3f ms, %d candidates\n%s", r.predicted_ms,
+                         r.measured_ms, r.candidates_measured, r.schedule_source.c_str());
+        }
         fn = Pipeline(d.out).compile_to_callable(args);
     }
     void check(int rc) {
@@ -116,6 +138,7 @@ struct App : bench::Kernel {
     suite::WeftRunner r;
     mutable std::vector<float> out_f;
     App(const suite::WeftApp &app, int size, bool scheduled) : r(app, size, scheduled) {}
+    App(const suite::WeftApp &app, int size, double budget) : r(app, size, suite::WeftRunner::Variant::Auto, budget) {}
     void run() override { r.run(); }
     const float *out() const override {
         r.p.output.to_float(out_f);
@@ -138,10 +161,22 @@ int main(int argc, char **argv) {
     }
     bench::protect_stdout();
     return bench::serve([](const std::string &k, const std::string &v, int size) -> std::unique_ptr<bench::Kernel> {
+        // Variants: the expert schedule (any name but these), "auto" (auto_schedule, the cost
+        // model alone), "auto:<seconds>" (a measured search), and for apps "none" (no schedule).
+        g_auto_budget = -1;
+        // "none" is Halide's default, everything inlined into serial loops: weft would otherwise
+        // schedule a pipeline without directives automatically at its first call.
+        static const char *user_setting = std::getenv("WEFT_AUTOSCHEDULE");
+        if (v == "none") setenv("WEFT_AUTOSCHEDULE", "0", 1);
+        else if (user_setting) setenv("WEFT_AUTOSCHEDULE", user_setting, 1);
+        else unsetenv("WEFT_AUTOSCHEDULE");
+        if (v == "auto") g_auto_budget = 0;
+        else if (v.rfind("auto:", 0) == 0) g_auto_budget = std::max(0.0, std::atof(v.c_str() + 5));
         if (k.rfind("app_", 0) == 0) {
             const suite::WeftApp *app = suite::find_weft_app(k.substr(4));
             if (!app) return nullptr;
-            if (v != "manual" && v != "none") throw std::runtime_error("variant " + v + ": manual or none");
+            if (g_auto_budget >= 0) return std::make_unique<App>(*app, size, g_auto_budget);
+            if (v != "manual" && v != "none") throw std::runtime_error("variant " + v + ": manual, none, auto or auto:<seconds>");
             return std::make_unique<App>(*app, size, v == "manual");
         }
         if (k == "sgemm_rm") return std::make_unique<Sgemm>(size, true);

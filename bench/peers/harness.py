@@ -31,6 +31,9 @@ PEERS = {
     # The app suite (apps/suite): Halide 14 with the app's expert schedule, and unscheduled.
     "halide_app": ("halide_apps", "manual"),
     "halide_unscheduled": ("halide_apps", "none"),
+    # weft's own expert schedule, in a second weft process: the peer of weft's automatic
+    # schedules (--auto).
+    "weft_expert": ("weft_expert", "manual"),
 }
 
 
@@ -98,6 +101,32 @@ def make_configs(args):
                                      name="app_%s%s_%d" % (app["name"], "" if variant == "manual" else "_unscheduled", size),
                                      atol=app["atol"], rtol=app["rtol"], flops=None, bytes=None,
                                      target=lambda p: 1.0, first_call_target=1.0 / 3))
+    # Automatic scheduling (--auto): weft's auto_schedule (the cost model alone, or a measured
+    # search of --auto-budget seconds) against weft's expert schedule of the same algorithm
+    # (target: within 1.1x), Halide's expert schedule, and Halide's Mullapudi2016 autoscheduler
+    # where bench_halide has it. The entry's weft first call includes auto_schedule's time.
+    if args.auto:
+        variant = "auto" if not args.auto_budget else "auto:%g" % args.auto_budget
+        suffix = "_auto" if not args.auto_budget else "_auto%g" % args.auto_budget
+        kernels = [("blur", 4096, ["weft_expert", "halide", "halide_mullapudi"], 1e-5, 1e-5),
+                   ("unsharp", 4096, ["weft_expert", "halide", "halide_mullapudi"], 1e-5, 1e-5),
+                   ("conv", 56, ["weft_expert", "halide", "halide_mullapudi"], 1e-3, 1e-3),
+                   ("sgemm_rm", 1024, ["weft_expert", "halide"], 1e-3, 1e-3),
+                   ("softmax", 4096, ["weft_expert"], 1e-6, 1e-4),
+                   ("layernorm", 4096, ["weft_expert"], 1e-4, 1e-4)]
+        for kernel, size, peers, atol, rtol in kernels:
+            for t in args.threads:
+                cfgs.append(dict(kernel=kernel, size=size, threads=t, peers=peers, weft_variant=variant,
+                                 name="%s%s_%d" % (kernel, suffix, size), atol=atol, rtol=rtol, flops=None, bytes=None,
+                                 target=lambda p: 1 / 1.1 if p == "weft_expert" else 1.0))
+        if not args.no_apps:
+            for app in suite_apps(args.weft_exe):
+                for t in args.threads:
+                    cfgs.append(dict(kernel="app_" + app["name"], size=app["default_size"], threads=t,
+                                     peers=["weft_expert", "halide_app"], weft_variant=variant,
+                                     name="app_%s%s_%d" % (app["name"], suffix, app["default_size"]),
+                                     atol=app["atol"], rtol=app["rtol"], flops=None, bytes=None,
+                                     target=lambda p: 1 / 1.1 if p == "weft_expert" else 1.0))
     if args.only:
         rx = re.compile(args.only)
         cfgs = [c for c in cfgs if rx.search("%s_t%d" % (c.get("name") or "%s_%d" % (c["kernel"], c["size"]), c["threads"]))]
@@ -180,13 +209,13 @@ class Harness:
             # Every runtime gets the same thread count, whatever the process.
             env.update(WEFT_NUM_THREADS=t, OMP_NUM_THREADS=t, OPENBLAS_NUM_THREADS=t, HL_NUM_THREADS=t,
                        MKL_NUM_THREADS=t)
-            if family == "weft":
+            if family in ("weft", "weft_expert"):
                 env["WEFT_CACHE_DIR"] = "off"  # first calls compile, as Halide's do (no disk cache)
             if family == "openblas":
                 # They force slower kernels on this machine (BENCH.md); unset for this process only.
                 env.pop("OPENBLAS_CORETYPE", None)
                 env.pop("OPENBLAS_L2_SIZE", None)
-            exe = a.weft_exe if family == "weft" else os.path.join(a.peers_dir, "bench_" + family)
+            exe = a.weft_exe if family in ("weft", "weft_expert") else os.path.join(a.peers_dir, "bench_" + family)
             self.servers[key] = Server("%s(t=%d)" % (family, threads), [exe], env, self.log)
         return self.servers[key]
 
@@ -378,7 +407,12 @@ def suite_geomeans(entries):
     for e in entries:
         if not e["name"].startswith("app_") or e.get("ratio") is None:
             continue
-        v = "unscheduled" if e["peer"] == "halide_unscheduled" else "scheduled"
+        if e["peer"] == "halide_unscheduled":
+            v = "unscheduled"
+        elif "_auto" in e["name"]:
+            v = "automatic schedules against " + e["peer"]
+        else:
+            v = "scheduled"
         acc.setdefault((v, e["threads"]), []).append(e["ratio"])
     return {k: (math.exp(sum(math.log(r) for r in rs) / len(rs)), len(rs)) for k, rs in acc.items()}
 
@@ -451,6 +485,8 @@ def main():
                     help="pause before each multi-threaded batch (other processes' spinning threads go to sleep)")
     ap.add_argument("--no-triad", action="store_true")
     ap.add_argument("--no-apps", action="store_true", help="leave out the app suite (apps/suite)")
+    ap.add_argument("--auto", action="store_true", help="also race weft's automatic schedules (auto_schedule)")
+    ap.add_argument("--auto-budget", type=float, default=0, help="with --auto: seconds of measured search (0: cost model)")
     a = ap.parse_args()
     a.threads = [int(t) for t in a.threads.split(",")]
     if a.rounds is None:

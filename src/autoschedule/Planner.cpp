@@ -48,6 +48,16 @@ public:
     double ops = 0;
 
 protected:
+    /** Arithmetic on coordinates counts a quarter: loop partitioning and the simplifier take
+        most of it out of the inner loops (a boundary condition's clamps). */
+    int index_depth = 0;
+    void include_args(const std::vector<Expr> &args) {
+        double before = ops;
+        index_depth++;
+        for (auto &a : args) include(a);
+        index_depth--;
+        if (index_depth == 0) ops = before + (ops - before) * 0.25;
+    }
     void visit(const Cast *op) override { ops += 0.5, IRVisitor::visit(op); }
     void visit(const Add *op) override { ops += 1, IRVisitor::visit(op); }
     void visit(const Sub *op) override { ops += 1, IRVisitor::visit(op); }
@@ -67,7 +77,8 @@ protected:
     void visit(const Not *op) override { ops += 1, IRVisitor::visit(op); }
     void visit(const Select *op) override { ops += 1, IRVisitor::visit(op); }
     void visit(const Call *op) override {
-        IRVisitor::visit(op);
+        if (op->call_type == Call::Intrinsic) IRVisitor::visit(op);
+        else include_args(op->args);
         if (op->call_type == Call::Intrinsic) {
             static const std::set<std::string> costly = {"exp", "log", "pow", "sin", "cos", "tanh"};
             ops += costly.count(op->name) ? 20 : op->name == "sqrt" ? 4 : 1;
@@ -237,6 +248,16 @@ public:
         for (auto &c : choices) out.push_back(emit(c));
         std::stable_sort(out.begin(), out.end(),
                          [](const PlanCandidate &a, const PlanCandidate &b) { return a.predicted_ms < b.predicted_ms; });
+        // Last, the safe one: every Func that is not inlined at root, each loop nest vectorized
+        // and parallel (what is left if lowering refuses every other).
+        std::vector<int> safe;
+        for (auto &g : groups) {
+            int k = 0;
+            for (size_t i = 0; i < g.configs.size(); i++)
+                if (g.configs[i].kind == GroupConfig::AllRoot) k = (int)i;
+            safe.push_back(k);
+        }
+        if (safe != best) out.push_back(emit(safe));
         return out;
     }
 
@@ -311,9 +332,15 @@ private:
         for (int i = (int)info.funcs.size() - 1; i >= 0; i--) {
             const FuncInfo &f = info.funcs[i];
             if (inlined.count(f.name)) continue;
+            // Every consumer in one group: join it (Funcs read by several groups, at root).
             auto cons = real_consumers(f.name);
-            if (!f.output && cons.size() == 1 && group_of.count(*cons.begin())) {
-                int g = group_of[*cons.begin()];
+            int joined = -1;
+            for (auto &cn : cons) {
+                int g = group_of.count(cn) ? group_of[cn] : -2;
+                joined = joined == -1 ? g : joined == g ? g : -2;
+            }
+            if (!f.output && joined >= 0) {
+                int g = joined;
                 groups[g].members.insert(groups[g].members.begin(), f.name);
                 group_of[f.name] = g;
                 continue;
@@ -351,6 +378,7 @@ private:
     }
 
     double bandwidth_for(double bytes) const {
+        if (bytes <= m.l1_bytes) return 2 * m.cache_bytes_per_ns;
         if (bytes <= m.l2_bytes) return m.cache_bytes_per_ns;
         if (bytes <= m.l3_bytes) return m.l3_bytes_per_ns;
         return m.dram_bytes_per_ns;
@@ -386,16 +414,22 @@ private:
             Placement p;
             ConstRegion r;
             bool ok = true;
+            bool first = true;
             for (auto &cn : real_consumers(f.name)) {
                 if (!fp.count(cn)) {
-                    ok = false;  // its consumer is not computed per tile
+                    ok = false;  // a consumer is not computed per tile
                     break;
                 }
-                // Through inlined consumers: read what the real consumer reads of f, where f is
-                // called inside the inlined Funcs; approximated by the inlined Func's read of f
-                // over the real consumer's region of it.
-                ok = ok && read_through(cn, fp.at(cn), f.name, &r);
+                // What the consumer reads of f, through the inlined Funcs between them.
+                ConstRegion part;
+                if (!read_through(cn, fp.at(cn), f.name, &part)) {
+                    ok = false;
+                    break;
+                }
+                r = first ? part : merge(r, part);
+                first = false;
             }
+            ok = ok && !first;
             if (ok) {
                 p.footprint = r;
                 // Work per iteration: each stage loops over the footprint along the Vars it
@@ -414,6 +448,12 @@ private:
                 else if (f.has_updates()) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
                 else if (p.redundancy > 2.0 || tile_bytes > m.l2_bytes) p.kind = Placement::Root;
                 else p.kind = c.kind == GroupConfig::Slide ? Placement::Slide : Placement::At;
+                // A sliding window is computed per row: every reader must be inside that loop
+                // too (the root, or another sliding member).
+                if (p.kind == Placement::Slide)
+                    for (auto &cn : real_consumers(f.name))
+                        if (cn != g.root && c.where.count(cn) && c.where.at(cn).kind != Placement::Slide)
+                            p.kind = Placement::At;
             }
             if (!ok) p.kind = Placement::Root;
             if (p.kind != Placement::Root) fp[f.name] = p.footprint;

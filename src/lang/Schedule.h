@@ -218,6 +218,11 @@ struct Directive {
     (in s's order), its Func-level calls, then for each stage, each specialization's calls
     (specialize() first: it copies the stage's schedule as it is then), then the stage's own. */
 std::vector<Directive> schedule_directives(const PipelineSchedule &s);
+/** The schedule that `calls` give from the default one, as a value, touching no Func:
+    `initial` names the Funcs and their initial loops (a snapshot's `given`). The calls are
+    those automatic scheduling makes (compute and store levels, split, fuse, reorder, loop
+    types); they are checked when the schedule is lowered, not here. */
+PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const std::vector<Directive> &calls);
 
 // ---------------- C++ (ScheduleSource.cpp) ----------------
 /** C++ statements with the public schedule calls that give exactly this schedule when run

@@ -197,3 +197,87 @@ std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
 
 }  // namespace internal
 }  // namespace weft
+
+namespace weft {
+namespace internal {
+
+namespace {
+int dim_index(const StageSchedule &s, const std::string &v, const std::string &where) {
+    for (size_t i = 0; i < s.dims.size(); i++)
+        if (s.dims[i].var == v) return (int)i;
+    user_error("weft: " + where + ": no loop \"" + v + "\"");
+}
+}  // namespace
+
+PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const std::vector<Directive> &calls) {
+    PipelineSchedule s = initial;
+    // From the default schedule.
+    for (auto &f : s.funcs) {
+        f.schedule = FuncSchedule();
+        for (size_t k = 0; k < f.stages.size(); k++) {
+            f.stages[k] = DefinitionSchedule();
+            if (k < f.initial_loops.size()) f.stages[k].schedule.dims = f.initial_loops[k];
+        }
+    }
+    auto func = [&](const std::string &n) -> FuncScheduleValue & {
+        for (auto &f : s.funcs)
+            if (f.func == n) return f;
+        user_error("weft: Func \"" + n + "\" is not part of this pipeline");
+    };
+    for (const Directive &d : calls) {
+        FuncScheduleValue &f = func(d.func);
+        std::string where = "Func \"" + d.func + "\" stage " + std::to_string(d.stage);
+        if (d.stage < 0 || d.stage >= (int)f.stages.size() || d.spec >= 0) user_error("weft: " + where + ": no such stage");
+        StageSchedule &st = f.stages[d.stage].schedule;
+        FuncSchedule &fs = f.schedule;
+        switch (d.op) {
+        case Directive::ComputeRoot:
+            fs.compute = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};
+            if (!fs.store_set) fs.store = fs.compute;
+            break;
+        case Directive::ComputeAt:
+            fs.compute = LoopLevelSpec{LoopLevelSpec::At, {}, d.names.at(0), d.names.at(1)};
+            if (!fs.store_set) fs.store = fs.compute;
+            break;
+        case Directive::StoreAt:
+            fs.store = LoopLevelSpec{LoopLevelSpec::At, {}, d.names.at(0), d.names.at(1)};
+            fs.store_set = true;
+            break;
+        case Directive::Split: {
+            int i = dim_index(st, d.names.at(0), where);
+            st.splits.push_back({Split::SplitVar, d.names[0], d.names.at(1), d.names.at(2), cast(Int(32), d.exprs.at(0)), d.tail});
+            Dim din = st.dims[i], dout = st.dims[i];
+            din.var = d.names[2];
+            din.for_type = ForType::Serial;
+            dout.var = d.names[1];
+            st.dims[i] = din;
+            st.dims.insert(st.dims.begin() + i + 1, dout);
+            break;
+        }
+        case Directive::Fuse: {
+            int ii = dim_index(st, d.names.at(0), where), io = dim_index(st, d.names.at(1), where);
+            bool rv = st.dims[ii].is_rvar || st.dims[io].is_rvar;
+            st.splits.push_back({Split::FuseVars, d.names.at(2), d.names[1], d.names[0], Expr(), TailStrategy::Auto});
+            st.dims[ii] = Dim{d.names[2], ForType::Serial, rv};
+            st.dims.erase(st.dims.begin() + io);
+            break;
+        }
+        case Directive::Reorder: {
+            std::vector<int> idx;
+            for (auto &n : d.names) idx.push_back(dim_index(st, n, where));
+            std::vector<int> slots = idx;
+            std::sort(slots.begin(), slots.end());
+            std::vector<Dim> nd = st.dims;
+            for (size_t k = 0; k < idx.size(); k++) nd[slots[k]] = st.dims[idx[k]];
+            st.dims = nd;
+            break;
+        }
+        case Directive::Loop: st.dims[dim_index(st, d.names.at(0), where)].for_type = d.for_type; break;
+        default: user_error("weft: " + where + ": this directive is not built as a value here");
+        }
+    }
+    return s;
+}
+
+}  // namespace internal
+}  // namespace weft

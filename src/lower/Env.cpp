@@ -153,7 +153,8 @@ FuncScheduleValue schedule_value(const LFunc &f, FuncSchedule fs, const std::vec
 
 }  // namespace
 
-Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference) {
+Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference,
+              const PipelineSchedule *override_schedule) {
     Env env;
     Names names;
     std::vector<std::shared_ptr<FunctionContents>> order;  // discovery order
@@ -252,11 +253,15 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         lf.contents = fc;
         lf.args = fc->args;
         lf.type = fc->type;
-        lf.sched = fc->schedule;
+        const FuncScheduleValue *ov = override_schedule ? override_schedule->find(lf.name) : nullptr;
+        if (ov && ov->stages.size() != fc->stage_schedules.size())
+            internal_error("Func \"" + lf.name + "\": the schedule given in its place has another number of stages", __FILE__,
+                           __LINE__);
+        lf.sched = ov ? ov->schedule : fc->schedule;
         rn.self = lf.name;
         rn.self_contents = fc.get();
         auto add_stage = [&](const Definition &d) {
-            const DefinitionSchedule &ds = fc->stage_schedules.at(lf.stages.size());
+            const DefinitionSchedule &ds = ov ? ov->stages.at(lf.stages.size()) : fc->stage_schedules.at(lf.stages.size());
             LStage s;
             for (auto &a : d.args) s.args.push_back(rn.mutate(a));
             // The contraction rule: multiply-adds fused where written, before anything is inlined.
@@ -299,12 +304,20 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
                 auto c = l->func.lock();
                 if (l->kind == LoopLevelSpec::At && c && fnames.count(c.get())) l->func_name = fnames[c.get()];
             }
-            given[lf.name] = schedule_value(lf, fs, fc->stage_schedules, [&](const Expr &e) { return rn.mutate(e); });
+            given[lf.name] = ov ? *ov : schedule_value(lf, fs, fc->stage_schedules, [&](const Expr &e) { return rn.mutate(e); });
         }
         for (size_t i = 0; i < outputs.size(); i++)
             if (outputs[i] == fc) lf.output_index = (int)i;
         auto resolve = [&](const LoopLevelSpec &l, std::string &out, const char *what) {
             if (l.kind != LoopLevelSpec::At) return;
+            if (ov) {  // (levels by unique names)
+                for (auto &[ptr, n] : fnames)
+                    if (n == l.func_name) out = n;
+                if (out.empty())
+                    user_error("weft: Func \"" + lf.name + "\"." + what + "(" + l.func_name + ", " + l.var +
+                               "): no Func of that name in this pipeline");
+                return;
+            }
             auto c = l.func.lock();
             if (!c || !fnames.count(c.get()))
                 user_error("weft: Func \"" + fc->name + "\"." + what + "(" + l.func_name + ", " + l.var + "): Func \"" +

@@ -98,7 +98,10 @@ struct Env {
 /** Builds the snapshot. With reference = true every schedule is dropped (all Funcs are
     computed at root over their whole required region, loops in default order): the
     interpreter's view. shape_consts replaces buffer fields ("in.extent.0") by constants. */
-Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference);
+/** override_schedule (by the unique names): the schedule to use in place of what the Funcs it
+    names have (automatic scheduling at a first call, which changes no Func). */
+Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, bool reference,
+              const PipelineSchedule *override_schedule = nullptr);
 
 }  // namespace internal
 }  // namespace weft

@@ -260,6 +260,64 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
+namespace internal {
+
+bool has_no_directives(const Env &env) {
+    for (auto &v : env.given.funcs) {
+        if (!(v.schedule == FuncSchedule())) return false;
+        for (size_t k = 0; k < v.stages.size(); k++) {
+            DefinitionSchedule d;
+            if (k < v.initial_loops.size()) d.schedule.dims = v.initial_loops[k];
+            if (!(v.stages[k] == d)) return false;
+        }
+    }
+    for (auto &[n, f] : env.all_funcs)
+        if (!f->wrappers.empty()) return false;
+    for (auto &in : env.inputs)
+        if ((in.image && !in.image->wrappers.empty()) || (in.buffer && !in.buffer->wrappers.empty())) return false;
+    return true;
+}
+
+bool first_call_autoschedule_enabled() {
+    const char *e = std::getenv("WEFT_AUTOSCHEDULE");
+    return !(e && std::string(e) == "0");
+}
+
+std::vector<PipelineSchedule> first_call_schedules(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                                                   const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> &shapes,
+                                                   const std::map<std::string, const void *> &param_values,
+                                                   const Target &t) {
+    std::vector<PipelineSchedule> out;
+    try {
+        Env env = on_large_stack<Env>([&] { return build_env(outputs, true); });
+        ShapeEstimates est;
+        for (auto &[n, sh] : shapes) {
+            ConstRegion r;
+            for (auto &[mn, ex] : sh) r.push_back({mn, ex});
+            if (env.index.count(n)) est.outputs[n] = r;
+            else est.inputs[n] = r;
+        }
+        for (auto &p : env.params) {
+            auto it = param_values.find(p.name);
+            if (it != param_values.end()) est.scalars[p.name] = param_value(*p.param, (const unsigned char *)it->second);
+        }
+        PipelineInfo info = analyze_pipeline(env, est);
+        MachineParams mp = machine_params(t, std::max(1, (int)weft_rt_num_threads()));
+        for (auto &c : plan_schedules(info, t, mp, 3)) {
+            out.push_back(schedule_with_directives(env.given, c.calls));
+            if (debug_enabled())
+                std::cerr << "weft: scheduled automatically at the first call (predicted " << c.predicted_ms << " ms):\n"
+                          << c.summary;
+        }
+    } catch (Error &e) {
+        if (debug_enabled()) std::cerr << "weft: not scheduled automatically: " << e.what() << "\n";
+        out.clear();
+    }
+    return out;
+}
+
+}  // namespace internal
+
 AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOptions &o) {
     if (!c_) throw Error("weft: auto_schedule() on an undefined (default-constructed) Pipeline");
     if (t.arch() == Target::Arch::CUDA)

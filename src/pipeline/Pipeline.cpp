@@ -1,6 +1,8 @@
 // Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
 #include "weft/Pipeline.h"
+#include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -16,6 +18,7 @@
 #include "lower/Lower.h"
 #include "pipeline/ApplySchedule.h"
 #include "pipeline/PipelineInternal.h"
+#include "runtime/Runtime.h"
 #include "weft_build_id.h"
 
 namespace weft {
@@ -36,6 +39,8 @@ struct Prepared {
     const uint64_t id = g_snapshot_ids.fetch_add(1);  // never reused
     Env env;
     std::string algo;
+    /** No Func has a schedule directive: each compile schedules automatically for its shapes. */
+    bool autoschedule = false;
 };
 
 /** The last kernel used: a call with the same snapshot, target and shapes reuses it directly. */
@@ -81,6 +86,8 @@ struct PipelineContents {
         g_snapshot_builds++;
         p->env = on_large_stack<Env>([&] { return build_env(outputs, false); });  // (recursion over deep Exprs)
         p->algo = p->env.canonical;
+        p->autoschedule = llvm_backend_available() && first_call_autoschedule_enabled() && has_no_directives(p->env);
+        if (p->autoschedule) p->algo += "|scheduled automatically for " + std::to_string(weft_rt_num_threads()) + " threads";
         std::lock_guard<std::mutex> l(m);
         prepared = p;
         checked_epoch = epoch;
@@ -219,6 +226,47 @@ LowerOptions lower_options(const Target &t, std::string *log) {
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
                                         bool generic, const std::string &key) {
     return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic, key); });
+}
+
+/** The schedules chosen automatically for the shapes and Param values bound now (see
+    first_call_schedules()). */
+std::vector<PipelineSchedule> schedules_for_bound_shapes(const Env &env,
+                                                         const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                                                         const Target &t) {
+    std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> shapes;
+    size_t nin = env.inputs.size();
+    for (size_t i = 0; i < scratch.bufs.size(); i++)
+        for (int d = 0; d < scratch.bufs[i]->dims; d++)
+            shapes[i < nin ? env.inputs[i].name : env.outputs[i - nin]].push_back(
+                {scratch.bufs[i]->dim[d].min, scratch.bufs[i]->dim[d].extent});
+    std::map<std::string, const void *> params;
+    for (size_t i = 0; i < env.params.size() && i < scratch.scalars.size(); i++) params[env.params[i].name] = scratch.scalars[i];
+    return first_call_schedules(outputs, shapes, params, t);
+}
+
+/** compile(), for a pipeline with no schedule directive on a CPU target: scheduled
+    automatically for the shapes bound now (the candidates best first; one lowering refuses is
+    skipped), else as it is. */
+std::shared_ptr<CompiledKernel> compile_scheduled(const Prepared &p, const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                                                  const std::map<std::string, Expr> &consts, const Target &t, bool generic,
+                                                  const std::string &key) {
+    const Env &env = p.env;
+    if (p.autoschedule && t.arch() == Target::Arch::Host) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto scheds = schedules_for_bound_shapes(env, outputs, t);
+        if (debug_enabled())
+            std::cerr << "weft: automatic scheduling took "
+                      << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms\n";
+        for (auto &s : scheds) {
+            try {
+                Env senv = on_large_stack<Env>([&] { return build_env(outputs, false, &s); });
+                return compile(senv, consts, t, generic, key);
+            } catch (Error &e) {
+                if (debug_enabled()) std::cerr << "weft: an automatic schedule was refused: " << e.what() << "\n";
+            }
+        }
+    }
+    return compile(env, consts, t, generic, key);
 }
 
 /** What wrote a disk cache entry: weft (its version and the fingerprint of its sources) and
@@ -414,7 +462,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
             try {
                 std::string generic_key = base + "|generic|" + generic_signature(scratch.bufs);
                 kernel = cache_get(generic_key,
-                                   [&] { return compile(env, {}, t, true, generic_key); });
+                                   [&] { return compile_scheduled(*p, outputs, {}, t, true, generic_key); });
             } catch (Error &) {
                 specialize = true;  // this pipeline cannot be lowered without its shapes
             }
@@ -422,7 +470,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         if (specialize) {
             auto consts = shape_consts(env);
             std::string key = base + "|" + shape;
-            kernel = cache_get(key, [&] { return compile(env, consts, t, false, key); });
+            kernel = cache_get(key, [&] { return compile_scheduled(*p, outputs, consts, t, false, key); });
         }
         remember(p->id, t, kernel, tm);
         kernel_ptr = kernel.get();
@@ -438,7 +486,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         std::string key = p->algo + "|" + target_key(t) + (profile_enabled() ? "|profile" : "") + "|" +
                           shape_string(scratch.shape);
         auto consts = shape_consts(env);
-        kernel = cache_get(key, [&] { return compile(env, consts, t, false, key); });
+        kernel = cache_get(key, [&] { return compile_scheduled(*p, outputs, consts, t, false, key); });
         remember(p->id, t, kernel, tm);
         ctx.error[0] = 0;
         ctx.error_code = 0;
@@ -538,6 +586,20 @@ std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t)
     Env env = build_env(c_->outputs, false);
     bind(env, nullptr, ptrs.data(), ptrs.size());
     std::string log;
+    if (t.arch() == Target::Arch::Host && llvm_backend_available() && first_call_autoschedule_enabled() &&
+        has_no_directives(env)) {
+        // What a call would run: the schedule chosen automatically for these shapes.
+        auto consts = shape_consts(env);
+        for (auto &s : schedules_for_bound_shapes(env, c_->outputs, t)) {
+            try {
+                Env senv = on_large_stack<Env>([&] { return build_env(c_->outputs, false, &s); });
+                lower(senv, consts, "weft_lowered", lower_options(t, &log));
+                return log;
+            } catch (Error &) {
+                log.clear();
+            }
+        }
+    }
     lower(env, shape_consts(env), "weft_lowered", lower_options(t, &log));
     return log;
 }

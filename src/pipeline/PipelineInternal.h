@@ -2,6 +2,7 @@
 #pragma once
 #include <atomic>
 #include "weft/Pipeline.h"
+#include "lower/Env.h"
 
 namespace weft {
 namespace internal {
@@ -26,6 +27,19 @@ void check_lowers(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
     rank (modulo their number) instead of the predicted best, so that property tests reach
     every kind of choice at small sizes. */
 extern std::atomic<int> g_autoschedule_pick;
+
+/** Does no Func of the snapshot have any schedule directive (nor a wrapper from in())? Such a
+    pipeline is scheduled automatically at its first call (unless WEFT_AUTOSCHEDULE=0). */
+bool has_no_directives(const Env &env);
+/** Is automatic scheduling at first calls on (WEFT_AUTOSCHEDULE is not "0")? */
+bool first_call_autoschedule_enabled();
+/** Schedules for the shapes of a call ((min, extent) per dimension of each input and output,
+    by unique names; Params' values by unique names), best first, the last the safe one; empty
+    where the planner cannot (an unbounded region): the caller compiles the pipeline as it is. */
+std::vector<PipelineSchedule> first_call_schedules(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                                                   const std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> &shapes,
+                                                   const std::map<std::string, const void *> &param_values,
+                                                   const Target &t);
 
 /** The algorithm-and-schedule part of p's cache key (names canonicalised). */
 std::string algorithm_key(const Pipeline &p);

@@ -305,3 +305,58 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
     }
     std::remove(path.c_str());
 }
+
+// ---------------------------------------------------------------- at the first call
+
+#include "autoschedule/Planner.h"
+#include "lower/Env.h"
+#include "pipeline/ApplySchedule.h"
+
+TEST(AutoSchedule, FirstCallOfAPipelineWithNoDirectiveIsScheduled) {
+    Blur b;
+    Pipeline p(b.by);
+    Buffer<float> in(1026, 770);
+    in.set_min({-1, -1});
+    fill(in, 8, -10, 10);
+    b.in.set(in);
+    // What a call runs: vectorized loops, the producer not inlined into the consumer.
+    std::string ir = p.lowered_ir({1024, 768});
+    EXPECT_CONTAINS(ir, "vectorized");
+    Buffer<float> out(1024, 768);
+    EXPECT_EQ(differences(p, out), 0);
+    // The Funcs keep their (empty) schedules: nothing the user wrote changed.
+    EXPECT_EQ(p.get_schedule().cpp_source(), "");
+    // Any directive: exactly the schedule given (here the producer at root, serial loops).
+    b.bx.compute_root();
+    std::string given = p.lowered_ir({1024, 768});
+    EXPECT_EQ(given.find("vectorized"), std::string::npos);
+    EXPECT_EQ(differences(p, out), 0);
+}
+
+TEST(AutoSchedule, ScheduleValuesBuiltWithoutFuncsEqualTheAppliedOnes) {
+    // The first-call path builds the schedule as a value (touching no Func); auto_schedule()
+    // applies the same calls to the Funcs. Both must give the same schedule.
+    for (int trial = 0; trial < 3; trial++) {
+        Blur b;
+        RDom k(0, 8, "k");
+        Func red("red"), out("out");
+        red(b.x, b.y) = 0.0f;
+        red(b.x, b.y) += b.by(b.x + k, b.y) * (k + 1);
+        out(b.x, b.y) = red(b.x, b.y) + b.bx(b.x, b.y);
+        std::vector<std::shared_ptr<internal::FunctionContents>> outs = {trial == 0 ? b.by.contents() : out.contents()};
+        internal::Env env = internal::build_env(outs, true);
+        internal::ShapeEstimates est;
+        int W = trial == 2 ? 40 : 900, H = trial == 2 ? 30 : 700;
+        est.outputs[env.outputs[0]] = {{0, W}, {0, H}};
+        est.inputs[env.inputs[0].name] = {{-1, W + 12}, {-1, H + 2}};
+        internal::PipelineInfo info = internal::analyze_pipeline(env, est);
+        auto cands = internal::plan_schedules(info, Target::host(), internal::machine_params(Target::host(), 2), 8);
+        ASSERT_FALSE(cands.empty());
+        for (auto &c : cands) {
+            internal::PipelineSchedule v = internal::schedule_with_directives(env.given, c.calls);
+            internal::apply_directives_to(outs, c.calls, "test");
+            EXPECT_EQ(Schedule(std::make_shared<internal::PipelineSchedule>(internal::schedule_of(outs))).to_string(),
+                      Schedule(std::make_shared<internal::PipelineSchedule>(v)).to_string());
+        }
+    }
+}
