@@ -237,7 +237,9 @@ public:
         std::vector<int> best(groups.size(), 0);
         choices.push_back(best);
         // Variants: one group's second, third, ... choice.
-        for (int rank = 1; rank < 6 && (int)choices.size() < max; rank++)
+        size_t most = 0;
+        for (auto &g : groups) most = std::max(most, g.configs.size());
+        for (int rank = 1; rank < (int)most && (int)choices.size() < max; rank++)
             for (size_t gi = 0; gi < groups.size() && (int)choices.size() < max; gi++)
                 if (rank < (int)groups[gi].configs.size()) {
                     auto c = best;

@@ -16,7 +16,7 @@ namespace internal {
 
 namespace {
 
-const char *kHeader = "weft-tuning-db 1";
+const char *kHeader = "weft-tuning-db 2";
 
 uint64_t fnv1a(const std::string &s, uint64_t h) {
     for (unsigned char c : s) {
@@ -43,8 +43,10 @@ void report_once(const std::string &path, const std::string &what) {
 std::string record_body(const std::string &key, const TuningRecord &r) {
     std::ostringstream o;
     o.precision(17);
-    o << key << " " << r.candidate << " " << (std::isnan(r.measured_ms) ? std::string("nan") : std::to_string(r.measured_ms))
-      << " " << r.predicted_ms;
+    o << key << " " << r.candidate << "/" << r.planned << " ";
+    if (std::isnan(r.measured_ms)) o << "nan";
+    else o << r.measured_ms;
+    o << " " << r.predicted_ms;
     return o.str();
 }
 
@@ -96,12 +98,14 @@ bool tuning_lookup(const std::string &path, const std::string &key, TuningRecord
         std::istringstream is(body);
         std::string k, measured;
         TuningRecord r;
-        if (!(is >> k >> r.candidate >> measured >> r.predicted_ms) || r.candidate < 0 || r.candidate > 1000) {
+        char slash = 0;
+        if (!(is >> k >> r.candidate >> slash >> r.planned >> measured >> r.predicted_ms) || slash != '/' ||
+            r.candidate < 0 || r.planned <= r.candidate || r.planned > 1000) {
             report_once(path, "a damaged record was skipped");
             continue;
         }
         if (k != key) continue;
-        r.measured_ms = measured == "nan" ? NAN : std::atof(measured.c_str());
+        r.measured_ms = measured == "nan" ? NAN : std::strtod(measured.c_str(), nullptr);
         // The fastest measured wins; an unmeasured record only replaces another unmeasured one.
         bool better = !found || (!std::isnan(r.measured_ms) && (std::isnan(out->measured_ms) || r.measured_ms < out->measured_ms)) ||
                       (std::isnan(r.measured_ms) && std::isnan(out->measured_ms));

@@ -3,7 +3,8 @@
 //
 // One record a line, appended with a single write (O_APPEND), so that concurrent processes
 // never interleave within a record: "<key hash> <candidate> <measured ms> <predicted ms>
-// <checksum>". A schedule is stored as the rank of the planner's candidate that won (the
+// <checksum>", the candidate written "rank/planned". A schedule is stored as the rank of the
+// planner's candidate that won among as many as it was asked for (the
 // planner is deterministic for a key), which reproduces it exactly, whatever the Funcs and
 // Vars are called. The file starts with a header line; a file with another header (foreign)
 // is never read or written, a damaged line is skipped; either is reported once on stderr.
@@ -15,6 +16,7 @@ namespace internal {
 
 struct TuningRecord {
     int candidate = 0;
+    int planned = 1;  // how many candidates the planner was asked for (their order depends on it)
     double measured_ms = 0;  // NaN: not measured (cost model only)
     double predicted_ms = 0;
 };

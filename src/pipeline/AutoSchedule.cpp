@@ -342,7 +342,8 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
     AutoScheduleResult res;
     TuningRecord rec;
     bool hit = tuning_lookup(db, key, &rec);
-    int want = hit ? rec.candidate + 1 : (o.budget_seconds > 0 ? 16 : 4);
+    // With a budget: as many candidates as it might measure (a few per second).
+    int want = hit ? rec.planned : o.budget_seconds > 0 ? (int)std::min(200.0, 8 + 4 * o.budget_seconds) : 4;
     std::vector<PlanCandidate> cands = plan_schedules(info, t, mp, want);
     bool dbg = debug_enabled();
 
@@ -432,6 +433,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
     if (!res.from_database && !db.empty()) {
         TuningRecord r;
         r.candidate = chosen;
+        r.planned = want;
         r.measured_ms = res.measured_ms;
         r.predicted_ms = res.predicted_ms;
         tuning_store(db, key, r);

@@ -288,6 +288,24 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
         EXPECT_TRUE(r.from_database);
         EXPECT_EQ(p.get_schedule(), first);
     }
+    {
+        // A measured search's winner is what a later call replays (whatever its budget).
+        Blur b;
+        b.in.set_estimates({{-1, 402}, {-1, 302}});
+        b.by.set_estimates({{0, 400}, {0, 300}});
+        Pipeline p(b.by);
+        AutoScheduleOptions searched = o;
+        searched.budget_seconds = 1;
+        AutoScheduleResult r = p.auto_schedule(Target::host(), searched);
+        EXPECT_FALSE(r.from_database);
+        EXPECT_GE(r.candidates_measured, 1);
+        Schedule won = p.get_schedule();
+        p.apply_schedule(first);  // something else
+        AutoScheduleResult again = p.auto_schedule(Target::host(), o);
+        EXPECT_TRUE(again.from_database);
+        EXPECT_EQ(again.measured_ms, r.measured_ms);
+        EXPECT_EQ(p.get_schedule(), won);
+    }
     std::remove(path.c_str());
     {
         // A foreign file is neither read nor written.
@@ -359,4 +377,30 @@ TEST(AutoSchedule, ScheduleValuesBuiltWithoutFuncsEqualTheAppliedOnes) {
                       Schedule(std::make_shared<internal::PipelineSchedule>(v)).to_string());
         }
     }
+}
+
+TEST(AutoSchedule, TwoOutputsOneReadingTheOther) {
+    ImageParam in(Int(32), 2, "in");
+    Var x("x"), y("y");
+    Func a("a"), b("b"), c("c");
+    a(x, y) = in(x, y) + in(x + 1, y) * 2;
+    b(x, y) = a(x, y - 1) + a(x, y + 1);
+    c(x, y) = b(x, y) * 3 + a(x, y);
+    in.set_estimates({{0, 301}, {-1, 202}});
+    Pipeline p({b, c});
+    EXPECT_CONTAINS(error_of([&] { p.auto_schedule(); }), "\"b\"");
+    b.set_estimates({{0, 300}, {0, 200}});
+    c.set_estimates({{0, 300}, {0, 200}});
+    p.auto_schedule();
+    Buffer<int> ib(301, 202);
+    ib.set_min({0, -1});
+    fill(ib, 9, -100, 100);
+    in.set(ib);
+    Buffer<int> ob(300, 200), oc(300, 200), rb(300, 200), rc(300, 200);
+    p.realize({ob, oc});
+    internal::interpret_pipeline(p, {rb, rc});
+    int64_t bad = 0;
+    ob.for_each_offset([&](int64_t off) { bad += ob.data()[off] != rb.data()[off]; });
+    oc.for_each_offset([&](int64_t off) { bad += oc.data()[off] != rc.data()[off]; });
+    EXPECT_EQ(bad, 0);
 }
