@@ -60,14 +60,30 @@ struct Blur {
     }
 };
 
+/** Binds a (W + 2) x (H + 2) input with mins -1 to the blur and counts the outputs of p over
+    W x H that differ from the interpreter's. */
+int64_t blur_differences(Blur &b, Pipeline p, int W, int H, uint32_t seed) {
+    Buffer<float> in(W + 2, H + 2);
+    in.set_min({-1, -1});
+    fill(in, seed, -10, 10);
+    b.in.set(in);
+    Buffer<float> out(W, H);
+    return differences(p, out);
+}
+
+/** The blur's pipeline with estimates for a W x H output. */
+Pipeline estimated(Blur &b, int W, int H) {
+    b.in.set_estimates({{-1, W + 2}, {-1, H + 2}});
+    b.by.set_estimates({{0, W}, {0, H}});
+    return Pipeline(b.by);
+}
+
 }  // namespace
 
 TEST(AutoSchedule, BlurMatchesTheInterpreterAndSaysWhatItChose) {
     Blur b;
     const int W = 600, H = 400;
-    b.in.set_estimates({{-1, W + 2}, {-1, H + 2}});
-    b.by.set_estimates({{0, W}, {0, H}});
-    Pipeline p(b.by);
+    Pipeline p = estimated(b, W, H);
     AutoScheduleResult r = p.auto_schedule();
     EXPECT_FALSE(r.from_database);
     EXPECT_EQ(r.candidates_measured, 0);
@@ -78,19 +94,8 @@ TEST(AutoSchedule, BlurMatchesTheInterpreterAndSaysWhatItChose) {
     EXPECT_CONTAINS(r.schedule_source, "vectorize");
     EXPECT_CONTAINS(r.schedule_source, "blur_x.");  // the producer is not left inlined: it is a stencil
 
-    Buffer<float> in(W + 2, H + 2);
-    in.set_min({-1, -1});
-    fill(in, 1, -10, 10);
-    b.in.set(in);
-    Buffer<float> out(W, H);
-    EXPECT_EQ(differences(p, out), 0);
-    // Other shapes than the estimates: still right.
-    Buffer<float> in2(35, 9);
-    in2.set_min({-1, -1});
-    fill(in2, 2, -10, 10);
-    b.in.set(in2);
-    Buffer<float> out2(33, 7);
-    EXPECT_EQ(differences(p, out2), 0);
+    EXPECT_EQ(blur_differences(b, p, W, H, 1), 0);
+    EXPECT_EQ(blur_differences(b, p, 33, 7, 2), 0);  // other shapes than the estimates: still right
 }
 
 TEST(AutoSchedule, MissingEstimatesNameTheFuncOrInput) {
@@ -211,9 +216,7 @@ TEST(AutoSchedule, ReductionsHistogramsAndScalars) {
 
 TEST(AutoSchedule, ASearchMeasuresAndReportsProgress) {
     Blur b;
-    b.in.set_estimates({{-1, 514}, {-1, 258}});
-    b.by.set_estimates({{0, 512}, {0, 256}});
-    Pipeline p(b.by);
+    Pipeline p = estimated(b, 512, 256);
     AutoScheduleOptions o;
     o.budget_seconds = 3;
     int calls = 0;
@@ -234,12 +237,7 @@ TEST(AutoSchedule, ASearchMeasuresAndReportsProgress) {
     EXPECT_FALSE(std::isnan(r.measured_ms));
     EXPECT_GT(r.measured_ms, 0);
     EXPECT_LT(secs, 3 + 10);  // the budget, and at most one candidate's compile past it (a loaded machine)
-    Buffer<float> in(514, 258);
-    in.set_min({-1, -1});
-    fill(in, 7, -10, 10);
-    b.in.set(in);
-    Buffer<float> out(512, 256);
-    EXPECT_EQ(differences(p, out), 0);
+    EXPECT_EQ(blur_differences(b, p, 512, 256, 7), 0);
 }
 
 TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
@@ -254,9 +252,7 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
     Schedule first;
     {
         Blur b;
-        b.in.set_estimates({{-1, 258}, {-1, 130}});
-        b.by.set_estimates({{0, 256}, {0, 128}});
-        Pipeline p(b.by);
+        Pipeline p = estimated(b, 256, 128);
         AutoScheduleResult r = p.auto_schedule(Target::host(), o);
         EXPECT_FALSE(r.from_database);
         first = p.get_schedule();
@@ -281,9 +277,7 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
         // Damaged records are skipped; the file stays usable.
         std::ofstream(path, std::ios::app) << "garbage line\n0123 4 5\n";
         Blur b;
-        b.in.set_estimates({{-1, 258}, {-1, 130}});
-        b.by.set_estimates({{0, 256}, {0, 128}});
-        Pipeline p(b.by);
+        Pipeline p = estimated(b, 256, 128);
         AutoScheduleResult r = p.auto_schedule(Target::host(), o);
         EXPECT_TRUE(r.from_database);
         EXPECT_EQ(p.get_schedule(), first);
@@ -291,9 +285,7 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
     {
         // A measured search's winner is what a later call replays (whatever its budget).
         Blur b;
-        b.in.set_estimates({{-1, 402}, {-1, 302}});
-        b.by.set_estimates({{0, 400}, {0, 300}});
-        Pipeline p(b.by);
+        Pipeline p = estimated(b, 400, 300);
         AutoScheduleOptions searched = o;
         searched.budget_seconds = 1;
         AutoScheduleResult r = p.auto_schedule(Target::host(), searched);
@@ -311,9 +303,7 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
         // A foreign file is neither read nor written.
         std::ofstream(path) << "not a database\n";
         Blur b;
-        b.in.set_estimates({{-1, 258}, {-1, 130}});
-        b.by.set_estimates({{0, 256}, {0, 128}});
-        Pipeline p(b.by);
+        Pipeline p = estimated(b, 256, 128);
         AutoScheduleResult r = p.auto_schedule(Target::host(), o);
         EXPECT_FALSE(r.from_database);
         std::ifstream f(path);
@@ -333,22 +323,17 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
 TEST(AutoSchedule, FirstCallOfAPipelineWithNoDirectiveIsScheduled) {
     Blur b;
     Pipeline p(b.by);
-    Buffer<float> in(1026, 770);
-    in.set_min({-1, -1});
-    fill(in, 8, -10, 10);
-    b.in.set(in);
+    EXPECT_EQ(blur_differences(b, p, 1024, 768, 8), 0);
     // What a call runs: vectorized loops, the producer not inlined into the consumer.
     std::string ir = p.lowered_ir({1024, 768});
     EXPECT_CONTAINS(ir, "vectorized");
-    Buffer<float> out(1024, 768);
-    EXPECT_EQ(differences(p, out), 0);
     // The Funcs keep their (empty) schedules: nothing the user wrote changed.
     EXPECT_EQ(p.get_schedule().cpp_source(), "");
     // Any directive: exactly the schedule given (here the producer at root, serial loops).
     b.bx.compute_root();
     std::string given = p.lowered_ir({1024, 768});
     EXPECT_EQ(given.find("vectorized"), std::string::npos);
-    EXPECT_EQ(differences(p, out), 0);
+    EXPECT_EQ(blur_differences(b, p, 1024, 768, 8), 0);
 }
 
 TEST(AutoSchedule, ScheduleValuesBuiltWithoutFuncsEqualTheAppliedOnes) {
