@@ -1,6 +1,7 @@
 // The pipeline as automatic scheduling sees it (see Analysis.h).
 #include "autoschedule/Analysis.h"
 #include <algorithm>
+#include <climits>
 #include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
@@ -122,7 +123,8 @@ PipelineInfo analyze_pipeline(const Env &env, const ShapeEstimates &est) {
             info.consts[p + "min." + std::to_string(d)] = IntImm::make(Int(32), it->second[d].min);
             info.consts[p + "extent." + std::to_string(d)] = IntImm::make(Int(32), it->second[d].extent);
             info.consts[p + "stride." + std::to_string(d)] = IntImm::make(Int(32), stride);
-            stride *= std::max<int64_t>(it->second[d].extent, 1);
+            stride = std::min<int64_t>(stride * std::max<int64_t>(std::min<int64_t>(it->second[d].extent, INT32_MAX), 1),
+                                       INT32_MAX);  // (a stride past int32 only matters to the cost, not to legality)
         }
     }
     for (auto &p : env.params)

@@ -1,6 +1,7 @@
 // Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
 #include "weft/Pipeline.h"
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <iostream>
 #include <cstdlib>
@@ -735,7 +736,8 @@ void check_lowers(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
             consts[buffer_field(n, "min", (int)d)] = Expr((int)it->second[d].first);
             consts[buffer_field(n, "extent", (int)d)] = Expr((int)it->second[d].second);
             consts[buffer_field(n, "stride", (int)d)] = Expr((int)stride);
-            stride *= std::max<int64_t>(1, it->second[d].second);
+            stride = std::min<int64_t>(stride * std::max<int64_t>(1, std::min<int64_t>(it->second[d].second, INT32_MAX)),
+                                       INT32_MAX);
         }
     }
     on_large_stack<int>([&] {

@@ -185,3 +185,27 @@ TEST(RandomAutoSchedule, HostileEstimates) {
         EXPECT_EQ(bad, 0) << ext.first << "x" << ext.second << ":\n" << r.schedule_source;
     }
 }
+
+TEST(RandomAutoSchedule, HugeEstimatesInThreeDimensions) {
+    // Strides and point counts past int64 in the estimates: no overflow, a schedule still comes back.
+    ImageParam in(Float(32), 3, "in3");
+    Var x("x"), y("y"), c("c");
+    Func f("f3"), g("g3");
+    f(x, y, c) = in(x, y, c) * 2.0f + in(x + 1, y, c);
+    g(x, y, c) = f(x, y - 1, c) + f(x, y + 1, c);
+    in.set_estimates({{0, 1 << 30}, {-1, 1 << 30}, {0, 1 << 30}});
+    g.set_estimates({{0, (1 << 30) - 1}, {0, (1 << 30) - 2}, {0, 1 << 30}});
+    Pipeline p(g);
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_EQ(r.schedule_source, p.get_schedule().cpp_source());
+    Buffer<float> input(20, 12, 3);
+    input.set_min({0, -1, 0});
+    input.for_each_offset([&](int64_t off) { input.data()[off] = (float)(off % 13); });
+    in.set(input);
+    Buffer<float> got(19, 10, 3), want(19, 10, 3);
+    p.realize(got);
+    internal::interpret_pipeline(p, {want});
+    int64_t bad = 0;
+    got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+    EXPECT_EQ(bad, 0) << r.schedule_source;
+}
