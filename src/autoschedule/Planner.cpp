@@ -263,6 +263,37 @@ public:
         return out;
     }
 
+    /** GPU: every Func that is not inlined at root, each stage a grid of tx x ty thread blocks
+        over its pure dimensions (the update stages whose pure loops may run in parallel; the
+        others run on the host between the kernels), one candidate per block shape. */
+    std::vector<PlanCandidate> run_gpu(int max) {
+        decide_inlining();
+        std::vector<std::pair<int, int>> shapes = {{32, 8}, {16, 16}, {64, 4}, {128, 1}, {8, 8}};
+        std::vector<PlanCandidate> out;
+        for (auto [tx, ty] : shapes) {
+            if ((int)out.size() >= max) break;
+            Emitter e;
+            std::ostringstream sum;
+            sum << log.str() << "GPU blocks of " << tx << "x" << ty << " threads\n";
+            double ops = 0;
+            for (auto &f : info.funcs) {
+                if (inlined.count(f.name)) continue;
+                if (!f.output) e.compute_root(f.name);
+                for (size_t k = 0; k < f.stages.size(); k++) {
+                    ops += f.stages[k].iterations * stage_ops[f.name][k];
+                    gpu_nest(e, f, (int)k, tx, ty, sum);
+                }
+            }
+            PlanCandidate pc;
+            pc.calls = e.calls;
+            // About 30 TFLOP/s of scalar work and a launch each: a rough guide only.
+            pc.predicted_ms = ops / 3e10 * 1e3 + 0.005 * (double)info.funcs.size();
+            pc.summary = sum.str();
+            out.push_back(pc);
+        }
+        return out;
+    }
+
 private:
     const PipelineInfo &info;
     Target target;
@@ -842,6 +873,73 @@ private:
         }
     }
 
+    /** One stage as GPU blocks and threads: dimension 0 (and 1) tiled by tx (x ty) threads,
+        the dimensions outside fused into a third block dimension. */
+    void gpu_nest(Emitter &e, const FuncInfo &f, int k, int tx, int ty, std::ostringstream &sum) {
+        const StageInfo &s = f.stages[k];
+        const std::string &n = f.name;
+        size_t nd = f.f->args.size();
+        auto pow2_at_most = [](int64_t v, int cap) {
+            int64_t p = 1;
+            while (p * 2 <= v && p * 2 <= cap) p *= 2;
+            return p;
+        };
+        if (nd == 0) {
+            if (k == 0) {
+                Directive d = e.base(Directive::SingleThread, n, 0);
+                e.calls.push_back(d);
+            }
+            return;
+        }
+        // The pure dimensions this stage may spread over threads, from the innermost.
+        std::vector<size_t> dims;
+        for (size_t d = 0; d < nd; d++)
+            if (s.loops_over[d] && s.pure_parallel[d]) dims.push_back(d);
+            else if (k > 0 && s.loops_over[d]) break;  // a serial dependence along it: stop there
+        if (dims.empty() || dims[0] != 0) {
+            sum << "  " << stage_name_of(f, k) << ": on the host (no loop that may run in parallel)\n";
+            return;
+        }
+        auto taken = loop_names(f, k);
+        std::string x = f.f->args[0];
+        int64_t fx = pow2_at_most(f.region[0].extent, dims.size() > 1 ? tx : tx * ty);
+        std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
+        e.split(n, k, x, xo, xi, fx);
+        std::vector<std::string> blocks = {xo}, threads = {xi};
+        if (dims.size() > 1 && dims[1] == 1) {
+            std::string y = f.f->args[1];
+            int64_t fy = pow2_at_most(f.region[1].extent, ty);
+            std::string yo = fresh(y, "o", taken), yi = fresh(y, "i", taken);
+            e.split(n, k, y, yo, yi, fy);
+            std::set<std::string> rv(s.rvars.begin(), s.rvars.end());
+            e.reorder(n, k, {xi, yi, xo, yo}, rv);
+            threads.push_back(yi);
+            blocks.push_back(yo);
+            // Outer pure dimensions that may run in parallel: one more block dimension.
+            std::vector<std::string> outer;
+            for (size_t i = 2; i < dims.size() && dims[i] == i; i++) outer.push_back(f.f->args[i]);
+            if (!outer.empty()) {
+                std::string v = outer[0];
+                for (size_t i = 1; i < outer.size(); i++) {
+                    std::string fused = fresh(outer[0], "_" + outer[i], taken);
+                    e.fuse(n, k, v, outer[i], fused);
+                    v = fused;
+                }
+                blocks.push_back(v);
+            }
+        }
+        for (auto &t : threads) e.loop(n, k, t, ForType::GPUThread);
+        for (auto &b : blocks) e.loop(n, k, b, ForType::GPUBlock);
+        sum << "  " << stage_name_of(f, k) << ": blocks over";
+        for (auto &b : blocks) sum << " " << b;
+        sum << ", threads over";
+        for (auto &t : threads) sum << " " << t;
+        sum << "\n";
+    }
+    static std::string stage_name_of(const FuncInfo &f, int k) {
+        return k == 0 ? f.name : f.name + ".update(" + std::to_string(k - 1) + ")";
+    }
+
     /** Fuses the loops `outer` (innermost first) into one serial loop. */
     std::string parallel_over_serial(Emitter &e, const std::string &f, const std::vector<std::string> &outer,
                                      std::set<std::string> &taken) {
@@ -891,6 +989,7 @@ MachineParams machine_params(const Target &t, int threads) {
 
 std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max) {
     Planner p(info, t, m);
+    if (t.arch() == Target::Arch::CUDA) return p.run_gpu(std::max(1, max));
     return p.run(std::max(1, max));
 }
 

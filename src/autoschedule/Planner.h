@@ -32,7 +32,9 @@ struct PlanCandidate {
 };
 
 /** Candidates, the predicted best first: the best choice for every group of Funcs, then
-    variants that change one group's choice (for a search that measures). At most `max`. */
+    variants that change one group's choice (for a search that measures). At most `max`.
+    For a CUDA target: every Func that is not inlined at root, each stage's pure loops that may
+    run in parallel as blocks and threads, one candidate per block shape. */
 std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max);
 
 }  // namespace internal

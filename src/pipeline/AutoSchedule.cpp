@@ -320,9 +320,6 @@ std::vector<PipelineSchedule> first_call_schedules(const std::vector<std::shared
 
 AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOptions &o) {
     if (!c_) throw Error("weft: auto_schedule() on an undefined (default-constructed) Pipeline");
-    if (t.arch() == Target::Arch::CUDA)
-        user_error("weft: auto_schedule(): GPU targets are not scheduled automatically yet; schedule the pipeline "
-                   "with gpu_tile() and the other GPU directives");
     if (!(o.budget_seconds >= 0) || std::isinf(o.budget_seconds))
         user_error("weft: auto_schedule(): budget_seconds is " + std::to_string(o.budget_seconds) +
                    "; it must be 0 (the cost model alone) or a positive number of seconds");
