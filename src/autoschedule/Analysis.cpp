@@ -171,9 +171,8 @@ PipelineInfo analyze_pipeline(const Env &env, const ShapeEstimates &est) {
                             auto var = d < args.size() ? args[d].as<Variable>() : nullptr;
                             if (!var || var->name != v) only_here = false;
                         }
-                    // v must appear in the left side only as that argument.
-                    for (size_t j = 0; j < ls.args.size(); j++)
-                        if (j != d && uses_var(ls.args[j], v)) only_here = false;
+                    // (Other arguments of the left side may depend on v: two values of v still
+                    // write two different places, v's own argument differing.)
                     writes_at_v = writes_at_v && only_here;
                 }
                 si.pure_parallel.push_back(writes_at_v);

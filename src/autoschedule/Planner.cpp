@@ -478,7 +478,8 @@ private:
                 }
                 double tile_bytes = region_points(r) * bytes_of(f);
                 if (c.kind == GroupConfig::Block && f.name == c.blocked) p.kind = Placement::At;
-                else if (f.has_updates()) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
+                else if (f.has_updates() && large_domain(f)) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
+                else if (f.has_updates() && (p.redundancy > 2.0 || tile_bytes > m.l2_bytes)) p.kind = Placement::Root;
                 else if (p.redundancy > 2.0 || tile_bytes > m.l2_bytes) p.kind = Placement::Root;
                 else p.kind = c.kind == GroupConfig::Slide ? Placement::Slide : Placement::At;
                 // A sliding window is computed per row: every reader must be inside that loop
@@ -493,6 +494,18 @@ private:
             c.where[f.name] = p;
         }
         (void)root;
+    }
+
+    /** Does an update of f reduce over more than a few points (a scan, a histogram, a
+        contraction)? Those are computed exactly once; a small inline reduction (a sum over a
+        few taps) may be recomputed at tile edges like any cheap producer. */
+    static bool large_domain(const FuncInfo &f) {
+        for (auto &s : f.stages) {
+            double n = 1;
+            for (auto &sp : s.rdom) n *= (double)sp.extent;
+            if (n > 16) return true;
+        }
+        return false;
     }
 
     /** The region of `callee` read by Func `consumer` (a materialized Func) over `r`,

@@ -55,7 +55,7 @@ struct RandomPipeline {
         for (int i = 0; i < n; i++) {
             Func f("f" + std::to_string(i));
             auto pick = [&]() -> std::pair<Func, bool> { return avail[(size_t)r.uniform(0, (int)avail.size() - 1)]; };
-            int kind = r.uniform(0, 9);
+            int kind = r.uniform(0, 10);
             text += "f" + std::to_string(i) + ": ";
             if (kind <= 5) {
                 auto [a, a2] = pick();
@@ -95,6 +95,18 @@ struct RandomPipeline {
                 s(x, ry) = s(x, ry - 1) * 3 + s(x, ry);
                 f(x, y) = s(x, clamp(y, 0, 39));
                 text += "scan ";
+                avail.push_back({f, true});
+            } else if (kind == 10) {
+                // Per column, a histogram of a Func's values down the rows: the update writes at
+                // its pure Var x and at an index computed from x (x may still run in parallel).
+                auto [a, a2] = pick();
+                RDom rr(0, 12, "col" + std::to_string(i));
+                Func h("colhist" + std::to_string(i));
+                h(x, y) = 0;
+                Expr v = a2 ? a(x, rr) : a(clamp(rr, 0, 63));
+                h(x, clamp(v & 7, 0, 7)) += v;
+                f(x, y) = h(x, clamp(y & 7, 0, 7)) - x;
+                text += "column-histogram ";
                 avail.push_back({f, true});
             } else {
                 // A histogram of a Func's values, read back through them.
