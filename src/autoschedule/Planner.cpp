@@ -782,13 +782,18 @@ private:
         }
         if (f.region[0].extent >= W) vectorize(e, n, k, f.f->args[0], W, taken);
         if (parallel) {
-            // The outermost pure loop, if it may run in parallel.
-            std::string outer = order.back();
-            auto it = std::find(f.f->args.begin(), f.f->args.end(), outer);
-            if (it != f.f->args.end() && outer != f.f->args[0]) {
-                size_t d = it - f.f->args.begin();
-                if (s.pure_parallel[d] && f.region[d].extent >= m.threads) e.loop(n, k, outer, ForType::Parallel);
+            // The pure loops outside the reduction loops that may run in parallel, from the
+            // outermost in, fused into one parallel loop.
+            std::vector<std::string> outer;  // innermost first
+            double tasks = 1;
+            for (int i = (int)order.size() - 1; i >= 1; i--) {
+                auto it = std::find(f.f->args.begin(), f.f->args.end(), order[i]);
+                if (it == f.f->args.end() || !s.pure_parallel[it - f.f->args.begin()]) break;
+                outer.insert(outer.begin(), order[i]);
+                tasks *= (double)f.region[it - f.f->args.begin()].extent;
+                if (tasks >= 8 * m.threads) break;
             }
+            if (!outer.empty() && tasks >= m.threads) parallel_over(e, n, k, outer, taken);
         }
     }
 
