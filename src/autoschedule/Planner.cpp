@@ -439,7 +439,6 @@ private:
     /** Places the members of g for the root's per-iteration region `tile` (at the compute
         loop), `iterations` of it; Slide places pure members per row of a strip. */
     void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations) {
-        const FuncInfo &root = info.func(g.root);
         std::map<std::string, ConstRegion> fp;
         fp[g.root] = tile;
         for (int i = (int)g.members.size() - 1; i >= 0; i--) {
@@ -493,7 +492,6 @@ private:
             if (p.kind != Placement::Root) fp[f.name] = p.footprint;
             c.where[f.name] = p;
         }
-        (void)root;
     }
 
     /** Does an update of f reduce over more than a few points (a scan, a histogram, a
@@ -522,7 +520,7 @@ private:
                 ConstRegion part;
                 if (call.first == callee) {
                     part = got;
-                } else if (!read_through_inlined(call.first, got, callee, &part)) {
+                } else if (!read_through(call.first, got, callee, &part)) {  // through the inlined Func
                     continue;
                 }
                 acc = any ? merge(acc, part) : part;
@@ -532,9 +530,6 @@ private:
         if (!any) return false;
         *out = acc;
         return true;
-    }
-    bool read_through_inlined(const std::string &f, const ConstRegion &r, const std::string &callee, ConstRegion *out) {
-        return read_through(f, r, callee, out);
     }
     static ConstRegion merge(const ConstRegion &a, const ConstRegion &b) {
         ConstRegion r = a;
