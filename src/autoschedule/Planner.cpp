@@ -197,6 +197,7 @@ struct Emitter {
 /** Where a group member is computed. */
 struct Placement {
     enum Kind { Root, At, Slide } kind = Root;
+    std::string why;  // for WEFT_DEBUG: why at root
     ConstRegion footprint;  // per iteration of its compute loop (At), or of its store loop (Slide)
     double redundancy = 1;
 };
@@ -450,12 +451,14 @@ private:
             for (auto &cn : real_consumers(f.name)) {
                 if (!fp.count(cn)) {
                     ok = false;  // a consumer is not computed per tile
+                    p.why = "its consumer \"" + cn + "\" is not computed per tile";
                     break;
                 }
                 // What the consumer reads of f, through the inlined Funcs between them.
                 ConstRegion part;
                 if (!read_through(cn, fp.at(cn), f.name, &part)) {
                     ok = false;
+                    p.why = "what \"" + cn + "\" reads of it per tile is not bounded";
                     break;
                 }
                 r = first ? part : merge(r, part);
@@ -476,17 +479,26 @@ private:
                     p.redundancy = std::max(p.redundancy, iterations * work / std::max(1.0, s.iterations));
                 }
                 double tile_bytes = region_points(r) * bytes_of(f);
+                // What stays in the caches: a sliding window keeps only the few rows an
+                // iteration needs (its storage is folded), not the strip's whole footprint.
+                double window_bytes =
+                    r.size() > 1 ? tile_bytes / (double)std::max<int64_t>(1, r[1].extent) * std::min<double>((double)r[1].extent, 4) : tile_bytes;
                 if (c.kind == GroupConfig::Block && f.name == c.blocked) p.kind = Placement::At;
                 else if (f.has_updates() && large_domain(f)) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
-                else if (f.has_updates() && (p.redundancy > 2.0 || tile_bytes > m.l2_bytes)) p.kind = Placement::Root;
-                else if (p.redundancy > 2.0 || tile_bytes > m.l2_bytes) p.kind = Placement::Root;
+                else if (p.redundancy > 2.0) p.kind = Placement::Root;
                 else p.kind = c.kind == GroupConfig::Slide ? Placement::Slide : Placement::At;
+                if (p.kind == Placement::Root)
+                    p.why = "per tile it would compute " + std::to_string(p.redundancy) + "x its points";
                 // A sliding window is computed per row: every reader must be inside that loop
                 // too (the root, or another sliding member).
                 if (p.kind == Placement::Slide)
                     for (auto &cn : real_consumers(f.name))
                         if (cn != g.root && c.where.count(cn) && c.where.at(cn).kind != Placement::Slide)
                             p.kind = Placement::At;
+                if (p.kind != Placement::Root && (p.kind == Placement::Slide ? window_bytes : tile_bytes) > m.l2_bytes) {
+                    p.kind = Placement::Root;
+                    p.why = "its tile does not fit in L2";
+                }
             }
             if (!ok) p.kind = Placement::Root;
             if (p.kind != Placement::Root) fp[f.name] = p.footprint;
@@ -566,6 +578,15 @@ private:
         return "";
     }
 
+    /** Dimensions 2, 3, ... of a root of at most 4 points (colour channels) are looped over
+        inside its strips and tiles, so that a tile holds all of them: the index of the first
+        dimension looped over outside. */
+    static size_t first_outer(const ConstRegion &r) {
+        size_t d = 2;
+        while (d < r.size() && r[d].extent <= 4) d++;
+        return d;
+    }
+
     double tasks_outside(const ConstRegion &r, size_t from, double split_tasks) const {
         double t = split_tasks;
         for (size_t d = from; d < r.size(); d++) t *= r[d].extent;
@@ -595,8 +616,8 @@ private:
                     c.f1 = S;
                     ConstRegion tile = R;
                     tile[1] = {R[1].min + (e1 / 2 / S) * S, S};
-                    for (size_t d = 2; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
-                    place(g, c, tile, tasks_outside(R, 2, std::ceil((double)e1 / S)));
+                    for (size_t d = first_outer(R); d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
+                    place(g, c, tile, tasks_outside(R, first_outer(R), std::ceil((double)e1 / S)));
                     cs.push_back(c);
                 }
             }
@@ -611,8 +632,9 @@ private:
                     ConstRegion tile = R;
                     tile[0] = {R[0].min + (e0 / 2 / tx) * tx, tx};
                     tile[1] = {R[1].min + (e1 / 2 / ty) * ty, ty};
-                    for (size_t d = 2; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
-                    place(g, c, tile, tasks_outside(R, 2, std::ceil((double)e0 / tx) * std::ceil((double)e1 / ty)));
+                    for (size_t d = first_outer(R); d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
+                    place(g, c, tile,
+                          tasks_outside(R, first_outer(R), std::ceil((double)e0 / tx) * std::ceil((double)e1 / ty)));
                     cs.push_back(c);
                 }
             }
@@ -650,10 +672,11 @@ private:
         if (c.kind == GroupConfig::AllRoot) {
             for (size_t d = 1; d < nd; d++) tasks *= R[d].extent;
         } else if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
-            tasks = iterations = tasks_outside(R, 2, std::ceil((double)R[1].extent / c.f1));
+            tasks = iterations = tasks_outside(R, first_outer(R), std::ceil((double)R[1].extent / c.f1));
         } else {
-            iterations = tasks_outside(R, 2, std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1));
-            tasks = tasks_outside(R, 2, std::ceil((double)R[1].extent / c.f1));
+            size_t from = c.kind == GroupConfig::Block ? 2 : first_outer(R);
+            iterations = tasks_outside(R, from, std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1));
+            tasks = tasks_outside(R, from, std::ceil((double)R[1].extent / c.f1));
         }
         double work = compute_ns(root, 1, true), mem = 0, alone = 0, overhead = 0;
         double out_bytes = root.points() * bytes_of(root);
@@ -817,8 +840,17 @@ private:
             if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
                 e.split(n, 0, y, yo, yi, c.f1);
                 if (R[0].extent >= W) vectorize(e, n, 0, x, W, taken);
+                size_t from = first_outer(R);
+                if (from > 2) {
+                    // The small dimensions inside each row of the strip.
+                    std::vector<std::string> order = {x};
+                    for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);
+                    order.push_back(yi);
+                    order.push_back(yo);
+                    e.reorder(n, 0, order, {});
+                }
                 outer.push_back(yo);
-                for (size_t d = 2; d < nd; d++) outer.push_back(root.f->args[d]);
+                for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]);
                 std::string par = m.threads > 1 ? parallel_over(e, n, 0, outer, taken) : "";
                 std::string strip = par.empty() ? yo : par;
                 if (par.empty() && outer.size() > 1) {
@@ -831,8 +863,12 @@ private:
                 std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
                 e.split(n, 0, x, xo, xi, c.f0);
                 e.split(n, 0, y, yo, yi, c.f1);
-                std::vector<std::string> order = {xi, yi, xo, yo};
-                for (size_t d = 2; d < nd; d++) order.push_back(root.f->args[d]);
+                size_t from = c.kind == GroupConfig::Block ? 2 : first_outer(R);
+                std::vector<std::string> order = {xi, yi};
+                for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);  // inside each tile
+                order.push_back(xo);
+                order.push_back(yo);
+                for (size_t d = from; d < nd; d++) order.push_back(root.f->args[d]);
                 e.reorder(n, 0, order, {});
                 std::string xv = fresh(x, "v", taken);
                 e.split(n, 0, xi, xi, xv, W);
@@ -842,7 +878,7 @@ private:
                     if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);
                 }
                 outer.push_back(yo);
-                for (size_t d = 2; d < nd; d++) outer.push_back(root.f->args[d]);
+                for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]);
                 if (m.threads > 1) parallel_over(e, n, 0, outer, taken);
                 else if (outer.size() > 1) parallel_over_serial(e, n, outer, taken);
                 compute_var = store_var = xo;
@@ -853,7 +889,7 @@ private:
             const FuncInfo &f = info.func(mb);
             const Placement &p = c.where.at(mb);
             if (p.kind == Placement::Root) {
-                sum << "  " << mb << ": at root\n";
+                sum << "  " << mb << ": at root" << (p.why.empty() ? "" : " (" + p.why + ")") << "\n";
                 e.compute_root(mb);
                 root_nest(e, f, true);
                 continue;
