@@ -42,23 +42,6 @@ protected:
     }
 };
 
-class FindVar : public IRVisitor {
-public:
-    const std::string *v = nullptr;
-    bool found = false;
-
-protected:
-    void visit(const Variable *op) override {
-        if (op->name == *v) found = true;
-    }
-};
-bool uses_var(const Expr &e, const std::string &v) {
-    FindVar f;
-    f.v = &v;
-    f.include(e);
-    return f.found;
-}
-
 bool to_region(const Box &b, ConstRegion *out) {
     out->clear();
     for (auto &i : b) {
@@ -161,7 +144,7 @@ PipelineInfo analyze_pipeline(const Env &env, const ShapeEstimates &est) {
                 bool loops = k == 0;
                 if (k > 0) {
                     for (size_t j = 0; j < ls.args.size(); j++) {
-                        if (uses_var(ls.args[j], v)) loops = true;
+                        if (expr_uses_var(ls.args[j], v)) loops = true;
                         auto var = ls.args[j].as<Variable>();
                         if (j == d && var && var->name == v) writes_at_v = true;
                     }

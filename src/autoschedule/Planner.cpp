@@ -108,17 +108,7 @@ double vector_efficiency(const StageInfo &s, const std::string &x) {
         if (args.empty()) continue;
         bool dense_somewhere = false, uses = false;
         for (size_t d = 0; d < args.size(); d++) {
-            class Uses : public IRVisitor {
-            public:
-                const std::string *x;
-                bool found = false;
-
-            protected:
-                void visit(const Variable *op) override { found = found || op->name == *x; }
-            } u;
-            u.x = &x;
-            u.include(args[d]);
-            if (!u.found) continue;
+            if (!expr_uses_var(args[d], x)) continue;
             uses = true;
             if (d == 0) {
                 // x + c, or c + x: dense; anything else (2x, x/2, a computed index): not.
@@ -728,16 +718,23 @@ private:
         e.loop(f, k, xv, ForType::Vectorized);
     }
 
-    /** Fuses the pure loops `outer` (innermost first) into one and runs it in parallel. */
-    std::string parallel_over(Emitter &e, const std::string &f, int k, std::vector<std::string> outer,
-                              std::set<std::string> &taken) {
-        if (outer.empty()) return "";
+    /** Fuses the pure loops `outer` (innermost first, not empty) into one; returns its name. */
+    std::string fuse_all(Emitter &e, const std::string &f, int k, const std::vector<std::string> &outer,
+                         std::set<std::string> &taken) {
         std::string v = outer[0];
         for (size_t i = 1; i < outer.size(); i++) {
             std::string fused = fresh(outer[0], "_" + outer[i], taken);
             e.fuse(f, k, v, outer[i], fused);
             v = fused;
         }
+        return v;
+    }
+
+    /** Fuses the pure loops `outer` (innermost first) into one and runs it in parallel. */
+    std::string parallel_over(Emitter &e, const std::string &f, int k, const std::vector<std::string> &outer,
+                              std::set<std::string> &taken) {
+        if (outer.empty()) return "";
+        std::string v = fuse_all(e, f, k, outer, taken);
         e.loop(f, k, v, ForType::Parallel);
         return v;
     }
@@ -860,7 +857,7 @@ private:
                 std::string strip = par.empty() ? yo : par;
                 if (par.empty() && outer.size() > 1) {
                     // One loop over strips (and the outer dimensions) all the same.
-                    strip = parallel_over_serial(e, n, outer, taken);
+                    strip = fuse_all(e, n, 0, outer, taken);
                 }
                 compute_var = c.kind == GroupConfig::Slide ? yi : strip;
                 store_var = strip;
@@ -885,7 +882,7 @@ private:
                 outer.push_back(yo);
                 for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]);
                 if (m.threads > 1) parallel_over(e, n, 0, outer, taken);
-                else if (outer.size() > 1) parallel_over_serial(e, n, outer, taken);
+                else if (outer.size() > 1) fuse_all(e, n, 0, outer, taken);
                 compute_var = store_var = xo;
             }
         }
@@ -972,15 +969,7 @@ private:
             // Outer pure dimensions that may run in parallel: one more block dimension.
             std::vector<std::string> outer;
             for (size_t i = 2; i < dims.size() && dims[i] == i; i++) outer.push_back(f.f->args[i]);
-            if (!outer.empty()) {
-                std::string v = outer[0];
-                for (size_t i = 1; i < outer.size(); i++) {
-                    std::string fused = fresh(outer[0], "_" + outer[i], taken);
-                    e.fuse(n, k, v, outer[i], fused);
-                    v = fused;
-                }
-                blocks.push_back(v);
-            }
+            if (!outer.empty()) blocks.push_back(fuse_all(e, n, k, outer, taken));
         }
         for (auto &t : threads) e.loop(n, k, t, ForType::GPUThread);
         for (auto &b : blocks) e.loop(n, k, b, ForType::GPUBlock);
@@ -992,18 +981,6 @@ private:
     }
     static std::string stage_name_of(const FuncInfo &f, int k) {
         return k == 0 ? f.name : f.name + ".update(" + std::to_string(k - 1) + ")";
-    }
-
-    /** Fuses the loops `outer` (innermost first) into one serial loop. */
-    std::string parallel_over_serial(Emitter &e, const std::string &f, const std::vector<std::string> &outer,
-                                     std::set<std::string> &taken) {
-        std::string v = outer[0];
-        for (size_t i = 1; i < outer.size(); i++) {
-            std::string fused = fresh(outer[0], "_" + outer[i], taken);
-            e.fuse(f, 0, v, outer[i], fused);
-            v = fused;
-        }
-        return v;
     }
 
     PlanCandidate emit(const std::vector<int> &choice) {

@@ -64,6 +64,12 @@ struct CallBinding {
 
 static std::atomic<uint64_t> g_pipeline_ids{1};
 
+/** Is a pipeline of this snapshot scheduled automatically when compiled for the host (no
+    directive, WEFT_AUTOSCHEDULE not 0, a backend that runs vector code)? */
+static bool schedules_itself(const Env &env) {
+    return llvm_backend_available() && first_call_autoschedule_enabled() && has_no_directives(env);
+}
+
 
 struct PipelineContents {
     const uint64_t id = g_pipeline_ids.fetch_add(1);  // never reused (unlike an address)
@@ -87,7 +93,7 @@ struct PipelineContents {
         g_snapshot_builds++;
         p->env = on_large_stack<Env>([&] { return build_env(outputs, false); });  // (recursion over deep Exprs)
         p->algo = p->env.canonical;
-        p->autoschedule = llvm_backend_available() && first_call_autoschedule_enabled() && has_no_directives(p->env);
+        p->autoschedule = schedules_itself(p->env);
         if (p->autoschedule) p->algo += "|scheduled automatically for " + std::to_string(weft_rt_num_threads()) + " threads";
         std::lock_guard<std::mutex> l(m);
         prepared = p;
@@ -587,8 +593,7 @@ std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t)
     Env env = build_env(c_->outputs, false);
     bind(env, nullptr, ptrs.data(), ptrs.size());
     std::string log;
-    if (t.arch() == Target::Arch::Host && llvm_backend_available() && first_call_autoschedule_enabled() &&
-        has_no_directives(env)) {
+    if (t.arch() == Target::Arch::Host && schedules_itself(env)) {
         // What a call would run: the schedule chosen automatically for these shapes.
         auto consts = shape_consts(env);
         for (auto &s : schedules_for_bound_shapes(env, c_->outputs, t)) {
