@@ -1,6 +1,7 @@
 // Builds each Func's loop nest from its schedule and places it at its compute_at / store_at
 // level, with the region to compute found by bounds inference.
 #include "lower/ScheduleFunctions.h"
+#include "lower/RealizationOrder.h"
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -669,6 +670,38 @@ struct Builder {
         return r;
     }
 
+    /** Whether f reads an output of the pipeline, directly or through Funcs that are not
+        outputs: then it is computed after that output, not before everything. */
+    bool reads_an_output(const LFunc &f, std::set<std::string> &seen) {
+        for (auto &st : f.stages)
+            for (auto &c : funcs_called(st)) {
+                if (c == f.name || !seen.insert(c).second) continue;
+                const LFunc &g = env.func(c);
+                if (g.output_index >= 0 || reads_an_output(g, seen)) return true;
+            }
+        return false;
+    }
+
+    /** wrap(tail) in place of the part of s from the first statement that touches name to
+        its end, found through the Realizes, lets and Blocks of the top level. */
+    static Stmt at_first_use(const Stmt &s, const std::string &name, const std::function<Stmt(const Stmt &)> &wrap) {
+        auto expr_touches = [&](const Expr &e) { return e.defined() && touches(Evaluate::make(e), name); };
+        if (auto r = s.as<Realize>()) {
+            for (auto &rg : r->bounds)
+                if (expr_touches(rg.min) || expr_touches(rg.extent)) return wrap(s);
+            return Realize::make(r->name, r->type, r->bounds, r->memory_type, at_first_use(r->body, name, wrap));
+        }
+        if (auto l = s.as<LetStmt>()) {
+            if (expr_touches(l->value)) return wrap(s);
+            return LetStmt::make(l->name, l->value, at_first_use(l->body, name, wrap));
+        }
+        if (auto b = s.as<Block>()) {
+            if (!touches(b->first, name)) return Block::make(b->first, at_first_use(b->rest, name, wrap));
+            if (!b->rest.defined() || !touches(b->rest, name)) return Block::make(at_first_use(b->first, name, wrap), b->rest);
+        }
+        return wrap(s);
+    }
+
     Stmt inject(Stmt s, LFunc &f) {
         const std::string &fname = f.contents->name;
         if (f.sched.compute.kind == LoopLevelSpec::Root && !f.sched.storage_fold.empty())
@@ -680,7 +713,10 @@ struct Builder {
             Box req = box_required(s, f.name);
             auto lets = name_region(f, req);
             Stmt p = build_produce(f, req);
-            return wrap_lets(lets, realize(f, Block::make(p, s), &req));
+            std::set<std::string> seen;
+            if (!reads_an_output(f, seen)) return wrap_lets(lets, realize(f, Block::make(p, s), &req));
+            // After the outputs it reads (Pipeline({g, f}) with g reading a Func that reads f).
+            return at_first_use(s, f.name, [&](const Stmt &tail) { return wrap_lets(lets, realize(f, Block::make(p, tail), &req)); });
         }
         // compute_at
         InjectAt in;
