@@ -215,7 +215,10 @@ struct FnState {
     llvm::Function *fn = nullptr;
     llvm::BasicBlock *alloca_bb = nullptr;
     llvm::Value *ctx = nullptr;
-    std::vector<llvm::Value *> heap;  // live heap allocations, innermost last
+    /** Live heap allocations, innermost last: each one's slot (an entry-block alloca holding
+        the pointer, null once free_buffer() has given it back early). */
+    std::vector<llvm::AllocaInst *> heap;
+    std::map<std::string, std::vector<llvm::AllocaInst *>> heap_slots;  // by buffer name
     bool nontemporal = false;         // emitted streaming stores: fence them before returning
 };
 
@@ -356,7 +359,7 @@ private:
     }
     // Frees every live heap allocation of this function and returns code.
     void emit_fail_return(llvm::Value *code) {
-        for (auto it = fs->heap.rbegin(); it != fs->heap.rend(); ++it) call_rt_free(*it);
+        for (auto it = fs->heap.rbegin(); it != fs->heap.rend(); ++it) call_rt_free(b.CreateLoad(ptr, *it));
         b.CreateRet(code);
     }
 
@@ -1335,6 +1338,17 @@ private:
         case IRNodeType::Evaluate: {
             auto *op = static_cast<const Evaluate *>(n);
             if (op->value.as<IntImm>() || op->value.as<UIntImm>()) return;
+            if (auto c = op->value.as<Call>(); c && c->is_intrinsic("free_buffer")) {
+                // A heap buffer given back after its last use (memory planning): its slot is
+                // then null, so the end of its scope and the failure paths free nothing.
+                auto name = c->args.at(0).as<StringImm>();
+                auto it = name ? fs->heap_slots.find(name->value) : fs->heap_slots.end();
+                if (it == fs->heap_slots.end() || it->second.empty()) fail("free_buffer of a buffer that is not on the heap here");
+                llvm::AllocaInst *slot = it->second.back();
+                call_rt_free(b.CreateLoad(ptr, slot));
+                b.CreateStore(llvm::ConstantPointerNull::get(ptr), slot);
+                return;
+            }
             codegen(op->value);
             return;
         }
@@ -1591,12 +1605,16 @@ private:
         b.SetInsertPoint(fail_bb);
         emit_fail_return(b.getInt32(-1));
         b.SetInsertPoint(ok_bb);
-        fs->heap.push_back(p);
+        llvm::AllocaInst *slot = entry_alloca(ptr, nullptr, 8, op->name + ".slot");
+        b.CreateStore(p, slot);
+        fs->heap.push_back(slot);
+        fs->heap_slots[op->name].push_back(slot);
         push(op->name, {p, 64, new_allocation_tbaa(op->name)});
         codegen(op->body);
         pop(op->name);
+        fs->heap_slots[op->name].pop_back();
         fs->heap.pop_back();
-        call_rt_free(p);
+        call_rt_free(b.CreateLoad(ptr, slot));
     }
 };
 

@@ -134,10 +134,10 @@ public:
             try {
                 exec(op->body);
             } catch (...) {
-                weft_rt_free(ctx, p);
+                weft_rt_free(ctx, buffers[op->name].first);
                 throw;
             }
-            weft_rt_free(ctx, p);
+            weft_rt_free(ctx, buffers[op->name].first);  // (null where free_buffer() gave it back)
             if (saved) buffers[op->name] = *saved;
             else buffers.erase(op->name);
             return;
@@ -154,7 +154,18 @@ public:
             else exec(op->else_case);
             return;
         }
-        case IRNodeType::Evaluate: eval(static_cast<const Evaluate *>(n)->value); return;
+        case IRNodeType::Evaluate: {
+            const Expr &v = static_cast<const Evaluate *>(n)->value;
+            if (auto c = v.as<Call>(); c && c->is_intrinsic("free_buffer")) {
+                // Memory planning gives a heap buffer back after its last use.
+                auto &slot = buffers.at(c->args.at(0).as<StringImm>()->value);
+                weft_rt_free(ctx, slot.first);
+                slot.first = nullptr;
+                return;
+            }
+            eval(v);
+            return;
+        }
         default: throw Error("weft internal error: interpreter: unsupported statement");
         }
     }

@@ -9,6 +9,7 @@
 #include "lower/ScheduleFunctions.h"
 #include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
+#include "lower/PlanMemory.h"
 #include "lower/StorageFlattening.h"
 #include "lower/UnrollLoops.h"
 #include "lower/VectorizeLoops.h"
@@ -49,6 +50,66 @@ static std::vector<Stmt> input_checks(const Stmt &s, const Env &env, const std::
     return checks;
 }
 
+/** Buffer fields used in definitions (boundary conditions, RDom over a buffer) become constants. */
+static void substitute_consts(Env &env, const std::map<std::string, Expr> &consts) {
+    if (consts.empty()) return;
+    for (auto &f : env.funcs)
+        for (auto &st : f.stages) {
+            for (auto &a : st.args) a = substitute(consts, a);
+            st.value = substitute(consts, st.value);
+            if (st.predicate.defined()) st.predicate = substitute(consts, st.predicate);
+            for (auto &rv : st.rvars) {
+                rv.min = substitute(consts, rv.min);
+                rv.extent = substitute(consts, rv.extent);
+            }
+            for (auto &sp : st.specs) sp.first = substitute(consts, sp.first);
+        }
+}
+
+static std::map<std::string, Box> output_boxes_of(Env &env, const std::map<std::string, Expr> &consts) {
+    std::map<std::string, Box> output_boxes;
+    for (auto &o : env.outputs) {
+        LFunc &f = env.func(o);
+        Box b;
+        for (size_t d = 0; d < f.args.size(); d++) {
+            Expr mn = field(o, "min", (int)d, consts), ex = field(o, "extent", (int)d, consts);
+            b.push_back(Interval(mn, simplify(mn + ex - 1)));
+        }
+        output_boxes[o] = b;
+    }
+    return output_boxes;
+}
+
+/** The outputs of deferred calls in a chain (env.seams) hold what their calls computed,
+    [0, extent) per dimension: their consumers reading past it is an error before anything runs,
+    as reading past an input buffer is when the parts run one by one. The region read is that
+    of the unscheduled pipeline (every Func at root), so what the schedule inlines or fuses
+    does not hide it. */
+static std::vector<Stmt> seam_checks(const Env &env, const std::map<std::string, Expr> &consts) {
+    std::vector<std::shared_ptr<FunctionContents>> outs;
+    for (auto &o : env.outputs) outs.push_back(env.funcs[env.index.at(o)].contents);
+    Env ref = build_env(outs, true);
+    substitute_consts(ref, consts);
+    std::vector<Stmt> unused;
+    Stmt s = schedule_functions(ref, output_boxes_of(ref, consts), unused, nullptr);
+    std::vector<Stmt> checks;
+    for (auto &[name, seam] : env.seams) {
+        Box req = box_required(s, name);
+        for (size_t d = 0; d < req.size() && d < seam->sizes.size(); d++) {
+            std::string what = seam->consumers + " reads the output of " + seam->producer + " in dimension " + std::to_string(d);
+            if (!req[d].is_bounded())
+                user_error("weft: " + what + " over a region that cannot be bounded; clamp the coordinates, e.g. with "
+                           "BoundaryConditions");
+            Expr lo = simplify(substitute(consts, req[d].min)), hi = simplify(substitute(consts, req[d].max));
+            Expr mx = make_const(Int(32), (int64_t)seam->sizes[d] - 1);
+            checks.push_back(AssertStmt::make(simplify(lo >= 0 && hi <= mx),
+                                              what + " at [%, %], but that call computes [%, %]",
+                                              {lo, hi, make_const(Int(32), (int64_t)0), mx}));
+        }
+    }
+    return checks;
+}
+
 /** promise_clamped(v, lo, hi) served bounds inference; the value itself is v. */
 static Stmt strip_promises(const Stmt &s) {
     class Strip : public IRMutator {
@@ -72,36 +133,19 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
                   const LowerOptions &options) {
     std::string *log = options.log;
     const bool cuda = options.cuda(), host_vectors = options.host_vectors;
-    // Buffer fields used in definitions (boundary conditions, RDom over a buffer) become constants.
-    if (!consts.empty())
-        for (auto &f : env.funcs)
-            for (auto &st : f.stages) {
-                for (auto &a : st.args) a = substitute(consts, a);
-                st.value = substitute(consts, st.value);
-                if (st.predicate.defined()) st.predicate = substitute(consts, st.predicate);
-                for (auto &rv : st.rvars) {
-                    rv.min = substitute(consts, rv.min);
-                    rv.extent = substitute(consts, rv.extent);
-                }
-                for (auto &sp : st.specs) sp.first = substitute(consts, sp.first);
-            }
-
-    std::map<std::string, Box> output_boxes;
-    for (auto &o : env.outputs) {
-        LFunc &f = env.func(o);
-        Box b;
-        for (size_t d = 0; d < f.args.size(); d++) {
-            Expr mn = field(o, "min", (int)d, consts), ex = field(o, "extent", (int)d, consts);
-            b.push_back(Interval(mn, simplify(mn + ex - 1)));
-        }
-        output_boxes[o] = b;
-    }
+    substitute_consts(env, consts);
+    std::map<std::string, Box> output_boxes = output_boxes_of(env, consts);
 
     std::vector<Stmt> checks;
     Stmt s = schedule_functions(env, output_boxes, checks, options.profile_id);
     log_pass(log, "schedule_functions", s);
 
-    auto in_checks = input_checks(s, env, consts);
+    // The seams first: when a consumer reads past its producer's output, that is what the
+    // user needs to hear, not the out-of-range read of the chain's input it leads to.
+    std::vector<Stmt> in_checks;
+    if (!env.seams.empty()) in_checks = seam_checks(env, consts);
+    auto ic = input_checks(s, env, consts);
+    in_checks.insert(in_checks.end(), ic.begin(), ic.end());
     checks.insert(checks.begin(), in_checks.begin(), in_checks.end());
     checks.push_back(s);
     s = strip_promises(Block::make(checks));
@@ -131,6 +175,11 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     if (std::any_of(env.funcs.begin(), env.funcs.end(), [](const LFunc &f) { return f.sched.load_ahead; })) {
         s = load_ahead(s, env);
         log_pass(log, "load_ahead", s);
+    }
+
+    if (!cuda) {
+        s = plan_memory(s, log);
+        log_pass(log, "plan_memory", s);
     }
 
     if (cuda) {

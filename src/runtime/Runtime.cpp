@@ -215,6 +215,10 @@ constexpr int64_t kMaxBytes = int64_t(1) << 40;
 struct MemPool {
     std::mutex mu;
     std::vector<void *> free_lists[kMaxShift + 1];  // block bases, by size class
+    // Bytes of blocks held by running pipelines, the most ever held (since the last reset), and
+    // the bytes kept in the free lists for reuse (under mu).
+    int64_t in_use = 0, peak = 0, pooled = 0;
+    int64_t allocations = 0;  // blocks taken from the system
 };
 
 constexpr size_t kHeader = 64;
@@ -222,6 +226,7 @@ constexpr uint64_t kMagic = 0x7765667462756621ull;
 struct BlockHeader {
     uint64_t magic;
     int32_t cls;  // size class, or -1 for a large block freed directly
+    int64_t size;  // the block's bytes (after the header)
 };
 
 MemPool &mem_pool() {
@@ -310,6 +315,9 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
         if (!fl.empty()) {
             char *base = (char *)fl.back();
             fl.pop_back();
+            mp.pooled -= int64_t(1) << cls;
+            mp.in_use += int64_t(1) << cls;
+            mp.peak = std::max(mp.peak, mp.in_use);
             return base + kHeader;
         }
     }
@@ -323,6 +331,13 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     BlockHeader *h = (BlockHeader *)base;
     h->magic = kMagic;
     h->cls = cls <= kMaxShift ? cls : -1;
+    h->size = (int64_t)sz;
+    {
+        std::lock_guard<std::mutex> lk(mp.mu);
+        mp.in_use += (int64_t)sz;
+        mp.peak = std::max(mp.peak, mp.in_use);
+        mp.allocations++;
+    }
     return base + kHeader;
 }
 
@@ -331,12 +346,14 @@ void weft_rt_free(weft_context_t *, void *q) {
     char *base = (char *)q - kHeader;
     BlockHeader *h = (BlockHeader *)base;
     if (h->magic != kMagic) return;  // not ours
+    MemPool &mp = mem_pool();
+    std::lock_guard<std::mutex> lk(mp.mu);
+    mp.in_use -= h->size;
     if (h->cls < 0) {
         std::free(base);
         return;
     }
-    MemPool &mp = mem_pool();
-    std::lock_guard<std::mutex> lk(mp.mu);
+    mp.pooled += h->size;
     mp.free_lists[h->cls].push_back(base);
 }
 
@@ -418,4 +435,18 @@ extern "C" void weft_rt_profile_reset() {
         p.ns = 0;
         p.count = 0;
     }
+}
+
+extern "C" void weft_rt_memory_stats(int64_t *in_use, int64_t *peak, int64_t *pooled, int64_t *allocations) {
+    MemPool &mp = mem_pool();
+    std::lock_guard<std::mutex> lk(mp.mu);
+    *allocations = mp.allocations;
+    *in_use = mp.in_use;
+    *peak = mp.peak;
+    *pooled = mp.pooled;
+}
+extern "C" void weft_rt_reset_peak_memory() {
+    MemPool &mp = mem_pool();
+    std::lock_guard<std::mutex> lk(mp.mu);
+    mp.peak = mp.in_use;
 }

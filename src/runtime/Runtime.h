@@ -38,6 +38,10 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
     Returns null (and records an error in ctx) if bytes is negative or too large. */
 void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes);
 void weft_rt_free(weft_context_t *ctx, void *p);
+/** The pool's bytes: held by running pipelines, the most held at once (since the last reset), and
+    kept for reuse; and how many blocks it took from the system. */
+void weft_rt_memory_stats(int64_t *in_use, int64_t *peak, int64_t *pooled, int64_t *allocations);
+void weft_rt_reset_peak_memory();
 
 /** Records an assertion failure: formats msg, replacing each '%' by the next of args.
     Returns -1 (the pipeline returns it). */
