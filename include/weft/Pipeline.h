@@ -6,7 +6,9 @@
 
 namespace weft {
 
+class LazyBuffer;
 namespace internal {
+struct LazyArg;
 struct PipelineContents;
 struct CallableContents;
 /** One argument of a Callable call, type-erased. */
@@ -61,6 +63,17 @@ public:
     }
     int call(const internal::CallArg *args, size_t n) const;
     bool defined() const { return (bool)c_; }
+    /** A call that does not run yet (weft/Lazy.h): the arguments as for a call (LazyBuffers,
+        Buffers and scalars in the listed order), without the output buffer; `sizes` gives the
+        output's extents (its mins are 0). Types, counts and shapes are checked here; nothing
+        is compiled or run until a result is realized. */
+    template <typename... Args>
+    LazyBuffer defer(const std::vector<int> &sizes, Args &&...args) const;
+    /** defer() for a pipeline with several outputs: the extents of each, one value each. */
+    template <typename... Args>
+    std::vector<LazyBuffer> defer_outputs(const std::vector<std::vector<int>> &sizes, Args &&...args) const;
+    std::vector<LazyBuffer> defer_call(const std::vector<std::vector<int>> &sizes, std::vector<internal::LazyArg> args) const;
+    const std::shared_ptr<internal::CallableContents> &contents() const { return c_; }
 
 private:
     std::shared_ptr<internal::CallableContents> c_;
@@ -118,6 +131,16 @@ struct CacheStats {
     uint64_t disk_hits = 0, disk_writes = 0;
 };
 CacheStats cache_stats();
+/** The memory of pipelines' own buffers (intermediate stages; not the Buffers a user makes),
+    from the runtime's pool: bytes held by running pipelines now, the most held at once since
+    reset_peak_memory(), bytes of freed blocks kept for reuse, and how many blocks were taken
+    from the system (none in steady state: later calls reuse the pool's). */
+struct MemoryStats {
+    uint64_t in_use = 0, peak = 0, pooled = 0, allocations = 0;
+};
+MemoryStats memory_stats();
+/** Starts a new peak: memory_stats().peak becomes what is held now. */
+void reset_peak_memory();
 void clear_cache();
 /** Most entries kept in the kernel cache (LRU); default 256. */
 void set_cache_capacity(size_t n);

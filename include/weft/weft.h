@@ -5,4 +5,5 @@
 #include "weft/Buffer.h"
 #include "weft/Func.h"
 #include "weft/Pipeline.h"
+#include "weft/Lazy.h"
 #include "weft/Schedule.h"

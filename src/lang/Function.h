@@ -28,6 +28,15 @@ struct Definition {
     std::shared_ptr<ReductionDomainContents> rdom;  // null for pure definitions
 };
 
+/** Set on the output of a deferred call in a chain of them (src/graph/Chain.cpp): its consumers
+    may read it only where the call computed it, [0, extent) per dimension; the names say who is
+    who when they read past it. */
+struct SeamInfo {
+    std::vector<int> sizes;
+    std::string producer;   // e.g. part "denoise"
+    std::string consumers;  // e.g. part "sharpen"
+};
+
 struct FunctionContents {
     std::string name;
     std::vector<std::string> args;
@@ -47,6 +56,8 @@ struct FunctionContents {
     /** set_estimate(s): (min, extent) per pure Var for automatic scheduling; undefined = none.
         Not part of the schedule or of any cache key. */
     std::vector<std::pair<Expr, Expr>> estimates;
+    /** Non-null: the output of a deferred call, read by the next parts of a chain. */
+    std::shared_ptr<const SeamInfo> seam;
 };
 
 /** The Func that `consumer` reads when it calls a Func, input or buffer with these wrappers. */

@@ -22,11 +22,9 @@ struct Names {
     }
 };
 
-/** Finds every Func, input and Param reachable from some Exprs. */
-/** The wrapper (from in()) that `consumer` reads instead of the callee, or null. A wrapper
-    that is wrapped in turn (f.in().in()) is read through its own wrapper: the consumer reads
-    the outermost one, each wrapper the one inside it. */
-std::shared_ptr<FunctionContents> redirect(const Call *c, const FunctionContents *consumer) {
+}  // namespace
+
+std::shared_ptr<FunctionContents> wrapper_read_by(const Call *c, const FunctionContents *consumer) {
     std::shared_ptr<FunctionContents> w;
     if (c->call_type == Call::Func && c->func) w = wrapper_for(c->func->wrappers, consumer);
     else if (c->call_type == Call::Image && c->image) w = wrapper_for(c->image->wrappers, consumer);
@@ -39,6 +37,12 @@ std::shared_ptr<FunctionContents> redirect(const Call *c, const FunctionContents
     return w;
 }
 
+namespace {
+std::shared_ptr<FunctionContents> redirect(const Call *c, const FunctionContents *consumer) {
+    return wrapper_read_by(c, consumer);
+}
+
+/** Finds every Func, input and Param reachable from some Exprs. */
 class Gather : public IRVisitor {
 public:
     std::function<void(const std::shared_ptr<FunctionContents> &)> on_func;
@@ -387,6 +391,15 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     }
 
     env.canonical = cache_key(env);
+    // Seams (deferred calls chained): checks of what consumers read, so part of the key; by
+    // position in the realization order, as names are canonicalised.
+    for (size_t i = 0; i < topo.size(); i++) {
+        const auto &c = env.all_funcs[topo[i]];
+        if (!c->seam) continue;
+        env.seams.push_back({topo[i], c->seam});
+        env.canonical += "|seam " + std::to_string(i) + ":";
+        for (int e : c->seam->sizes) env.canonical += std::to_string(e) + ",";
+    }
     return env;
 }
 

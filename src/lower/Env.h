@@ -90,10 +90,18 @@ struct Env {
     /** Every Func reached, by unique name (the inlined ones too). */
     std::map<std::string, std::shared_ptr<FunctionContents>> all_funcs;
     EnvSources sources;
+    /** The outputs of deferred calls in a chain (Func unique name, seam): what their consumers
+        may read of them (checked in lowering, whatever is inlined). */
+    std::vector<std::pair<std::string, std::shared_ptr<const SeamInfo>>> seams;
     /** Storage folding chosen by scheduling: Func -> (dimension, power-of-two factor). */
     std::map<std::string, std::pair<int, int64_t>> folds;
     LFunc &func(const std::string &n) { return funcs[index.at(n)]; }
 };
+
+/** The wrapper (from in()) that `consumer` reads instead of the callee of c, or null. A
+    wrapper that is wrapped in turn (f.in().in()) is read through its own wrapper: the consumer
+    reads the outermost one, each wrapper the one inside it. */
+std::shared_ptr<FunctionContents> wrapper_read_by(const Call *c, const FunctionContents *consumer);
 
 /** Builds the snapshot. With reference = true every schedule is dropped (all Funcs are
     computed at root over their whole required region, loops in default order): the

@@ -109,11 +109,6 @@ struct PipelineContents {
     void remember(uint64_t snapshot, const Target &t, const std::shared_ptr<const CompiledKernel> &kernel, ThreadMemoT &tm);
 };
 
-struct CallableContents {
-    std::shared_ptr<PipelineContents> pipeline;
-    std::vector<Argument> args;
-    Target target;
-};
 
 namespace {
 
@@ -506,6 +501,17 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
     return 0;
 }
 
+const std::vector<std::shared_ptr<FunctionContents>> &pipeline_outputs(const PipelineContents &p) { return p.outputs; }
+
+PartInfo part_info(PipelineContents &p) {
+    auto prep = p.prepare(g_definition_epoch.load(std::memory_order_relaxed));
+    PartInfo i;
+    i.snapshot = prep->id;
+    i.scheduled = !has_no_directives(prep->env);
+    i.outputs = p.outputs;
+    return i;
+}
+
 }  // namespace internal
 
 using namespace internal;
@@ -689,6 +695,18 @@ void Func::realize_into(const Buffer<void> &out, const Target &t) {
 }
 
 // ---------------- cache and debug ----------------
+MemoryStats memory_stats() {
+    int64_t in_use = 0, peak = 0, pooled = 0, allocations = 0;
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocations);
+    MemoryStats m;
+    m.in_use = (uint64_t)std::max<int64_t>(in_use, 0);
+    m.peak = (uint64_t)std::max<int64_t>(peak, 0);
+    m.pooled = (uint64_t)std::max<int64_t>(pooled, 0);
+    m.allocations = (uint64_t)allocations;
+    return m;
+}
+void reset_peak_memory() { weft_rt_reset_peak_memory(); }
+
 CacheStats cache_stats() {
     CacheStats s;
     auto &c = cache_counters();

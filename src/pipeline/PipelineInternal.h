@@ -7,6 +7,23 @@
 namespace weft {
 namespace internal {
 
+struct CallableContents {
+    std::shared_ptr<PipelineContents> pipeline;
+    std::vector<Argument> args;
+    Target target;
+};
+
+/** What a chain of deferred calls needs to know of one part (a Pipeline): the id of its current
+    snapshot (a new one after any edit of what it uses), whether any of its Funcs has a schedule
+    directive (else it is scheduled automatically when called alone), and its outputs. */
+struct PartInfo {
+    uint64_t snapshot = 0;
+    bool scheduled = false;
+    std::vector<std::shared_ptr<FunctionContents>> outputs;
+};
+PartInfo part_info(PipelineContents &p);
+const std::vector<std::shared_ptr<FunctionContents>> &pipeline_outputs(const PipelineContents &p);
+
 /** Computes p's outputs with no schedule (every Func at root, loops in definition order),
     by the interpreter. ImageParams and Params must be bound. */
 void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs);

@@ -1,0 +1,477 @@
+// Chains of deferred calls (weft/Lazy.h) become one pipeline: each part's Funcs are copied
+// (one copy per call, so a part called twice is two sets of Funcs), each consumer's ImageParam
+// replaced by its producer's output Func over that output's shape, and the whole compiled as
+// one Pipeline, whose first call schedules or fuses it. The copies for a chain structure are
+// made once and kept (a bounded memo); later chains of that structure only bind their buffers
+// and scalars.
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include "graph/Lazy.h"
+#include "ir/IRVisitor.h"
+#include "ir/Stack.h"
+#include "lang/Function.h"
+
+namespace weft {
+namespace internal {
+namespace {
+
+/** What a part's ImageParams and Params become in the chain. */
+struct Subst {
+    struct ImageTo {
+        std::shared_ptr<FunctionContents> func;     // a producer's output, over [0, sizes)
+        std::shared_ptr<ImageParamContents> image;  // else another ImageParam
+        std::vector<int> sizes;
+    };
+    std::map<const ImageParamContents *, ImageTo> images;
+    std::map<const ParamContents *, std::shared_ptr<ParamContents>> params;
+};
+
+Expr func_call(const std::shared_ptr<FunctionContents> &f, std::vector<Expr> args) {
+    auto c = std::make_shared<Call>(f->type, f->name, std::move(args), Call::Func);
+    c->func = f;
+    return Expr(c);
+}
+
+/** Copies the Funcs reachable from some outputs, with a Subst applied. The copies read what
+    the originals read through in() wrappers directly (the wrappers are copied as Funcs), so
+    they have no wrappers of their own. */
+class Cloner {
+public:
+    explicit Cloner(const Subst &s) : sub(s) {
+        // Buffer fields of the substituted ImageParams ("in.extent.0" in boundary conditions and
+        // RDoms): constants of the producer's shape, or the new ImageParam's fields.
+        for (auto &[img, to] : sub.images) {
+            for (int d = 0; d < img->dims; d++) {
+                int64_t stride = 1;
+                for (int k = 0; k < d && to.func; k++) stride *= to.sizes[k];
+                for (const char *fld : {"min", "extent", "stride"}) {
+                    std::string n = buffer_field(img->name, fld, d);
+                    if (to.func) {
+                        int64_t v = !strcmp(fld, "min") ? 0 : !strcmp(fld, "extent") ? to.sizes[d] : stride;
+                        fields[n] = make_const(Int(32), v);
+                    } else if (to.image->name != img->name) {
+                        fields[n] = Variable::make(Int(32), buffer_field(to.image->name, fld, d));
+                    }
+                }
+            }
+        }
+    }
+
+    std::shared_ptr<FunctionContents> get(const std::shared_ptr<FunctionContents> &f) {
+        auto it = funcs.find(f.get());
+        if (it != funcs.end()) return it->second;
+        auto c = std::make_shared<FunctionContents>();
+        funcs[f.get()] = c;
+        order.push_back(f);
+        c->name = f->name;
+        c->args = f->args;
+        c->type = f->type;
+        c->defined = f->defined;
+        c->seam = f->seam;
+        c->init = definition(*f, f->init);
+        for (auto &u : f->updates) c->updates.push_back(definition(*f, u));
+        return c;
+    }
+
+    /** Schedules, after every Func is copied (they name Funcs, inputs and Params). */
+    void copy_schedules() {
+        for (auto &f : order) {
+            auto &c = funcs.at(f.get());
+            Mut m(*this, f.get());
+            auto ex = [&](const Expr &e) { return m.mutate(e); };
+            c->schedule = f->schedule;
+            for (LoopLevelSpec *l : {&c->schedule.compute, &c->schedule.store}) l->func = mapped(l->func.lock());
+            for (auto &b : c->schedule.bounds) {
+                b.min = ex(b.min);
+                b.extent = ex(b.extent);
+            }
+            c->stage_schedules = f->stage_schedules;
+            for (auto &ds : c->stage_schedules) {
+                auto nest = [&](StageSchedule &sc) {
+                    for (auto &sp : sc.splits)
+                        if (sp.factor.defined()) sp.factor = ex(sp.factor);
+                    for (auto &pf : sc.prefetches) {
+                        pf.offset = ex(pf.offset);
+                        pf.src = mapped_source(pf.src);
+                    }
+                };
+                nest(ds.schedule);
+                for (auto &sp : ds.specializations) {
+                    sp.condition = ex(sp.condition);
+                    nest(sp.schedule);
+                }
+                ds.fuse.func = mapped(ds.fuse.func.lock());
+            }
+            for (auto &[mn, ext] : f->estimates) c->estimates.push_back({ex(mn), ex(ext)});
+        }
+    }
+
+    std::map<const FunctionContents *, std::shared_ptr<FunctionContents>> funcs;
+
+private:
+    const Subst &sub;
+    std::map<std::string, Expr> fields;
+    std::vector<std::shared_ptr<FunctionContents>> order;
+    std::map<const ReductionDomainContents *, std::shared_ptr<ReductionDomainContents>> rdoms;
+
+    class Mut : public GraphMutator {
+    public:
+        Mut(Cloner &c, const FunctionContents *consumer) : c_(c), consumer_(consumer) {}
+
+    protected:
+        Expr visit(const Call *op, const Expr &e) override {
+            if (op->call_type == Call::Intrinsic) return IRMutator::visit(op, e);
+            std::vector<Expr> args;
+            for (auto &a : op->args) args.push_back(mutate(a));
+            if (auto w = wrapper_read_by(op, consumer_)) return func_call(c_.get(w), std::move(args));
+            if (op->call_type == Call::Func && op->func) return func_call(c_.get(op->func), std::move(args));
+            if (op->call_type == Call::Image && op->image) {
+                auto it = c_.sub.images.find(op->image.get());
+                if (it != c_.sub.images.end()) {
+                    if (it->second.func) return func_call(it->second.func, std::move(args));
+                    auto m = std::make_shared<Call>(*op);
+                    m->image = it->second.image;
+                    m->name = it->second.image->name;
+                    m->args = std::move(args);
+                    return Expr(m);
+                }
+            }
+            auto m = std::make_shared<Call>(*op);  // a Buffer, an ImageParam bound outside, a self call
+            m->args = std::move(args);
+            return Expr(m);
+        }
+        Expr visit(const Variable *op, const Expr &e) override {
+            if (op->param) {
+                auto it = c_.sub.params.find(op->param.get());
+                return it == c_.sub.params.end() ? e : param_expr(it->second);
+            }
+            if (op->rdom) {
+                auto r = c_.rdom(op->rdom, consumer_);
+                if (r == op->rdom) return e;
+                auto v = std::make_shared<Variable>(*op);
+                v->rdom = r;
+                return Expr(v);
+            }
+            auto it = c_.fields.find(op->name);
+            return it == c_.fields.end() ? e : it->second;
+        }
+
+    private:
+        Cloner &c_;
+        const FunctionContents *consumer_;
+    };
+
+    Definition definition(const FunctionContents &f, const Definition &d) {
+        Mut m(*this, &f);
+        Definition r;
+        for (auto &a : d.args) r.args.push_back(m.mutate(a));
+        r.value = m.mutate(d.value);
+        if (d.rdom) r.rdom = rdom(d.rdom, &f);
+        return r;
+    }
+
+    std::shared_ptr<ReductionDomainContents> rdom(const std::shared_ptr<ReductionDomainContents> &r,
+                                                  const FunctionContents *consumer) {
+        auto it = rdoms.find(r.get());
+        if (it != rdoms.end()) return it->second;
+        auto c = std::make_shared<ReductionDomainContents>();
+        rdoms[r.get()] = c;
+        c->name = r->name;
+        Mut m(*this, consumer);
+        for (auto &rv : r->domain) c->domain.push_back({rv.var, m.mutate(rv.min), m.mutate(rv.extent)});
+        if (r->predicate.defined()) c->predicate = m.mutate(r->predicate);
+        return c;
+    }
+
+    std::shared_ptr<FunctionContents> mapped(const std::shared_ptr<FunctionContents> &f) {
+        if (!f) return f;
+        auto it = funcs.find(f.get());
+        return it == funcs.end() ? f : it->second;
+    }
+    const void *mapped_source(const void *src) {
+        auto fi = funcs.find((const FunctionContents *)src);
+        if (fi != funcs.end()) return fi->second.get();
+        auto ii = sub.images.find((const ImageParamContents *)src);
+        if (ii != sub.images.end())
+            return ii->second.func ? (const void *)ii->second.func.get() : (const void *)ii->second.image.get();
+        return src;
+    }
+};
+
+std::vector<std::shared_ptr<FunctionContents>> clone_part(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
+                                                          const Subst &sub) {
+    return on_large_stack<std::vector<std::shared_ptr<FunctionContents>>>([&] {
+        Cloner c(sub);
+        std::vector<std::shared_ptr<FunctionContents>> r;
+        for (auto &o : outputs) r.push_back(c.get(o));
+        c.copy_schedules();
+        return r;
+    });
+}
+
+/** The chain's structure, found from the values asked for. */
+struct Walk {
+    std::vector<const LazyNode *> nodes;  // deferred calls, producers first
+    std::map<const LazyNode *, int> node_index;
+    std::vector<Buffer<void>> leaves;  // distinct buffers read
+    std::map<const BufferContents *, int> leaf_index;
+
+    void visit(const LazyNode *n) {
+        if (n->leaf.defined()) {
+            if (!leaf_index.count(n->leaf.contents().get())) {
+                leaf_index[n->leaf.contents().get()] = (int)leaves.size();
+                leaves.push_back(n->leaf);
+            }
+            return;
+        }
+        if (node_index.count(n)) return;
+        for (auto &a : n->args)
+            if (!a.scalar) visit(a.node.get());
+        node_index[n] = (int)nodes.size();
+        nodes.push_back(n);
+    }
+    int leaf(const LazyArg &a) const { return leaf_index.at(a.node->leaf.contents().get()); }
+};
+
+/** A chain compiled for one structure: the Callable over the copies, and where each of its
+    arguments comes from at a call. */
+struct ChainPlan {
+    Callable callable;
+    struct Slot {
+        int leaf = -1;           // a buffer read
+        int node = -1, arg = -1;  // else a scalar of a deferred call
+    };
+    std::vector<Slot> slots;
+    std::vector<std::shared_ptr<CallableContents>> parts;  // kept alive: the key names them by address
+};
+
+std::string structure_key(const Walk &w, const std::vector<LazyBuffer> &values) {
+    std::string k = first_call_autoschedule_enabled() ? "auto;" : "noauto;";
+    for (size_t i = 0; i < w.leaves.size(); i++) {
+        const BufferContents &b = *w.leaves[i].contents();
+        k += "L" + b.type.str() + ":";
+        for (int d = 0; d < b.dims; d++) k += std::to_string(b.dim[d].min) + "+" + std::to_string(b.dim[d].extent) + ",";
+        k += ";";
+    }
+    for (auto *n : w.nodes) {
+        PartInfo pi = part_info(*n->call->pipeline);
+        k += "C" + std::to_string((uintptr_t)n->call.get()) + "@" + std::to_string(pi.snapshot) + "(";
+        for (auto &a : n->args) {
+            if (a.scalar) k += "s,";
+            else if (a.node->leaf.defined()) k += "l" + std::to_string(w.leaf(a)) + ",";
+            else k += "n" + std::to_string(w.node_index.at(a.node.get())) + "." + std::to_string(a.index) + ",";
+        }
+        k += ")";
+        for (auto &s : n->sizes) {
+            for (int e : s) k += std::to_string(e) + "x";
+            k += ";";
+        }
+    }
+    k += "->";
+    for (auto &v : values) k += std::to_string(w.node_index.at(v.node().get())) + "." + std::to_string(v.index()) + ",";
+    return k;
+}
+
+std::shared_ptr<ParamContents> param_copy(const ParamContents &p, const LazyArg &a) {
+    auto c = std::make_shared<ParamContents>();
+    c->name = p.name;
+    c->type = p.type;
+    std::memcpy(c->value.bytes, a.bytes, sizeof(a.bytes));
+    c->has_value = true;
+    std::memcpy(c->estimate.bytes, a.bytes, sizeof(a.bytes));
+    c->has_estimate = true;
+    return c;
+}
+
+std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffer> &values) {
+    auto plan = std::make_shared<ChainPlan>();
+    const Target target = w.nodes.back()->call->target;
+    for (auto *n : w.nodes)
+        if (n->call->target != target)
+            throw Error("weft: a chain of deferred calls runs on one target: " + n->part + " is for " +
+                        n->call->target.str() + ", " + w.nodes.back()->part + " for " + target.str());
+    std::vector<PartInfo> info;
+    bool all_unscheduled = true;
+    for (auto *n : w.nodes) {
+        info.push_back(part_info(*n->call->pipeline));
+        all_unscheduled = all_unscheduled && !info.back().scheduled;
+        plan->parts.push_back(n->call);
+    }
+    // With no schedule anywhere, the whole chain is scheduled at its first call (fusion across
+    // the parts decided there); otherwise each part keeps its schedule (an unscheduled part gets
+    // the one its own first call would choose) and the results of calls stay at root.
+    const bool whole = all_unscheduled && first_call_autoschedule_enabled();
+
+    std::vector<std::shared_ptr<ImageParamContents>> leaf_images(w.leaves.size());
+    std::set<std::string> image_names;
+    auto leaf_image = [&](int j, const ImageParamContents &like) {
+        if (!leaf_images[j]) {
+            auto c = std::make_shared<ImageParamContents>();
+            c->name = like.name;
+            for (int k = 2; image_names.count(c->name); k++) c->name = like.name + "_" + std::to_string(k);
+            image_names.insert(c->name);
+            c->type = like.type;
+            c->dims = like.dims;
+            leaf_images[j] = c;
+        }
+        return leaf_images[j];
+    };
+    std::vector<std::vector<std::shared_ptr<FunctionContents>>> outs(w.nodes.size());
+    std::vector<std::vector<std::string>> readers(w.nodes.size());  // per node: parts reading its outputs
+    std::vector<Argument> params;
+    std::vector<ChainPlan::Slot> param_slots;
+    for (size_t i = 0; i < w.nodes.size(); i++) {
+        const LazyNode &n = *w.nodes[i];
+        const auto &decl = n.call->args;
+        Subst sub;
+        for (size_t k = 0; k < decl.size(); k++) {
+            const LazyArg &a = n.args[k];
+            if (decl[k].image()) {
+                const ImageParamContents *img = decl[k].image().get();
+                if (a.node->leaf.defined()) {
+                    sub.images[img].image = leaf_image(w.leaf(a), *img);
+                } else {
+                    int m = w.node_index.at(a.node.get());
+                    sub.images[img].func = outs[m].at(a.index);
+                    sub.images[img].sizes = a.node->sizes.at(a.index);
+                    readers[m].push_back(n.part);
+                }
+            } else {
+                auto p = param_copy(*decl[k].param(), a);
+                sub.params[decl[k].param().get()] = p;
+                params.emplace_back(p);
+                param_slots.push_back({-1, (int)i, (int)k});
+            }
+        }
+        if (!whole && !info[i].scheduled && first_call_autoschedule_enabled() && target.arch() == Target::Arch::Host) {
+            // This part alone, scheduled as its own first call would for these shapes; then
+            // copied again with its inputs replaced.
+            Subst alone;
+            Subst then;
+            for (auto &[img, to] : sub.images) {
+                auto c = std::make_shared<ImageParamContents>();
+                c->name = img->name;
+                c->type = img->type;
+                c->dims = img->dims;
+                const int k = (int)(std::find_if(decl.begin(), decl.end(), [&](const Argument &d) { return d.image().get() == img; }) -
+                                    decl.begin());
+                const LazyArg &a = n.args[k];
+                for (int d = 0; d < img->dims; d++) {
+                    if (a.node->leaf.defined())
+                        c->estimates.push_back({a.node->leaf.dim(d).min(), a.node->leaf.dim(d).extent()});
+                    else
+                        c->estimates.push_back({0, to.sizes[d]});
+                }
+                alone.images[img].image = c;
+                then.images[c.get()] = to;
+            }
+            alone.params = sub.params;
+            auto first = clone_part(info[i].outputs, alone);
+            for (size_t j = 0; j < first.size(); j++) {
+                first[j]->estimates.clear();
+                for (int e : n.sizes[j]) first[j]->estimates.push_back({0, e});
+            }
+            std::vector<Func> fs;
+            for (auto &f : first) fs.emplace_back(f);
+            bool scheduled = false;
+            try {
+                Pipeline(fs).auto_schedule(target);
+                scheduled = true;
+            } catch (Error &) {
+                // As at a first call: a pipeline the planner cannot schedule runs as it is.
+            }
+            if (scheduled) {
+                outs[i] = clone_part(first, then);
+                continue;
+            }
+        }
+        outs[i] = clone_part(info[i].outputs, sub);
+    }
+    // The results that later parts read: checked where they are read, and at root unless the
+    // whole chain is scheduled at once.
+    for (size_t i = 0; i < w.nodes.size(); i++) {
+        if (readers[i].empty()) continue;
+        std::string who;
+        for (auto &r : readers[i])
+            if (who.find(r) == std::string::npos) who += (who.empty() ? "" : ", ") + r;
+        for (size_t j = 0; j < outs[i].size(); j++) {
+            auto seam = std::make_shared<SeamInfo>();
+            seam->sizes = w.nodes[i]->sizes[j];
+            seam->producer = w.nodes[i]->part;
+            seam->consumers = who;
+            outs[i][j]->seam = seam;
+            if (!whole) Func(outs[i][j]).compute_root();
+        }
+    }
+    std::vector<Func> result;
+    for (auto &v : values) {
+        auto f = outs[w.node_index.at(v.node().get())].at(v.index());
+        for (auto &r : result)
+            if (r.contents() == f)
+                throw Error("weft: realize(): the same value (an output of " + v.node()->part + ") is asked for twice");
+        result.emplace_back(f);
+    }
+    std::vector<Argument> decl;
+    for (size_t j = 0; j < w.leaves.size(); j++) {
+        if (!leaf_images[j]) continue;  // (a leaf read by no ImageParam: cannot happen)
+        decl.emplace_back(ImageParam(leaf_images[j]));
+        ChainPlan::Slot s;
+        s.leaf = (int)j;
+        plan->slots.push_back(s);
+    }
+    decl.insert(decl.end(), params.begin(), params.end());
+    plan->slots.insert(plan->slots.end(), param_slots.begin(), param_slots.end());
+    plan->callable = Pipeline(result).compile_to_callable(decl, target);
+    return plan;
+}
+
+std::mutex g_plans_mutex;
+std::unordered_map<std::string, std::shared_ptr<ChainPlan>> g_plans;
+constexpr size_t kMaxPlans = 64;
+
+std::shared_ptr<ChainPlan> plan_for(const Walk &w, const std::vector<LazyBuffer> &values) {
+    std::string key = structure_key(w, values);
+    {
+        std::lock_guard<std::mutex> l(g_plans_mutex);
+        auto it = g_plans.find(key);
+        if (it != g_plans.end()) return it->second;
+    }
+    auto plan = build_plan(w, values);
+    std::lock_guard<std::mutex> l(g_plans_mutex);
+    if (g_plans.size() >= kMaxPlans) g_plans.clear();
+    return g_plans.emplace(key, plan).first->second;
+}
+
+Walk walk(const std::vector<LazyBuffer> &values) {
+    Walk w;
+    for (auto &v : values) w.visit(v.node().get());
+    return w;
+}
+
+}  // namespace
+
+void realize_chain(const std::vector<LazyBuffer> &values, const std::vector<Buffer<void>> &outs) {
+    Walk w = walk(values);
+    auto plan = plan_for(w, values);
+    std::vector<CallArg> args(plan->slots.size() + outs.size());
+    for (size_t k = 0; k < plan->slots.size(); k++) {
+        const auto &s = plan->slots[k];
+        if (s.leaf >= 0) {
+            args[k].is_buffer = true;
+            args[k].buf = w.leaves[s.leaf].contents().get();
+        } else {
+            const LazyArg &a = w.nodes[s.node]->args[s.arg];
+            args[k].type = a.type;
+            std::memcpy(args[k].bytes, a.bytes, sizeof(a.bytes));
+        }
+    }
+    for (size_t j = 0; j < outs.size(); j++) {
+        args[plan->slots.size() + j].is_buffer = true;
+        args[plan->slots.size() + j].buf = outs[j].contents().get();
+    }
+    plan->callable.call(args.data(), args.size());
+}
+
+}  // namespace internal
+}  // namespace weft

@@ -1,0 +1,421 @@
+// Deferred calls (weft/Lazy.h): separately built pipelines chained lazily and compiled as one.
+// Each chain's result is compared bit for bit with the same parts called one by one.
+#include <gtest/gtest.h>
+#include <weft/weft.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "lang/lang_test_util.h"
+
+using namespace weft;
+using weft_test::error_of;
+
+namespace {
+
+/** A part: a pipeline built on its own, ImageParam in, Func out, and its Callable. */
+struct Part {
+    ImageParam in;
+    Param<float> k;
+    Func out;
+    Callable fn;
+};
+
+/** 3x3 box filter pulled toward the input by k (a denoise). */
+Part denoise(bool scheduled) {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("strength"), Func("denoise"), {}};
+    Var x("x"), y("y");
+    Func c = BoundaryConditions::repeat_edge(p.in);
+    Func bx("bx");
+    bx(x, y) = c(x - 1, y) + c(x, y) + c(x + 1, y);
+    Func b("box");
+    b(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 9);
+    p.out(x, y) = p.in(x, y) + p.k * (b(x, y) - p.in(x, y));
+    if (scheduled) {
+        Var yo, yi;
+        p.out.split(y, yo, yi, 16).parallel(yo).vectorize(x, 8);
+        bx.compute_at(p.out, yo).vectorize(x, 8);
+    }
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+
+/** Pointwise colour curve 1 - exp(-k x). */
+Part colour(bool scheduled) {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("gain"), Func("colour"), {}};
+    Var x("x"), y("y");
+    p.out(x, y) = 1.0f - exp(-p.k * p.in(x, y));
+    if (scheduled) p.out.vectorize(x, 16).parallel(y);
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+
+/** Unsharp mask: x + k (x - blur(x)), the blur separable over a repeat_edge border. */
+Part sharpen(bool scheduled) {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("amount"), Func("sharpen"), {}};
+    Var x("x"), y("y");
+    Func c = BoundaryConditions::repeat_edge(p.in);
+    Func h("h"), v("v");
+    h(x, y) = 0.25f * c(x - 1, y) + 0.5f * c(x, y) + 0.25f * c(x + 1, y);
+    v(x, y) = 0.25f * h(x, y - 1) + 0.5f * h(x, y) + 0.25f * h(x, y + 1);
+    p.out(x, y) = p.in(x, y) + p.k * (p.in(x, y) - v(x, y));
+    if (scheduled) {
+        h.compute_root().vectorize(x, 8);
+        p.out.vectorize(x, 8);
+    }
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+
+/** Smoothstep tone curve, clamped. */
+Part tone(bool scheduled) {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("lift"), Func("tone"), {}};
+    Var x("x"), y("y");
+    Expr t = clamp(p.in(x, y) + p.k, 0.0f, 1.0f);
+    p.out(x, y) = t * t * (3.0f - 2.0f * t);
+    if (scheduled) p.out.vectorize(x, 8);
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+
+Buffer<float> photo(int w, int h, int seed = 0) {
+    Buffer<float> b(w, h);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            b(x, y) = 0.5f + 0.4f * std::sin(0.05f * x + 0.3f * seed) * std::cos(0.07f * y) + 0.05f * ((x * 7 + y * 13 + seed) % 5);
+    return b;
+}
+
+void expect_same_bits(const Buffer<float> &a, const Buffer<float> &b) {
+    ASSERT_EQ(a.width(), b.width());
+    ASSERT_EQ(a.height(), b.height());
+    int bad = 0;
+    for (int y = 0; y < a.height(); y++)
+        for (int x = 0; x < a.width(); x++)
+            if (std::memcmp(&a(x, y), &b(x, y), sizeof(float)) != 0 && bad++ < 5)
+                ADD_FAILURE() << "at (" << x << ", " << y << "): " << a(x, y) << " vs " << b(x, y);
+    EXPECT_EQ(bad, 0);
+}
+
+/** The four parts one by one (eager) and chained (lazy). */
+void check_image_chain(bool s0, bool s1, bool s2, bool s3, int w, int h) {
+    Part a = denoise(s0), b = colour(s1), c = sharpen(s2), d = tone(s3);
+    Buffer<float> in = photo(w, h);
+    Buffer<float> t0(w, h), t1(w, h), t2(w, h), eager(w, h);
+    a.fn(in, 0.7f, t0);
+    b.fn(t0, 1.3f, t1);
+    c.fn(t1, 0.8f, t2);
+    d.fn(t2, -0.05f, eager);
+
+    LazyBuffer l0 = a.fn.defer({w, h}, in, 0.7f);
+    LazyBuffer l1 = b.fn.defer({w, h}, l0, 1.3f);
+    LazyBuffer l2 = c.fn.defer({w, h}, l1, 0.8f);
+    LazyBuffer l3 = d.fn.defer({w, h}, l2, -0.05f);
+    EXPECT_FALSE(l3.is_buffer());
+    EXPECT_EQ(l3.type(), Float(32));
+    EXPECT_EQ(l3.sizes(), (std::vector<int>{w, h}));
+    Buffer<float> lazy = l3.realize();
+    expect_same_bits(lazy, eager);
+}
+
+/** Sets an environment variable for a scope. */
+struct ScopedEnv {
+    std::string name, old;
+    bool had;
+    ScopedEnv(const char *n, const char *v) : name(n) {
+        const char *o = std::getenv(n);
+        had = o != nullptr;
+        if (o) old = o;
+        setenv(n, v, 1);
+    }
+    ~ScopedEnv() {
+        if (had) setenv(name.c_str(), old.c_str(), 1);
+        else unsetenv(name.c_str());
+    }
+};
+
+}  // namespace
+
+TEST(LazyChain, UnscheduledPartsFusedMatchEagerBitForBit) { check_image_chain(false, false, false, false, 157, 93); }
+
+TEST(LazyChain, ScheduledPartsKeepTheirSchedules) { check_image_chain(true, true, true, true, 130, 70); }
+
+TEST(LazyChain, MixedScheduledAndUnscheduledParts) { check_image_chain(true, false, true, false, 96, 41); }
+
+TEST(LazyChain, WithoutAutomaticScheduling) {
+    ScopedEnv off("WEFT_AUTOSCHEDULE", "0");
+    check_image_chain(false, false, false, false, 64, 33);
+    check_image_chain(true, false, false, true, 64, 33);
+}
+
+TEST(LazyChain, TinyAndDegenerateShapes) {
+    check_image_chain(false, false, false, false, 1, 1);
+    check_image_chain(true, true, true, true, 3, 1);
+    check_image_chain(false, true, false, true, 1, 17);
+}
+
+TEST(LazyChain, CompiledOncePerStructureAndShape) {
+    Part a = denoise(false), c = sharpen(false);
+    Buffer<float> in = photo(80, 60);
+    auto run = [&](float k) {
+        LazyBuffer v = c.fn.defer({80, 60}, a.fn.defer({80, 60}, in, k), 0.5f);
+        return Buffer<float>(v.realize());
+    };
+    Buffer<float> first = run(0.25f);
+    CacheStats before = cache_stats();
+    Buffer<float> second = run(0.75f);  // a new chain of the same structure, another scalar
+    CacheStats after = cache_stats();
+    EXPECT_EQ(after.compilations, before.compilations);
+    EXPECT_GT(after.hits, before.hits);
+    // The scalar reached the kernel: the result is that of the eager calls with 0.75.
+    Buffer<float> t(80, 60), eager(80, 60);
+    a.fn(in, 0.75f, t);
+    c.fn(t, 0.5f, eager);
+    expect_same_bits(second, eager);
+    // Another shape compiles again.
+    Buffer<float> in2 = photo(81, 60);
+    LazyBuffer v = c.fn.defer({81, 60}, a.fn.defer({81, 60}, in2, 0.5f), 0.5f);
+    v.realize();
+    EXPECT_GT(cache_stats().compilations, after.compilations);
+}
+
+TEST(LazyChain, OnePartCalledTwiceWithOtherScalars) {
+    Part s = sharpen(false);
+    Buffer<float> in = photo(70, 50);
+    Buffer<float> t(70, 50), eager(70, 50);
+    s.fn(in, 0.5f, t);
+    s.fn(t, 1.5f, eager);
+    Buffer<float> lazy = s.fn.defer({70, 50}, s.fn.defer({70, 50}, in, 0.5f), 1.5f).realize();
+    expect_same_bits(lazy, eager);
+    Part s2 = sharpen(true);
+    s2.fn(in, 0.5f, t);
+    s2.fn(t, 1.5f, eager);
+    lazy = s2.fn.defer({70, 50}, s2.fn.defer({70, 50}, in, 0.5f), 1.5f).realize();
+    expect_same_bits(lazy, eager);
+}
+
+TEST(LazyChain, SharedProducerAndSeveralValuesInOneCall) {
+    // A diamond: one value read by two parts; then both results and a third asked for at once.
+    Part a = denoise(false), b = colour(false), c = sharpen(false);
+    Var x("x"), y("y");
+    ImageParam p(Float(32), 2, "p"), q(Float(32), 2, "q");
+    Func mix("mix");
+    mix(x, y) = 0.5f * p(x, y) + 0.5f * q(x, y);
+    Callable mixer = Pipeline(mix).compile_to_callable({p, q});
+
+    const int w = 66, h = 45;
+    Buffer<float> in = photo(w, h, 3);
+    Buffer<float> e0(w, h), e1(w, h), e2(w, h), e3(w, h);
+    a.fn(in, 0.5f, e0);
+    b.fn(e0, 2.0f, e1);
+    c.fn(e0, 1.0f, e2);
+    mixer(e1, e2, e3);
+
+    LazyBuffer l0 = a.fn.defer({w, h}, in, 0.5f);
+    LazyBuffer l1 = b.fn.defer({w, h}, l0, 2.0f);
+    LazyBuffer l2 = c.fn.defer({w, h}, l0, 1.0f);
+    LazyBuffer l3 = mixer.defer({w, h}, l1, l2);
+    Realization r = realize({l3, l1, l0});
+    ASSERT_EQ(r.size(), 3u);
+    {
+        SCOPED_TRACE("mix");
+        expect_same_bits(Buffer<float>(r[0]), e3);
+    }
+    {
+        SCOPED_TRACE("colour");
+        expect_same_bits(Buffer<float>(r[1]), e1);
+    }
+    {
+        SCOPED_TRACE("denoise");
+        expect_same_bits(Buffer<float>(r[2]), e0);
+    }
+    // Into existing buffers.
+    Buffer<float> o3(w, h), o2(w, h);
+    realize({l3, l2}, {o3, o2});
+    SCOPED_TRACE("into buffers");
+    expect_same_bits(o3, e3);
+    expect_same_bits(o2, e2);
+}
+
+TEST(LazyChain, SeveralOutputsAndIntegerTypes) {
+    // A part with two outputs of other types, read by a part taking both.
+    Var x("x"), y("y");
+    ImageParam in(UInt(8), 2, "in");
+    Func lo("lo"), hi("hi");
+    lo(x, y) = cast<int16_t>(in(x, y)) - 100;
+    hi(x, y) = cast<int32_t>(in(x, y)) * 3 + x;
+    Callable split = Pipeline({lo, hi}).compile_to_callable({in});
+    ImageParam a(Int(16), 2, "a"), b(Int(32), 2, "b");
+    Func join("join");
+    Func ca = BoundaryConditions::repeat_edge(a);
+    join(x, y) = cast<int32_t>(ca(x - 1, y) + ca(x + 1, y)) + b(x, y);
+    Callable joiner = Pipeline(join).compile_to_callable({a, b});
+
+    Buffer<uint8_t> img(40, 30);
+    for (int yy = 0; yy < 30; yy++)
+        for (int xx = 0; xx < 40; xx++) img(xx, yy) = (uint8_t)(xx * 31 + yy * 17);
+    Buffer<int16_t> elo(40, 30);
+    Buffer<int32_t> ehi(40, 30), eager(40, 30);
+    split(img, elo, ehi);
+    joiner(elo, ehi, eager);
+
+    std::vector<LazyBuffer> parts = split.defer_outputs({{40, 30}, {40, 30}}, img);
+    ASSERT_EQ(parts.size(), 2u);
+    EXPECT_EQ(parts[0].type(), Int(16));
+    EXPECT_EQ(parts[1].type(), Int(32));
+    Buffer<int32_t> lazy = joiner.defer({40, 30}, parts[0], parts[1]).realize();
+    for (int yy = 0; yy < 30; yy++)
+        for (int xx = 0; xx < 40; xx++) ASSERT_EQ(lazy(xx, yy), eager(xx, yy)) << xx << ", " << yy;
+}
+
+TEST(LazyChain, ProducerOfAnotherShapeAndBufferLeaves) {
+    // A downsampling part then an upsampling one: each seam has its own shape; the weights of
+    // the second are a Buffer inside its definition.
+    Var x("x"), y("y");
+    ImageParam in(Float(32), 2, "in");
+    Func down("down");
+    Func c = BoundaryConditions::repeat_edge(in);
+    down(x, y) = 0.25f * (c(2 * x, 2 * y) + c(2 * x + 1, 2 * y) + c(2 * x, 2 * y + 1) + c(2 * x + 1, 2 * y + 1));
+    Callable downer = Pipeline(down).compile_to_callable({in});
+    Buffer<float> weights(2);
+    weights(0) = 0.75f;
+    weights(1) = 0.25f;
+    ImageParam small(Float(32), 2, "small");
+    Func up("up");
+    Func cs = BoundaryConditions::repeat_edge(small);
+    up(x, y) = weights(x % 2) * cs(x / 2, y / 2) + weights(1 - x % 2) * cs(x / 2 + 1, y / 2);
+    Callable upper = Pipeline(up).compile_to_callable({small});
+
+    Buffer<float> img = photo(64, 48);
+    Buffer<float> half(32, 24), eager(64, 48);
+    downer(img, half);
+    upper(half, eager);
+    LazyBuffer h = downer.defer({32, 24}, img);
+    Buffer<float> lazy = upper.defer({64, 48}, h).realize();
+    expect_same_bits(lazy, eager);
+}
+
+TEST(LazyChain, ValuesThatAreBuffers) {
+    Buffer<float> b = photo(5, 4);
+    LazyBuffer v(b);
+    EXPECT_TRUE(v.is_buffer());
+    EXPECT_EQ(v.sizes(), (std::vector<int>{5, 4}));
+    Buffer<float> same = v.realize();
+    EXPECT_EQ(same.contents(), b.contents());
+    Buffer<float> copy(5, 4);
+    v.realize(copy);
+    expect_same_bits(copy, b);
+}
+
+TEST(LazyChain, EditedPartIsRebuilt) {
+    Var x("x"), y("y");
+    ImageParam in(Float(32), 2, "in");
+    Func f("f");
+    f(x, y) = in(x, y) * 2.0f;
+    Callable fn = Pipeline(f).compile_to_callable({in});
+    Part t = tone(false);
+    Buffer<float> img = photo(20, 10);
+    Buffer<float> a = t.fn.defer({20, 10}, fn.defer({20, 10}, img), 0.0f).realize();
+    f.vectorize(x, 4);  // a schedule: same values
+    Buffer<float> b = t.fn.defer({20, 10}, fn.defer({20, 10}, img), 0.0f).realize();
+    expect_same_bits(a, b);
+}
+
+TEST(LazyChain, ConcurrentRealizes) {
+    Part a = denoise(false), c = sharpen(true);
+    Buffer<float> in = photo(90, 64);
+    Buffer<float> t(90, 64), eager(90, 64);
+    a.fn(in, 0.5f, t);
+    c.fn(t, 1.0f, eager);
+    std::vector<Buffer<float>> got(4);
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 4; i++)
+        ts.emplace_back([&, i] {
+            for (int rep = 0; rep < 3; rep++) got[i] = c.fn.defer({90, 64}, a.fn.defer({90, 64}, in, 0.5f), 1.0f).realize();
+        });
+    for (auto &th : ts) th.join();
+    for (auto &g : got) expect_same_bits(g, eager);
+}
+
+TEST(LazyChainErrors, MismatchesAtTheSeamsNameBothParts) {
+    Part a = denoise(false);
+    Var x("x"), y("y");
+    ImageParam bytes(UInt(8), 2, "bytes");
+    Func g("gray");
+    g(x, y) = cast<float>(bytes(x, y));
+    Callable gray = Pipeline(g).compile_to_callable({bytes});
+    Buffer<float> img = photo(10, 10);
+    LazyBuffer v = a.fn.defer({10, 10}, img, 1.0f);
+    std::string m = error_of([&] { gray.defer({10, 10}, v); });
+    EXPECT_CONTAINS(m, "part \"gray\"");
+    EXPECT_CONTAINS(m, "part \"denoise\"");
+    EXPECT_CONTAINS(m, "uint8");
+    m = error_of([&] { a.fn.defer({10, 10}, img); });
+    EXPECT_CONTAINS(m, "takes 2 arguments");
+    m = error_of([&] { a.fn.defer({10, 10}, img, 1.0); });
+    EXPECT_CONTAINS(m, "Param \"strength\" is float32, got float64");
+    m = error_of([&] { a.fn.defer({10, 10}, 1.0f, 1.0f); });
+    EXPECT_CONTAINS(m, "must be a LazyBuffer or Buffer");
+    m = error_of([&] { a.fn.defer({10, 10}, LazyBuffer(), 1.0f); });
+    EXPECT_CONTAINS(m, "undefined");
+    m = error_of([&] { a.fn.defer({10}, img, 1.0f); });
+    EXPECT_CONTAINS(m, "2 dimensions but 1 sizes");
+    m = error_of([&] { a.fn.defer({10, -1}, img, 1.0f); });
+    EXPECT_CONTAINS(m, "negative size");
+    m = error_of([&] { Callable().defer({1}, img); });
+    EXPECT_CONTAINS(m, "empty Callable");
+    m = error_of([&] { LazyBuffer().realize(); });
+    EXPECT_CONTAINS(m, "undefined");
+    m = error_of([&] { LazyBuffer{Buffer<float>()}; });
+    EXPECT_CONTAINS(m, "undefined");
+    Buffer<float> wrong(10, 9);
+    m = error_of([&] { v.realize(wrong); });
+    EXPECT_CONTAINS(m, "float32 of 10x10");
+    m = error_of([&] { realize({v, v}); });
+    EXPECT_CONTAINS(m, "asked for twice");
+}
+
+TEST(LazyChainErrors, ConsumerReadingPastTheProducersOutput) {
+    // The consumer reads one column past what the producer computes: one by one, the second
+    // call fails on its input; chained, the fused pipeline fails the same way, naming both
+    // parts, before anything is written, whatever the schedule inlines.
+    Var x("x"), y("y");
+    ImageParam in(Float(32), 2, "in");
+    Func shift("shift");
+    shift(x, y) = in(x + 1, y) - in(x, y);
+    Callable shifter = Pipeline(shift).compile_to_callable({in});
+    Part t = tone(false);
+    Buffer<float> img = photo(12, 8);
+    Buffer<float> tmp(12, 8), out(12, 8);
+    t.fn(img, 0.0f, tmp);
+    std::string eager = error_of([&] { shifter(tmp, out); });
+    EXPECT_CONTAINS(eager, "input \"in\" dimension 0");
+    for (const char *autos : {"1", "0"}) {
+        ScopedEnv e("WEFT_AUTOSCHEDULE", autos);
+        out(0, 0) = 42.0f;
+        LazyBuffer v = shifter.defer({12, 8}, t.fn.defer({12, 8}, img, 0.0f));
+        std::string m = error_of([&] { v.realize(out); });
+        EXPECT_CONTAINS(m, "part \"shift\" reads the output of part \"tone\" in dimension 0 at [0, 12]");
+        EXPECT_CONTAINS(m, "computes [0, 11]");
+        EXPECT_EQ(out(0, 0), 42.0f);
+        // A smaller result fits.
+        Buffer<float> ok = shifter.defer({11, 8}, t.fn.defer({12, 8}, img, 0.0f)).realize();
+        EXPECT_EQ(ok.width(), 11);
+    }
+}
+
+TEST(LazyChainErrors, ChainsOfOneTargetOnly) {
+    Var x("x");
+    ImageParam in(Float(32), 1, "in");
+    Func f("f");
+    f(x) = in(x) + 1.0f;
+    if (Target::host().without_feature("avx512") == Target::host()) GTEST_SKIP() << "the host has no AVX-512 to leave out";
+    Callable host = Pipeline(f).compile_to_callable({in});
+    Callable narrow = Pipeline(f).compile_to_callable({in}, Target::host().without_feature("avx512"));
+    Buffer<float> b(8);
+    for (int i = 0; i < 8; i++) b(i) = (float)i;
+    std::string m = error_of([&] { narrow.defer({8}, host.defer({8}, b)).realize(); });
+    EXPECT_CONTAINS(m, "one target");
+}
