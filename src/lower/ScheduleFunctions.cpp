@@ -513,6 +513,32 @@ struct Builder {
             return r;
         }
 
+        /** a <= b, proved directly or, where both have one shape (the min and max of clamps and
+            of several consumers' windows), term by term: min(a1, a2) <= min(b1, b2) when
+            a1 <= b1 and a2 <= b2, and so for max and +. */
+        static bool provably_le(const Expr &a, const Expr &b) {
+            if (can_prove(simplify(a <= b))) return true;
+            if (auto x = a.as<Min>()) {
+                if (auto y = b.as<Min>())
+                    return (provably_le(x->a, y->a) && provably_le(x->b, y->b)) ||
+                           (provably_le(x->a, y->b) && provably_le(x->b, y->a));
+                return provably_le(x->a, b) || provably_le(x->b, b);  // min(a1, a2) <= a1
+            }
+            if (auto y = b.as<Max>()) {
+                if (auto x = a.as<Max>())
+                    return (provably_le(x->a, y->a) && provably_le(x->b, y->b)) ||
+                           (provably_le(x->a, y->b) && provably_le(x->b, y->a));
+                return provably_le(a, y->a) || provably_le(a, y->b);  // b1 <= max(b1, b2)
+            }
+            if (auto x = a.as<Max>()) return provably_le(x->a, b) && provably_le(x->b, b);
+            if (auto y = b.as<Min>()) return provably_le(a, y->a) && provably_le(a, y->b);
+            if (auto x = a.as<Add>())
+                if (auto y = b.as<Add>()) return provably_le(x->a, y->a) && provably_le(x->b, y->b);
+            if (auto x = a.as<Sub>())
+                if (auto y = b.as<Sub>()) return provably_le(x->a, y->a) && provably_le(y->b, x->b);
+            return false;
+        }
+
         /** Sliding window: along the first dimension whose required range moves monotonically
             with this serial loop, an iteration computes only what the previous one did not. */
         void slide_window(const For *op, Box &req) {
@@ -522,7 +548,7 @@ struct Builder {
                 auto f = iteration_forms(op, {e});
                 for (size_t i = 0; i < f.size(); i++)
                     for (size_t j = i; j < f.size() && j <= i + 1; j++)
-                        if (!can_prove(simplify(substitute(op->name, prev, f[i][0]) <= f[j][0]))) return false;
+                        if (!provably_le(simplify(substitute(op->name, prev, f[i][0])), f[j][0])) return false;
                 return true;
             };
             for (size_t d = 0; d < req.size(); d++) {
