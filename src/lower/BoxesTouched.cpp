@@ -124,9 +124,12 @@ protected:
                 Interval l = bounds_of_expr_in_scope(lo, scope);
                 if (l.min.defined()) {
                     saved.push_back(*it);
-                    it->second.min = it->second.min.defined() ? simplify(Max::make(it->second.min, l.min)) : l.min;
-                    // (As below: where min > max the branch never runs.)
-                    if (it->second.max.defined()) it->second.max = simplify(Max::make(it->second.max, it->second.min));
+                    Expr old_min = it->second.min;
+                    it->second.min = old_min.defined() ? simplify(Max::make(old_min, l.min)) : l.min;
+                    // (As below: where min > max the branch never runs. Raised to the bound
+                    // alone, not to the new min: that is max(old max, bound) >= new min wherever
+                    // the range was not empty, with no expression of both to widen later bounds.)
+                    if (it->second.max.defined()) it->second.max = simplify(Max::make(it->second.max, l.min));
                 }
             }
         }
@@ -166,8 +169,11 @@ protected:
         saved.push_back(*it);
         it->second.max = it->second.max.defined() ? simplify(Min::make(it->second.max, h.max)) : h.max;
         // Where min > max the branch never runs, so any range is sound there: keeping min <= max
-        // stops such iterations from widening what the live ones need.
-        if (it->second.min.defined()) it->second.min = simplify(Min::make(it->second.min, it->second.max));
+        // stops such iterations from widening what the live ones need. min(old min, bound) is
+        // <= the new max wherever the range was not empty; min(old min, new max) would be too,
+        // but its bounds over the loops outside (the new max holds the loop's rounded-up last
+        // value) come out below every real read: a chain's input refused at x = -1.
+        if (it->second.min.defined()) it->second.min = simplify(Min::make(it->second.min, h.max));
     }
     void add_facts(const Expr &c) {
         if (auto call = c.as<Call>()) {

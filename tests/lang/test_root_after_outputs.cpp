@@ -41,3 +41,29 @@ TEST(RootAfterOutputs, InternalRootReadingAnOutputComesAfterIt) {
             }
     }
 }
+
+TEST(GuardedTileBounds, InputReadByAGuardedMemberOfTilesIsNotOverEstimated) {
+    // d reads the input at its own coordinates; it is computed per tile over the clamped
+    // window its consumer needs, vectorized with a guarded tail. The input's region must come
+    // out as [0, w - 1] (it once came out as [-1, w - 1] and the call was refused).
+    const int w = 2048, h = 128;
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    ImageParam in(Float(32), 2, "in");
+    Func d("d"), e("e"), out("out");
+    d(x, y) = in(x, y) * 2.0f;
+    e(x, y) = d(clamp(x - 1, 0, w - 1), y) + d(clamp(x + 1, 0, w - 1), y) + d(x, y);
+    out(x, y) = e(x, y) + 1.0f;
+    out.tile(x, y, xo, yo, xi, yi, 64, 64).vectorize(xi, 16).parallel(yo);
+    e.compute_at(out, xo).vectorize(x, 16, TailStrategy::GuardWithIf);
+    d.compute_at(out, xo).vectorize(x, 16, TailStrategy::GuardWithIf);
+    Buffer<float> img(w, h);
+    for (int yy = 0; yy < h; yy++)
+        for (int xx = 0; xx < w; xx++) img(xx, yy) = (float)((xx * 5 + yy) % 23);
+    in.set(img);
+    Buffer<float> r = out.realize({w, h});
+    for (int yy = 0; yy < h; yy += 7)
+        for (int xx = 0; xx < w; xx++) {
+            float v = 2 * img(std::max(xx - 1, 0), yy) + 2 * img(std::min(xx + 1, w - 1), yy) + 2 * img(xx, yy) + 1.0f;
+            ASSERT_EQ(r(xx, yy), v) << xx << ", " << yy;
+        }
+}
