@@ -38,9 +38,6 @@ std::shared_ptr<FunctionContents> wrapper_read_by(const Call *c, const FunctionC
 }
 
 namespace {
-std::shared_ptr<FunctionContents> redirect(const Call *c, const FunctionContents *consumer) {
-    return wrapper_read_by(c, consumer);
-}
 
 /** Finds every Func, input and Param reachable from some Exprs. */
 class Gather : public IRVisitor {
@@ -53,7 +50,7 @@ public:
 
 protected:
     void visit(const Call *op) override {
-        if (auto w = redirect(op, current)) on_func(w);
+        if (auto w = wrapper_read_by(op, current)) on_func(w);
         else if (op->call_type == Call::Func && op->func) on_func(op->func);
         else if (op->call_type == Call::Image) on_input(op);
         IRVisitor::visit(op);
@@ -77,7 +74,7 @@ protected:
     Expr visit(const Call *op, const Expr &e) override {
         Expr r = IRMutator::visit(op, e);
         auto c = r.as<Call>();
-        if (auto w = redirect(c, self_contents)) {
+        if (auto w = wrapper_read_by(c, self_contents)) {
             auto m = std::make_shared<Call>(w->type, funcs.at(w.get()), c->args, Call::Func);
             m->func = w;
             return Expr(m);

@@ -347,9 +347,10 @@ void weft_rt_free(weft_context_t *, void *q) {
     BlockHeader *h = (BlockHeader *)base;
     if (h->magic != kMagic) return;  // not ours
     MemPool &mp = mem_pool();
-    std::lock_guard<std::mutex> lk(mp.mu);
+    std::unique_lock<std::mutex> lk(mp.mu);
     mp.in_use -= h->size;
     if (h->cls < 0) {
+        lk.unlock();  // (a large block goes back to the system outside the pool's lock)
         std::free(base);
         return;
     }
