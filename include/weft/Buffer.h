@@ -5,6 +5,8 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <tuple>
+#include <utility>
 #include "weft/Expr.h"
 
 namespace weft {
@@ -40,6 +42,46 @@ std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &exte
                                             const std::string &name);
 Expr buffer_call(const std::shared_ptr<BufferContents> &b, std::vector<Expr> args);
 [[noreturn]] void buffer_error(const std::string &msg);
+/** A view of b's memory: dimension d restricted to [min, min + extent) (crop), or fixed at
+    position min and removed (slice). Shares (and keeps alive) b's storage. */
+std::shared_ptr<BufferContents> buffer_view(BufferContents &b, int d, int min, int extent, bool slice);
+/** The same, made in b itself (every handle to b sees it); b's device copy is dropped. */
+void buffer_view_in_place(BufferContents &b, int d, int min, int extent, bool slice);
+/** A dense copy of b's elements (same mins and extents). */
+std::shared_ptr<BufferContents> buffer_copy(BufferContents &b);
+/** Calls f with the coordinates of every element of b in turn (dimension 0 fastest). */
+template <typename F>
+void for_each_position(const BufferContents &b, F &&f) {
+    int pos[kMaxDims] = {};
+    for (int d = 0; d < b.dims; d++) {
+        if (b.dim[d].extent <= 0) return;
+        pos[d] = b.dim[d].min;
+    }
+    while (true) {
+        f((const int *)pos);
+        int d = 0;
+        for (; d < b.dims; d++) {
+            if (++pos[d] < b.dim[d].min + b.dim[d].extent) break;
+            pos[d] = b.dim[d].min;
+        }
+        if (d == b.dims) return;
+    }
+}
+template <typename F, size_t... I>
+constexpr bool invocable_with_ints(std::index_sequence<I...>) {
+    return std::is_invocable_v<F, decltype((void)I, int())...>;
+}
+template <typename F, size_t... I>
+void call_with_ints(F &f, const int *pos, std::index_sequence<I...>) {
+    f(pos[I]...);
+}
+/** f's arity as a function of ints (0 where it takes none of 1..8 ints). */
+template <typename F, size_t N = 1>
+constexpr size_t int_arity() {
+    if constexpr (N > (size_t)kMaxDims) return 0;
+    else if constexpr (invocable_with_ints<F>(std::make_index_sequence<N>())) return N;
+    else return int_arity<F, N + 1>();
+}
 /** Copies between host and device (GPU builds); throw Error where no CUDA device exists. */
 void buffer_copy_to_device(BufferContents &b);
 void buffer_copy_to_host(BufferContents &b);
@@ -78,6 +120,59 @@ public:
             internal::buffer_error("Buffer \"" + get().name + "\" has " + std::to_string(get().dims) +
                                    " dimensions; dimension " + std::to_string(i) + " does not exist");
         return Dimension(get().dim[i]);
+    }
+    /** dim(i).min() / extent() / stride() (Halide's Runtime::Buffer spellings). */
+    int min(int i) const { return dim(i).min(); }
+    int extent(int i) const { return dim(i).extent(); }
+    int stride(int i) const { return dim(i).stride(); }
+    /** The first and last coordinates of dimensions 0 and 1. */
+    int left() const { return dim(0).min(); }
+    int right() const { return dim(0).max(); }
+    int top() const { return dim(1).min(); }
+    int bottom() const { return dim(1).max(); }
+    /** The number of elements (the product of the extents). */
+    int64_t number_of_elements() const { return get().num_elements(); }
+    /** Does the buffer hold this coordinate in every dimension? */
+    bool contains(const std::vector<int> &pos) const {
+        if ((int)pos.size() != dimensions()) return false;
+        for (int d = 0; d < dimensions(); d++)
+            if (pos[d] < min(d) || pos[d] > dim(d).max()) return false;
+        return true;
+    }
+    /** A view of the same memory restricted to [min, min + extent) in dimension d: writes
+        through either are seen by both (Halide's cropped). An Error where the range is not
+        inside the buffer. The view is of the host copy (a newer device copy is copied back
+        first); it has no device copy of its own. */
+    Buffer<void> cropped(int d, int min, int extent) const {
+        return Buffer<void>(internal::buffer_view(get(), d, min, extent, false));
+    }
+    /** The view of the elements whose coordinate in dimension d is pos, without dimension d
+        (Halide's sliced). */
+    Buffer<void> sliced(int d, int pos) const { return Buffer<void>(internal::buffer_view(get(), d, pos, 1, true)); }
+    /** In place: this buffer (seen by every copy of this handle, as in Halide) becomes the
+        cropped / sliced view. A device copy is copied back first, then dropped. */
+    void crop(int d, int min, int extent) { internal::buffer_view_in_place(get(), d, min, extent, false); }
+    void slice(int d, int pos) { internal::buffer_view_in_place(get(), d, pos, 1, true); }
+    /** A new dense buffer with the same mins, extents and elements. */
+    Buffer<void> copy() const { return Buffer<void>(internal::buffer_copy(get())); }
+    /** Calls f for every element's coordinates (dimension 0 fastest): f(x, y, ...) with one
+        int per dimension, or f(const int *pos). An Error where f takes another number of ints. */
+    template <typename F>
+    void for_each_element(F &&f) const {
+        using Fn = std::remove_reference_t<F>;
+        if constexpr (std::is_invocable_v<Fn &, const int *>) {
+            internal::for_each_position(get(), f);
+        } else {
+            constexpr size_t n = internal::int_arity<Fn &>();
+            static_assert(n > 0, "weft: for_each_element takes f(const int *) or f(int, ...) with one int per dimension");
+            if ((int)n != dimensions())
+                internal::buffer_error("Buffer \"" + name() + "\" has " + std::to_string(dimensions()) +
+                                       " dimensions; for_each_element was given a function of " + std::to_string(n) +
+                                       " coordinates");
+            internal::for_each_position(get(), [&](const int *pos) {
+                internal::call_with_ints(f, pos, std::make_index_sequence<n>());
+            });
+        }
     }
     int width() const { return dimensions() > 0 ? dim(0).extent() : 1; }
     int height() const { return dimensions() > 1 ? dim(1).extent() : 1; }
@@ -135,6 +230,17 @@ public:
         : Buffer<void>(type_of<T>(), extents, name) {}
     template <typename... Ints, typename = std::enable_if_t<(std::is_integral_v<Ints> && ...)>>
     explicit Buffer(int e0, Ints... rest) : Buffer(std::vector<int>{e0, (int)rest...}) {}
+    /** Owns new zero-filled memory, named: Buffer<uint8_t> b(w, h, "input") (Halide's form). */
+    Buffer(int e0, const std::string &name) : Buffer(std::vector<int>{e0}, name) {}
+    Buffer(int e0, int e1, const std::string &name) : Buffer(std::vector<int>{e0, e1}, name) {}
+    Buffer(int e0, int e1, int e2, const std::string &name) : Buffer(std::vector<int>{e0, e1, e2}, name) {}
+    Buffer(int e0, int e1, int e2, int e3, const std::string &name) : Buffer(std::vector<int>{e0, e1, e2, e3}, name) {}
+    /** Owns new zero-filled memory: Buffer<float> b({w, h}) (as Buffer<float> b(w, h)). */
+    Buffer(std::initializer_list<int> extents, const std::string &name = "")
+        : Buffer(std::vector<int>(extents), name) {}
+    /** Wraps memory it does not own: Buffer<float> b(data, w, h) (Halide's spelling). */
+    template <typename... Ints, typename = std::enable_if_t<(std::is_integral_v<Ints> && ...)>>
+    Buffer(T *data, int e0, Ints... rest) : Buffer(data, std::vector<int>{e0, (int)rest...}) {}
     /** Wraps memory it does not own (dense, dimension 0 innermost); data must not be null. */
     Buffer(T *data, const std::vector<int> &extents, const std::string &name = "")
         : Buffer<void>(internal::make_buffer(type_of<T>(), extents, checked(data, name), name)) {}
@@ -173,6 +279,35 @@ public:
     }
     Expr operator()(const std::vector<Expr> &c) const { return internal::buffer_call(contents_, c); }
 
+    Buffer<T> cropped(int d, int min, int extent) const { return Buffer<T>(Buffer<void>::cropped(d, min, extent)); }
+    Buffer<T> sliced(int d, int pos) const { return Buffer<T>(Buffer<void>::sliced(d, pos)); }
+    Buffer<T> copy() const { return Buffer<T>(Buffer<void>::copy()); }
+    /** Calls f(T &value) for every element (dimension 0 fastest); with more buffers of the same
+        shape, f(T &, U &, ...) with the elements at the same coordinates (an Error where their
+        shapes differ). */
+    template <typename F, typename... Others>
+    void for_each_value(F &&f, const Others &...others) const {
+        const Buffer<void> *list[] = {nullptr, static_cast<const Buffer<void> *>(&others)...};
+        for (size_t k = 1; k < sizeof...(Others) + 1; k++) {
+            const Buffer<void> *o = list[k];
+            if (!o->defined() || o->dimensions() != dimensions())
+                internal::buffer_error("for_each_value: Buffer \"" + name() + "\" and the other buffers must have the "
+                                       "same dimensions");
+            for (int d = 0; d < dimensions(); d++)
+                if (o->min(d) != min(d) || o->extent(d) != extent(d))
+                    internal::buffer_error("for_each_value: Buffer \"" + o->name() + "\" dimension " + std::to_string(d) +
+                                           " is [" + std::to_string(o->min(d)) + ", " + std::to_string(o->dim(d).max()) +
+                                           "], Buffer \"" + name() + "\"'s is [" + std::to_string(min(d)) + ", " +
+                                           std::to_string(dim(d).max()) + "]");
+        }
+        T *base = data();
+        auto bases = std::make_tuple(others.data()...);
+        const auto &c = get();
+        internal::for_each_position(c, [&](const int *pos) {
+            std::apply([&](auto *...ob) { f(base[offset_of(c, pos)], ob[offset_of(*others.contents(), pos)]...); },
+                       bases);
+        });
+    }
     /** Fills every element with v. */
     void fill(T v) {
         for_each_offset([&](int64_t off) { data()[off] = v; });
@@ -192,6 +327,11 @@ public:
     }
 
 private:
+    static int64_t offset_of(const internal::BufferContents &b, const int *pos) {
+        int64_t off = 0;
+        for (int d = 0; d < b.dims; d++) off += (int64_t)(pos[d] - b.dim[d].min) * b.dim[d].stride;
+        return off;
+    }
     T &at(const int *c, int n) const {
         auto &b = get();
         if (b.device_dirty) internal::buffer_copy_to_host(b);

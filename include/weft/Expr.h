@@ -244,6 +244,36 @@ Expr undef(Type t);
 template <typename T>
 Expr undef() { return undef(type_of<T>()); }
 
+/** More of libm, Halide's spellings (float32 or float64; an integer argument is converted to
+    float32): results as the C library's. atan2(y, x) is the angle of (x, y) in [-pi, pi];
+    hypot(x, y) is sqrt(x*x + y*y) without overflow or underflow on the way. */
+Expr tan(Expr a);
+Expr atan(Expr a);
+Expr asin(Expr a);
+Expr acos(Expr a);
+Expr sinh(Expr a);
+Expr cosh(Expr a);
+Expr asinh(Expr a);
+Expr acosh(Expr a);
+Expr atanh(Expr a);
+Expr atan2(Expr y, Expr x);
+Expr hypot(Expr x, Expr y);
+/** a - floor(a), in [0, 1) for finite a (Halide's fract). */
+Expr fract(Expr a);
+/** Bool: a is NaN / a is +-infinity / a is neither (Halide's is_nan, is_inf, is_finite). For
+    an integer a: false, false, true. Never folded away by weft's simplifier or LLVM. */
+Expr is_nan(Expr a);
+Expr is_inf(Expr a);
+Expr is_finite(Expr a);
+/** A hint that e (usually a condition) is true almost everywhere: the value of e. Loop
+    partitioning treats a select or an if on it as it treats its own boundary conditions. */
+Expr likely(Expr e);
+/** 1 / a and 1 / sqrt(a) for floats. Halide's are approximations (about 12 bits on x86);
+    weft's are exact to the rounding of a division and a square root, so code ported from
+    Halide gets results at least as accurate. */
+Expr fast_inverse(Expr a);
+Expr fast_inverse_sqrt(Expr a);
+
 /** Inline reductions over the RDoms that appear in e. */
 Expr sum(Expr e);
 Expr maximum(Expr e);

@@ -109,7 +109,14 @@ struct ParamContents {
         unsigned char bytes[8];
     } estimate{};
     bool has_estimate = false;
+    /** set_range(): the values a call may give it (an Error at the call where it is outside). */
+    union {
+        unsigned char bytes[8];
+    } range_min{}, range_max{};
+    bool has_min = false, has_max = false;
 };
+/** "" where the value (bytes of p's type) is inside p's range, else the message. */
+std::string param_range_error(const ParamContents &p, const void *bytes);
 Expr param_expr(const std::shared_ptr<ParamContents> &p);
 }  // namespace internal
 
@@ -122,6 +129,23 @@ public:
         c_->type = type_of<T>();
     }
     Param(const std::string &name, T def) : Param(name) { set(def); }
+    /** With the range of values it may take (Halide's Param(name, default, min, max)): a call
+        with a value outside [min, max] is a weft::Error naming the Param, before anything runs. */
+    Param(const std::string &name, T def, T min, T max) : Param(name, def) { set_range(min, max); }
+    void set_range(T min, T max) {
+        set_min_value(min);
+        set_max_value(max);
+    }
+    void set_min_value(T v) {
+        std::memset(c_->range_min.bytes, 0, 8);
+        std::memcpy(c_->range_min.bytes, &v, sizeof(T));
+        c_->has_min = true;
+    }
+    void set_max_value(T v) {
+        std::memset(c_->range_max.bytes, 0, 8);
+        std::memcpy(c_->range_max.bytes, &v, sizeof(T));
+        c_->has_max = true;
+    }
     void set(T v) {
         std::memset(c_->value.bytes, 0, 8);
         std::memcpy(c_->value.bytes, &v, sizeof(T));
@@ -161,6 +185,22 @@ struct ImageParamContents {
 };
 }  // namespace internal
 
+/** One dimension of an ImageParam, as Exprs of the buffer bound at each call (Halide's
+    ImageParam::dim(i)). */
+class ParamDimension {
+public:
+    ParamDimension(Expr min, Expr extent, Expr stride)
+        : min_(std::move(min)), extent_(std::move(extent)), stride_(std::move(stride)) {}
+    Expr min() const { return min_; }
+    Expr extent() const { return extent_; }
+    Expr stride() const { return stride_; }
+    /** min + extent - 1 */
+    Expr max() const;
+
+private:
+    Expr min_, extent_, stride_;
+};
+
 /** A buffer input bound at each call. */
 class ImageParam {
 public:
@@ -179,6 +219,16 @@ public:
     Expr min(int d) const;
     Expr extent(int d) const;
     Expr stride(int d) const;
+    /** Dimension d (an Error where there is none), and extent(0) / extent(1) / extent(2). */
+    ParamDimension dim(int d) const;
+    Expr width() const { return dim(0).extent(); }
+    Expr height() const { return dim(1).extent(); }
+    Expr channels() const { return dim(2).extent(); }
+    /** min(0), min(1), the last x and y: the bound buffer's edges (Halide's spellings). */
+    Expr left() const { return dim(0).min(); }
+    Expr right() const { return dim(0).max(); }
+    Expr top() const { return dim(1).min(); }
+    Expr bottom() const { return dim(1).max(); }
     const std::shared_ptr<internal::ImageParamContents> &contents() const { return c_; }
     /** A wrapper Func that every consumer reads instead of this input (or only `consumer`):
         schedule it to copy a tile into a local buffer. */
@@ -210,7 +260,10 @@ public:
     /** The CUDA GPU (throws Error where no CUDA driver and device exist). */
     static Target cuda();
     /** "host", "host-cuda" (or "cuda"), and either followed by "-<feature>" for each CPU
-        feature to add (e.g. "host-cuda-avx512f"); throws Error for anything else. */
+        feature to add (e.g. "host-cuda-avx512f"), or "-profile"; throws Error for anything else.
+        The "profile" feature (Halide's Target::Profile): pipelines compiled for the target time
+        each Func, as set_profile(true) does for every target; profile_report() gives the table,
+        which is also printed on stderr at exit. */
     static Target from_string(const std::string &s);
     Arch arch() const;
     const std::string &cpu() const;
@@ -236,8 +289,21 @@ private:
     std::shared_ptr<const Data> d_;
 };
 
+/** The host target (Halide's get_host_target). */
+Target get_host_target();
+/** The target WEFT_JIT_TARGET names (a Target::from_string text, e.g. "host-profile" or
+    "host-cuda"), else the host (Halide's get_jit_target_from_environment, which reads
+    HL_JIT_TARGET). A text from_string refuses is a weft::Error naming the variable. */
+Target get_jit_target_from_environment();
+/** The same for WEFT_TARGET (Halide's get_target_from_environment, HL_TARGET). */
+Target get_target_from_environment();
+
 class Func;
 class Realization;
+class Argument;
+/** compile_to_lowered_stmt: plain text, or a page for a browser. Unscoped, as Halide's, so
+    that weft::HTML (or HTML after using namespace weft) names it too. */
+enum StmtOutputFormat { Text, HTML };
 
 /** f(args): a call inside a definition, or the left side of one. */
 class FuncRef {
@@ -406,6 +472,10 @@ public:
 
     Func &compute_root();
     Func &compute_at(const Func &consumer, const VarOrRVar &loop);
+    /** compute_at / store_at a LoopLevel: root, inlined, or a loop of a consumer (Halide's
+        LoopLevel forms; the level is read when the call is made). */
+    Func &compute_at(const class LoopLevel &level);
+    Func &store_at(const class LoopLevel &level);
     Func &compute_inline();
     Func &store_root();
     Func &store_at(const Func &consumer, const VarOrRVar &loop);
@@ -470,12 +540,66 @@ public:
     }
     void realize_into(const Buffer<void> &out, const Target &t = Target::host());
 
+    /** See Pipeline::compile_jit, print_loop_nest, compile_to_lowered_stmt (a Pipeline of this
+        Func alone). */
+    void compile_jit(const std::vector<int> &sizes, const Target &t = Target::host());
+    void print_loop_nest(const std::vector<int> &sizes = {}, const Target &t = Target::host());
+    void compile_to_lowered_stmt(const std::string &filename, const std::vector<class Argument> &args,
+                                 StmtOutputFormat fmt = StmtOutputFormat::Text, const Target &t = Target::host(),
+                                 const std::vector<int> &sizes = {});
+
     const std::shared_ptr<internal::FunctionContents> &contents() const { return c_; }
 
 private:
     Stage stage0() const { return Stage(c_, 0); }
     std::shared_ptr<internal::FunctionContents> c_;
 };
+
+/** A place in a loop nest, for compute_at / store_at (Halide's LoopLevel): the root (outside
+    every loop), inlined (no storage: computed where used), or loop `var` of Func `f`. A
+    default-constructed LoopLevel is inlined. */
+class LoopLevel {
+public:
+    LoopLevel() = default;
+    LoopLevel(const Func &f, const VarOrRVar &var) : kind_(Kind::Loop), func_(f), var_(var.name()), rvar_(var.is_rvar()) {}
+    static LoopLevel root() {
+        LoopLevel l;
+        l.kind_ = Kind::Root;
+        return l;
+    }
+    static LoopLevel inlined() { return LoopLevel(); }
+    bool is_root() const { return kind_ == Kind::Root; }
+    bool is_inlined() const { return kind_ == Kind::Inlined; }
+    /** The Func and the loop (an Error for root and inlined). */
+    Func func() const;
+    VarOrRVar var() const;
+    /** Makes this the level l is. */
+    void set(const LoopLevel &l) { *this = l; }
+    bool operator==(const LoopLevel &o) const {
+        return kind_ == o.kind_ && (kind_ != Kind::Loop || (func_.contents() == o.func_.contents() && var_ == o.var_));
+    }
+    bool operator!=(const LoopLevel &o) const { return !(*this == o); }
+
+private:
+    enum class Kind { Inlined, Root, Loop } kind_ = Kind::Inlined;
+    Func func_;
+    std::string var_;
+    bool rvar_ = false;
+};
+
+/** A Func of the given Vars defined as e (Halide's lambda): lambda(x, y, x + y). */
+Func lambda(const std::vector<Var> &vars, Expr e);
+inline Func lambda(const Var &x, Expr e) { return lambda(std::vector<Var>{x}, std::move(e)); }
+inline Func lambda(const Var &x, const Var &y, Expr e) { return lambda(std::vector<Var>{x, y}, std::move(e)); }
+inline Func lambda(const Var &x, const Var &y, const Var &z, Expr e) {
+    return lambda(std::vector<Var>{x, y, z}, std::move(e));
+}
+inline Func lambda(const Var &x, const Var &y, const Var &z, const Var &w, Expr e) {
+    return lambda(std::vector<Var>{x, y, z, w}, std::move(e));
+}
+inline Func lambda(const Var &x, const Var &y, const Var &z, const Var &w, const Var &v, Expr e) {
+    return lambda(std::vector<Var>{x, y, z, w, v}, std::move(e));
+}
 
 /** The outputs of a realize: converts to Buffer<T> (throwing Error on a wrong element type). */
 class Realization {
@@ -500,14 +624,44 @@ private:
     std::vector<Buffer<void>> bufs_;
 };
 
-/** Boundary conditions: each gives a Func defined everywhere. */
+/** {min, extent} per dimension (Halide's Region). */
+using Region = std::vector<std::pair<Expr, Expr>>;
+
+/** Boundary conditions: each gives a Func defined everywhere, reading src only inside its
+    bounds: a Buffer's or an ImageParam's own domain, or the Region given ({min, extent} per
+    dimension from dimension 0; a dimension past the list, or with an undefined min or extent,
+    is passed through unbounded). A Func source needs the Region. Halide's five:
+    - repeat_edge: the nearest edge element;
+    - constant_exterior: value outside the bounds;
+    - mirror_image: reflected with the edge element repeated (... 1 0 | 0 1 ... n-1 | n-1 n-2 ...);
+    - mirror_interior: reflected about the edge element (... 2 1 | 0 1 ... n-1 | n-2 n-3 ...);
+    - repeat_image: the bounded region tiled over the plane. */
 namespace BoundaryConditions {
 Func repeat_edge(const Buffer<void> &src);
 Func repeat_edge(const ImageParam &src);
+Func repeat_edge(const Buffer<void> &src, const Region &bounds);
+Func repeat_edge(const ImageParam &src, const Region &bounds);
+Func repeat_edge(const Func &src, const Region &bounds);
 Func constant_exterior(const Buffer<void> &src, Expr value);
 Func constant_exterior(const ImageParam &src, Expr value);
+Func constant_exterior(const Buffer<void> &src, Expr value, const Region &bounds);
+Func constant_exterior(const ImageParam &src, Expr value, const Region &bounds);
+Func constant_exterior(const Func &src, Expr value, const Region &bounds);
 Func mirror_image(const Buffer<void> &src);
 Func mirror_image(const ImageParam &src);
+Func mirror_image(const Buffer<void> &src, const Region &bounds);
+Func mirror_image(const ImageParam &src, const Region &bounds);
+Func mirror_image(const Func &src, const Region &bounds);
+Func mirror_interior(const Buffer<void> &src);
+Func mirror_interior(const ImageParam &src);
+Func mirror_interior(const Buffer<void> &src, const Region &bounds);
+Func mirror_interior(const ImageParam &src, const Region &bounds);
+Func mirror_interior(const Func &src, const Region &bounds);
+Func repeat_image(const Buffer<void> &src);
+Func repeat_image(const ImageParam &src);
+Func repeat_image(const Buffer<void> &src, const Region &bounds);
+Func repeat_image(const ImageParam &src, const Region &bounds);
+Func repeat_image(const Func &src, const Region &bounds);
 }  // namespace BoundaryConditions
 
 }  // namespace weft

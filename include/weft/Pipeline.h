@@ -100,8 +100,31 @@ public:
     void realize(const RealizationArg &outs, const Target &t = Target::host());
     /** Creates a callable; compiles nothing until its first call. */
     Callable compile_to_callable(const std::vector<Argument> &args, const Target &t = Target::host());
-    /** The lowered IR (after every pass) for these output shapes and this target, as text. */
+    /** The lowered IR (after every pass) for these output shapes and this target, as text.
+        It starts with the loop nest (see loop_nest). */
     std::string lowered_ir(const std::vector<int> &sizes, const Target &t = Target::host());
+    /** Compiles now what realize(sizes, t) (or realize(outs, t)) would run, with the inputs
+        bound now (ImageParam::set; Params' values are not part of the kernel), so that the call
+        itself compiles nothing: Halide's compile_jit, for kernels that are keyed on shapes.
+        Nothing runs and no output is written. */
+    void compile_jit(const std::vector<int> &sizes, const Target &t = Target::host());
+    void compile_jit(const RealizationArg &outs, const Target &t = Target::host());
+    /** The loop nest as text (Halide's print_loop_nest): each loop with its kind and range, each
+        allocation with its size and memory, which Funcs each loop body computes, the branches.
+        With sizes, what a call with those output sizes runs (its automatic schedule, where the
+        pipeline has no schedule directive), ranges as numbers; without, the pipeline's own
+        schedule lowered for any shape, ranges as expressions of the buffers' fields. */
+    std::string loop_nest(const std::vector<int> &sizes = {}, const Target &t = Target::host());
+    /** Prints loop_nest(sizes, t) on stdout. */
+    void print_loop_nest(const std::vector<int> &sizes = {}, const Target &t = Target::host());
+    /** Writes the lowered IR after every pass (loop nest first) to filename, as text or as a
+        self-contained HTML page (Halide's compile_to_lowered_stmt). args lists the pipeline's
+        ImageParams and Params, as for compile_to_callable: one the pipeline uses and args lacks
+        is a weft::Error. Lowered for any shape unless sizes are given (then as lowered_ir). An
+        Error where the file cannot be written. */
+    void compile_to_lowered_stmt(const std::string &filename, const std::vector<Argument> &args,
+                                 StmtOutputFormat fmt = StmtOutputFormat::Text, const Target &t = Target::host(),
+                                 const std::vector<int> &sizes = {});
     /** The schedule every Func of the pipeline has now (the inlined ones too), as a value. */
     Schedule get_schedule() const;
     /** Gives the pipeline's Funcs schedule s, in place of the ones they have: the same as

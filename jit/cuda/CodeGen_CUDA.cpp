@@ -329,7 +329,13 @@ public:
             return "weft_reinterpret<" + ctype(t) + ", " + ctype(op->args[0].type()) + ">(" + expr(op->args[0]) + ")";
         static const std::map<std::string, std::string> f1 = {
             {"sqrt", "sqrt"}, {"exp", "exp"}, {"log", "log"}, {"sin", "sin"}, {"cos", "cos"}, {"tanh", "tanh"},
-            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"}};
+            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"},
+            {"tan", "tan"}, {"atan", "atan"}, {"asin", "asin"}, {"acos", "acos"}, {"sinh", "sinh"},
+            {"cosh", "cosh"}, {"asinh", "asinh"}, {"acosh", "acosh"}, {"atanh", "atanh"},
+            {"atan2", "atan2"}, {"hypot", "hypot"}};
+        if (n == "is_nan" || n == "is_inf" || n == "is_finite")
+            return "(bool)" + std::string(n == "is_nan" ? "isnan" : n == "is_inf" ? "isinf" : "isfinite") + "(" +
+                   expr(op->args[0]) + ")";
         auto it = f1.find(n);
         if (it == f1.end() || !t.is_float())
             throw Error("weft: the CUDA backend does not support the intrinsic \"" + n + "\" on " + t.str());

@@ -103,6 +103,12 @@ using F1 = float (*)(float);
         WEFT_LIBM(exp2f, F1); WEFT_LIBM(exp2, D1); WEFT_LIBM(log2f, F1); WEFT_LIBM(log2, D1);
         WEFT_LIBM(log10f, F1); WEFT_LIBM(log10, D1); WEFT_LIBM(rintf, F1); WEFT_LIBM(rint, D1);
         WEFT_LIBM(nearbyintf, F1); WEFT_LIBM(nearbyint, D1);
+        WEFT_LIBM(tanf, F1); WEFT_LIBM(tan, D1); WEFT_LIBM(atanf, F1); WEFT_LIBM(atan, D1);
+        WEFT_LIBM(asinf, F1); WEFT_LIBM(asin, D1); WEFT_LIBM(acosf, F1); WEFT_LIBM(acos, D1);
+        WEFT_LIBM(sinhf, F1); WEFT_LIBM(sinh, D1); WEFT_LIBM(coshf, F1); WEFT_LIBM(cosh, D1);
+        WEFT_LIBM(asinhf, F1); WEFT_LIBM(asinh, D1); WEFT_LIBM(acoshf, F1); WEFT_LIBM(acosh, D1);
+        WEFT_LIBM(atanhf, F1); WEFT_LIBM(atanh, D1); WEFT_LIBM(atan2f, F2); WEFT_LIBM(atan2, D2);
+        WEFT_LIBM(hypotf, F2); WEFT_LIBM(hypot, D2);
 #undef WEFT_LIBM
         add("memcpy", (const void *)&::memcpy);
         add("memset", (const void *)&::memset);
@@ -1213,21 +1219,33 @@ private:
             if (args.size() != 3 || !t.is_float()) fail("fma needs 3 float arguments");
             return intrinsic(llvm::Intrinsic::fma, {ty}, {args[0], args[1], args[2]});
         }
-        if (nm == "tanh") {
-            if (!t.is_float() || (t.bits() != 32 && t.bits() != 64)) fail("tanh of type " + t.str());
+        if (nm == "is_nan" || nm == "is_inf" || nm == "is_finite") {
+            if (!op->args[0].type().is_float()) fail(nm + " of type " + op->args[0].type().str());
+            if (nm == "is_nan") return b.CreateFCmpUNO(args[0], args[0]);
+            llvm::Value *a = intrinsic(llvm::Intrinsic::fabs, {ty}, {args[0]});
+            llvm::Value *inf = llvm::ConstantFP::getInfinity(ty);
+            return nm == "is_inf" ? b.CreateFCmpOEQ(a, inf) : b.CreateFCmpOLT(a, inf);
+        }
+        static const std::set<std::string> libm = {"tanh", "tan",   "atan",  "asin",  "acos", "sinh",
+                                                   "cosh", "asinh", "acosh", "atanh", "atan2", "hypot"};
+        if (libm.count(nm)) {
+            // The C library's function, lane by lane (LLVM 19 has no vector forms of these).
+            if (!t.is_float() || (t.bits() != 32 && t.bits() != 64)) fail(nm + " of type " + t.str());
             llvm::Type *st = scalar_type(t.element_of());
-            llvm::FunctionCallee f = mod.getOrInsertFunction(t.bits() == 32 ? "tanhf" : "tanh",
-                                                              llvm::FunctionType::get(st, {st}, false));
+            std::vector<llvm::Type *> params(args.size(), st);
+            llvm::FunctionCallee f = mod.getOrInsertFunction(t.bits() == 32 ? nm + "f" : nm,
+                                                              llvm::FunctionType::get(st, params, false));
             if (auto *fn = llvm::dyn_cast<llvm::Function>(f.getCallee())) {
                 fn->addFnAttr(llvm::Attribute::NoUnwind);
                 fn->setOnlyAccessesInaccessibleMemory();
                 fn->setWillReturn();
             }
-            if (t.lanes() == 1) return b.CreateCall(f, {args[0]});
+            if (t.lanes() == 1) return b.CreateCall(f, args);
             llvm::Value *r = llvm::PoisonValue::get(ty);
             for (int i = 0; i < t.lanes(); i++) {
-                llvm::Value *x = b.CreateExtractElement(args[0], (uint64_t)i);
-                r = b.CreateInsertElement(r, b.CreateCall(f, {x}), (uint64_t)i);
+                std::vector<llvm::Value *> lane;
+                for (llvm::Value *a : args) lane.push_back(b.CreateExtractElement(a, (uint64_t)i));
+                r = b.CreateInsertElement(r, b.CreateCall(f, lane), (uint64_t)i);
             }
             return r;
         }

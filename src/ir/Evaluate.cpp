@@ -294,6 +294,9 @@ Val ExprEvaluator::call(const Call *op) {
         }
         return r;
     }
+    if (n == "is_nan") return make_int(op->type, std::isnan(a.f));
+    if (n == "is_inf") return make_int(op->type, std::isinf(a.f));
+    if (n == "is_finite") return make_int(op->type, std::isfinite(a.f));
     if (n == "abs") {
         if (a.t.is_float()) return make_float(a.t, std::fabs(a.f));
         if (a.t.is_int()) return make_int(a.t, a.i < 0 ? (uint64_t)0 - (uint64_t)a.i : (uint64_t)a.i);
@@ -307,6 +310,20 @@ Val ExprEvaluator::call(const Call *op) {
     else if (n == "sin") r = f32 ? std::sin((float)x) : std::sin(x);
     else if (n == "cos") r = f32 ? std::cos((float)x) : std::cos(x);
     else if (n == "tanh") r = f32 ? std::tanh((float)x) : std::tanh(x);
+    else if (n == "tan") r = f32 ? std::tan((float)x) : std::tan(x);
+    else if (n == "atan") r = f32 ? std::atan((float)x) : std::atan(x);
+    else if (n == "asin") r = f32 ? std::asin((float)x) : std::asin(x);
+    else if (n == "acos") r = f32 ? std::acos((float)x) : std::acos(x);
+    else if (n == "sinh") r = f32 ? std::sinh((float)x) : std::sinh(x);
+    else if (n == "cosh") r = f32 ? std::cosh((float)x) : std::cosh(x);
+    else if (n == "asinh") r = f32 ? std::asinh((float)x) : std::asinh(x);
+    else if (n == "acosh") r = f32 ? std::acosh((float)x) : std::acosh(x);
+    else if (n == "atanh") r = f32 ? std::atanh((float)x) : std::atanh(x);
+    else if (n == "atan2" || n == "hypot") {
+        double y = eval(op->args[1]).f;
+        if (n == "atan2") r = f32 ? std::atan2((float)x, (float)y) : std::atan2(x, y);
+        else r = f32 ? std::hypot((float)x, (float)y) : std::hypot(x, y);
+    }
     else if (n == "floor") r = std::floor(x);
     else if (n == "ceil") r = std::ceil(x);
     else if (n == "round") r = std::nearbyint(x);

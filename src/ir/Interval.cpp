@@ -420,6 +420,9 @@ public:
             if (n == "floor" || n == "ceil" || n == "round") return Interval(app(X.min), app(X.max));
             if (t.is_float() && (n == "sin" || n == "cos" || n == "tanh"))
                 return Interval(FloatImm::make(t, -1.0), FloatImm::make(t, 1.0));
+            if (t.is_float() && (n == "atan" || n == "asin"))  // (rounded outwards: float pi/2 is above the real one)
+                return Interval(FloatImm::make(t, -1.5707964), FloatImm::make(t, 1.5707964));
+            if (t.is_float() && n == "acos") return Interval(FloatImm::make(t, 0.0), FloatImm::make(t, 3.1415927));
             if (t.is_float() && n == "exp")
                 return Interval(X.min.defined() ? app(X.min) : FloatImm::make(t, 0.0), app(X.max));
             if (t.is_float() && n == "sqrt") {

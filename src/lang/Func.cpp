@@ -1,4 +1,5 @@
 // Func, Stage, Var, RDom, ImageParam, Param, Buffer: turning user code into definitions and schedules.
+#include <sstream>
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -75,6 +76,61 @@ std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &exte
         b->host = p;
     }
     return b;
+}
+
+std::shared_ptr<BufferContents> buffer_view(BufferContents &b, int d, int min, int extent, bool slice) {
+    const char *what = slice ? "sliced" : "cropped";
+    if (d < 0 || d >= b.dims)
+        buffer_error("Buffer \"" + b.name + "\" has " + std::to_string(b.dims) + " dimensions; " + what + "(" +
+                     std::to_string(d) + ", ...) names a dimension it does not have");
+    const auto &dd = b.dim[d];
+    if (extent < 0 || min < dd.min || (int64_t)min + extent > (int64_t)dd.min + dd.extent)
+        buffer_error("Buffer \"" + b.name + "\" dimension " + std::to_string(d) + " holds [" + std::to_string(dd.min) +
+                     ", " + std::to_string((int64_t)dd.min + dd.extent - 1) + "]; " + what + " to " +
+                     (slice ? "position " + std::to_string(min)
+                            : "[" + std::to_string(min) + ", " + std::to_string((int64_t)min + extent - 1) + "]") +
+                     " is outside it");
+    if (b.device_dirty) buffer_copy_to_host(b);
+    if (b.device) b.host_dirty = true;  // the view may be written through
+    auto v = std::make_shared<BufferContents>();
+    v->type = b.type;
+    v->name = b.name + "_" + (slice ? "slice" : "crop") + unique_name('v');
+    v->storage = b.storage;
+    v->host = b.host ? (char *)b.host + (int64_t)(min - dd.min) * dd.stride * b.type.bytes() : nullptr;
+    v->dims = 0;
+    for (int i = 0; i < b.dims; i++) {
+        if (i == d && slice) continue;
+        v->dim[v->dims] = b.dim[i];
+        if (i == d) v->dim[v->dims].min = min, v->dim[v->dims].extent = extent;
+        v->dims++;
+    }
+    return v;
+}
+void buffer_view_in_place(BufferContents &b, int d, int min, int extent, bool slice) {
+    std::shared_ptr<BufferContents> v = buffer_view(b, d, min, extent, slice);
+    b.dims = v->dims;
+    for (int i = 0; i < kMaxDims; i++) b.dim[i] = v->dim[i];
+    b.host = v->host;
+    b.device = 0;  // (the device copy's layout is the old one's)
+    b.device_storage.reset();
+    b.host_dirty = b.device_dirty = false;
+}
+std::shared_ptr<BufferContents> buffer_copy(BufferContents &b) {
+    if (b.device_dirty) buffer_copy_to_host(b);
+    std::vector<int> ext;
+    for (int i = 0; i < b.dims; i++) ext.push_back(b.dim[i].extent);
+    auto c = make_buffer(b.type, ext, nullptr, b.name + "_copy" + unique_name('v'));
+    for (int i = 0; i < b.dims; i++) c->dim[i].min = b.dim[i].min;
+    const int bytes = b.type.bytes();
+    for_each_position(b, [&](const int *pos) {
+        int64_t from = 0, to = 0;
+        for (int i = 0; i < b.dims; i++) {
+            from += (int64_t)(pos[i] - b.dim[i].min) * b.dim[i].stride;
+            to += (int64_t)(pos[i] - c->dim[i].min) * c->dim[i].stride;
+        }
+        std::memcpy((char *)c->host + to * bytes, (const char *)b.host + from * bytes, bytes);
+    });
+    return c;
 }
 
 Expr buffer_call(const std::shared_ptr<BufferContents> &b, std::vector<Expr> args) {
@@ -253,6 +309,46 @@ static Expr field(const std::shared_ptr<ImageParamContents> &c, const char *f, i
 Expr ImageParam::min(int d) const { return field(c_, "min", d); }
 Expr ImageParam::extent(int d) const { return field(c_, "extent", d); }
 Expr ImageParam::stride(int d) const { return field(c_, "stride", d); }
+ParamDimension ImageParam::dim(int d) const {
+    return ParamDimension(field(c_, "min", d), field(c_, "extent", d), field(c_, "stride", d));
+}
+Expr ParamDimension::max() const { return min_ + extent_ - 1; }
+
+std::string internal::param_range_error(const ParamContents &p, const void *bytes) {
+    if (!p.has_min && !p.has_max) return "";
+    Type t = p.type;
+    auto num = [&](const void *b) -> long double {
+        if (t.is_float()) {
+            if (t.bits() == 32) {
+                float f;
+                std::memcpy(&f, b, 4);
+                return f;
+            }
+            double d;
+            std::memcpy(&d, b, 8);
+            return d;
+        }
+        if (t.is_bool()) return *(const unsigned char *)b != 0;
+        uint64_t u = 0;
+        std::memcpy(&u, b, t.bytes());
+        if (t.is_uint()) return (long double)u;
+        int sh = 64 - t.bits();
+        return (long double)(sh ? ((int64_t)(u << sh) >> sh) : (int64_t)u);
+    };
+    auto show = [&](const void *b) {
+        long double v = num(b);
+        std::ostringstream o;
+        if (t.is_float()) o.precision(9);
+        o << (t.is_float() ? (double)v : v);
+        return o.str();
+    };
+    long double v = num(bytes);
+    bool bad = v != v || (p.has_min && v < num(p.range_min.bytes)) || (p.has_max && v > num(p.range_max.bytes));
+    if (!bad) return "";
+    return "weft: Param \"" + p.name + "\" is " + show(bytes) + ", outside its range [" +
+           (p.has_min ? show(p.range_min.bytes) : std::string("-inf")) + ", " +
+           (p.has_max ? show(p.range_max.bytes) : std::string("inf")) + "]";
+}
 
 // ---------------- FuncRef ----------------
 void internal::check_func(const std::shared_ptr<FunctionContents> &f) {
@@ -1198,6 +1294,35 @@ Func Buffer<void>::in(const Func &consumer) const {
                        implicit_names(contents_->dims), [c](const std::vector<Expr> &a) { return buffer_call(c, a); });
 }
 
+// ---------------- LoopLevel, lambda ----------------
+Func LoopLevel::func() const {
+    if (kind_ != Kind::Loop)
+        user_error(std::string("weft: LoopLevel::func() of the ") + (is_root() ? "root" : "inlined") + " level");
+    return func_;
+}
+VarOrRVar LoopLevel::var() const {
+    if (kind_ != Kind::Loop)
+        user_error(std::string("weft: LoopLevel::var() of the ") + (is_root() ? "root" : "inlined") + " level");
+    return rvar_ ? VarOrRVar(RVar(var_)) : VarOrRVar(Var(var_));
+}
+Func &Func::compute_at(const LoopLevel &l) {
+    if (l.is_root()) return compute_root();
+    if (l.is_inlined()) return compute_inline();
+    return compute_at(l.func(), l.var());
+}
+Func &Func::store_at(const LoopLevel &l) {
+    if (l.is_root()) return store_root();
+    if (l.is_inlined()) user_error("weft: Func \"" + name() + "\".store_at(LoopLevel::inlined()): storage must be at the "
+                                   "root or at a loop");
+    return store_at(l.func(), l.var());
+}
+Func lambda(const std::vector<Var> &vars, Expr e) {
+    if (!e.defined()) user_error("weft: lambda of an undefined Expr");
+    Func f(unique_name('l').insert(0, "lambda_"));
+    f(vars) = e;
+    return f;
+}
+
 // ---------------- boundary conditions ----------------
 namespace {
 struct Src {
@@ -1231,23 +1356,66 @@ Src src_of(const ImageParam &p) {
     s.name = p.name();
     return s;
 }
+Src src_of(const Func &f) {
+    check_func(f.contents());
+    if (!f.defined()) user_error("weft: boundary condition of Func \"" + f.name() + "\", which has no definition");
+    Src s;
+    Func g = f;
+    s.call = [g](const std::vector<Expr> &a) { return Expr(g(a)); };
+    s.dims = f.dimensions();
+    s.mins.resize(s.dims);
+    s.extents.resize(s.dims);
+    s.name = f.name();
+    return s;
+}
+/** s with the given bounds ({min, extent} per dimension, from dimension 0; an undefined min
+    or extent, or a dimension past the list, is not bounded). */
+Src with_bounds(Src s, const weft::Region &bounds, const char *kind) {
+    if (bounds.size() > (size_t)s.dims)
+        user_error(std::string("weft: BoundaryConditions::") + kind + " of \"" + s.name + "\", which has " +
+                   std::to_string(s.dims) + " dimensions, given bounds for " + std::to_string(bounds.size()));
+    for (int i = 0; i < s.dims; i++) {
+        s.mins[i] = Expr();
+        s.extents[i] = Expr();
+        if (i >= (int)bounds.size() || !bounds[i].first.defined() || !bounds[i].second.defined()) continue;
+        for (const Expr &e : {bounds[i].first, bounds[i].second})
+            if (!e.type().is_int_or_uint() || e.type().is_vector())
+                user_error(std::string("weft: BoundaryConditions::") + kind + " of \"" + s.name + "\": dimension " +
+                           std::to_string(i) + "'s bounds must be integers, got " + e.type().str() + " (" +
+                           to_string(e) + ")");
+        s.mins[i] = cast(Int(32), bounds[i].first);
+        s.extents[i] = cast(Int(32), bounds[i].second);
+    }
+    return s;
+}
 Func make_bc(const Src &s, const char *kind, Expr value) {
     Func f(s.name + "_" + kind);
     std::vector<Var> vars;
     std::vector<Expr> coords;
     Expr inside;
+    const std::string k = kind;
+    bool any = false;
     for (int i = 0; i < s.dims; i++) {
         Var v("_" + std::to_string(i));
         vars.push_back(v);
-        Expr lo = s.mins[i], hi = s.mins[i] + s.extents[i] - 1;
-        std::string k = kind;
+        if (!s.mins[i].defined() || !s.extents[i].defined()) {  // not bounded in this dimension
+            coords.push_back(v);
+            continue;
+        }
+        any = true;
+        Expr lo = s.mins[i], ext = s.extents[i], hi = lo + ext - 1;
+        Expr c = Expr(v) - lo;
         if (k == "mirror_image") {
             // Reflect with the edge pixel repeated: ... 2 1 0 | 0 1 2 ... n-1 | n-1 n-2 ...
-            Expr ext = s.extents[i];
-            Expr c = Expr(v) - lo;
             Expr m = c % (2 * ext);
-            Expr r = select(m < ext, m, 2 * ext - 1 - m);
-            coords.push_back(clamp(r + lo, lo, hi));
+            coords.push_back(clamp(select(m < ext, m, 2 * ext - 1 - m) + lo, lo, hi));
+        } else if (k == "mirror_interior") {
+            // Reflect about the edge pixel: ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+            Expr period = 2 * ext - 2;
+            Expr m = c % period;  // (0 where ext is 1: division by zero gives 0)
+            coords.push_back(clamp(select(m < ext, m, period - m) + lo, lo, hi));
+        } else if (k == "repeat_image") {
+            coords.push_back(clamp(c % ext + lo, lo, hi));  // (% never negative for a positive ext)
         } else {
             coords.push_back(clamp(Expr(v), lo, hi));
         }
@@ -1256,6 +1424,9 @@ Func make_bc(const Src &s, const char *kind, Expr value) {
             inside = inside.defined() ? (inside && in) : in;
         }
     }
+    if (!any && s.dims > 0)
+        user_error("weft: BoundaryConditions::" + k + " of \"" + s.name + "\" bounds no dimension: give {min, extent} "
+                   "for at least one");
     Expr body = s.call(coords);
     if (value.defined()) {
         if (value.type() != body.type()) value = cast(body.type(), value);
@@ -1264,21 +1435,39 @@ Func make_bc(const Src &s, const char *kind, Expr value) {
     f(vars) = body;
     return f;
 }
+Expr checked_value(const Expr &value) {
+    if (!value.defined()) user_error("weft: constant_exterior needs a defined value");
+    return value;
+}
 }  // namespace
 
 namespace BoundaryConditions {
-Func repeat_edge(const Buffer<void> &src) { return make_bc(src_of(src), "repeat_edge", Expr()); }
-Func repeat_edge(const ImageParam &src) { return make_bc(src_of(src), "repeat_edge", Expr()); }
+#define WEFT_BC(NAME)                                                                                              \
+    Func NAME(const Buffer<void> &src) { return make_bc(src_of(src), #NAME, Expr()); }                             \
+    Func NAME(const ImageParam &src) { return make_bc(src_of(src), #NAME, Expr()); }                               \
+    Func NAME(const Buffer<void> &src, const weft::Region &b) { return make_bc(with_bounds(src_of(src), b, #NAME), #NAME, Expr()); } \
+    Func NAME(const ImageParam &src, const weft::Region &b) { return make_bc(with_bounds(src_of(src), b, #NAME), #NAME, Expr()); }   \
+    Func NAME(const Func &src, const weft::Region &b) { return make_bc(with_bounds(src_of(src), b, #NAME), #NAME, Expr()); }
+WEFT_BC(repeat_edge)
+WEFT_BC(mirror_image)
+WEFT_BC(mirror_interior)
+WEFT_BC(repeat_image)
+#undef WEFT_BC
 Func constant_exterior(const Buffer<void> &src, Expr value) {
-    if (!value.defined()) user_error("weft: constant_exterior needs a defined value");
-    return make_bc(src_of(src), "constant_exterior", value);
+    return make_bc(src_of(src), "constant_exterior", checked_value(value));
 }
 Func constant_exterior(const ImageParam &src, Expr value) {
-    if (!value.defined()) user_error("weft: constant_exterior needs a defined value");
-    return make_bc(src_of(src), "constant_exterior", value);
+    return make_bc(src_of(src), "constant_exterior", checked_value(value));
 }
-Func mirror_image(const Buffer<void> &src) { return make_bc(src_of(src), "mirror_image", Expr()); }
-Func mirror_image(const ImageParam &src) { return make_bc(src_of(src), "mirror_image", Expr()); }
+Func constant_exterior(const Buffer<void> &src, Expr value, const weft::Region &b) {
+    return make_bc(with_bounds(src_of(src), b, "constant_exterior"), "constant_exterior", checked_value(value));
+}
+Func constant_exterior(const ImageParam &src, Expr value, const weft::Region &b) {
+    return make_bc(with_bounds(src_of(src), b, "constant_exterior"), "constant_exterior", checked_value(value));
+}
+Func constant_exterior(const Func &src, Expr value, const weft::Region &b) {
+    return make_bc(with_bounds(src_of(src), b, "constant_exterior"), "constant_exterior", checked_value(value));
+}
 }  // namespace BoundaryConditions
 
 }  // namespace weft

@@ -381,6 +381,54 @@ Expr log(Expr a) { return unary_float("log", a); }
 Expr sin(Expr a) { return unary_float("sin", a); }
 Expr cos(Expr a) { return unary_float("cos", a); }
 Expr tanh(Expr a) { return unary_float("tanh", a); }
+Expr tan(Expr a) { return unary_float("tan", a); }
+Expr atan(Expr a) { return unary_float("atan", a); }
+Expr asin(Expr a) { return unary_float("asin", a); }
+Expr acos(Expr a) { return unary_float("acos", a); }
+Expr sinh(Expr a) { return unary_float("sinh", a); }
+Expr cosh(Expr a) { return unary_float("cosh", a); }
+Expr asinh(Expr a) { return unary_float("asinh", a); }
+Expr acosh(Expr a) { return unary_float("acosh", a); }
+Expr atanh(Expr a) { return unary_float("atanh", a); }
+static Expr binary_float(const char *name, Expr a, Expr b) {
+    check_defined(a, name);
+    check_defined(b, name);
+    check_arith(a, name);
+    check_arith(b, name);
+    if (!a.type().is_float() && !b.type().is_float()) {
+        a = to_float(a, name);
+        b = to_float(b, name);
+    }
+    match_types(a, b, name);  // (a literal takes the other's type; an integer with a float: the float)
+    return Call::make_intrinsic(a.type(), name, {a, b});
+}
+Expr atan2(Expr y, Expr x) { return binary_float("atan2", std::move(y), std::move(x)); }
+Expr hypot(Expr x, Expr y) { return binary_float("hypot", std::move(x), std::move(y)); }
+Expr fract(Expr a) {
+    a = to_float(a, "fract");
+    return a - floor(a);
+}
+static Expr float_class(const char *name, Expr a, bool int_value) {
+    check_defined(a, name);
+    check_arith(a, name);
+    if (!a.type().is_float()) return make_bool(int_value, a.type().lanes());
+    return Call::make_intrinsic(Bool(a.type().lanes()), name, {a});
+}
+Expr is_nan(Expr a) { return float_class("is_nan", std::move(a), false); }
+Expr is_inf(Expr a) { return float_class("is_inf", std::move(a), false); }
+Expr is_finite(Expr a) { return float_class("is_finite", std::move(a), true); }
+Expr likely(Expr e) {
+    check_defined(e, "likely");
+    return Call::make_intrinsic(e.type(), "likely", {e});
+}
+Expr fast_inverse(Expr a) {
+    a = to_float(a, "fast_inverse");
+    return make_const(a.type(), 1.0) / a;
+}
+Expr fast_inverse_sqrt(Expr a) {
+    a = to_float(a, "fast_inverse_sqrt");
+    return make_const(a.type(), 1.0) / sqrt(a);
+}
 Expr floor(Expr a) {
     check_defined(a, "floor");
     return a.type().is_float() ? unary_float("floor", a) : to_float(a, "floor");

@@ -6,6 +6,7 @@
 #include "lower/BoxesTouched.h"
 #include "lower/gpu/InjectGPU.h"
 #include "lower/LoadAhead.h"
+#include "lower/LoopNest.h"
 #include "lower/ScheduleFunctions.h"
 #include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
@@ -156,6 +157,11 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     if (!consts.empty()) s = substitute(consts, s);
     if (cuda) s = protect_gpu_loops(s);
     s = simplify(s);
+    if (log || options.loop_nest) {
+        std::string nest = loop_nest_text(s);
+        if (options.loop_nest) *options.loop_nest = nest;
+        if (log) log->insert(0, "// ---- loop nest ----\n" + nest);
+    }
     log_pass(log, "simplify", s);
 
     std::set<std::string> ahead;  // load_ahead finds these by name after unrolling

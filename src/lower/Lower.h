@@ -17,8 +17,10 @@ struct LowerOptions {
     /** Profiling: the id of each Func's timer (weft_rt_profile around its computation); empty:
         no timers. */
     std::function<int(const std::string &)> profile_id;
-    /** Where the IR after each pass goes; null: nowhere. */
+    /** Where the IR after each pass goes; null: nowhere. It starts with the loop nest. */
     std::string *log = nullptr;
+    /** Where the loop nest summary goes (lower/LoopNest.h); null: nowhere. */
+    std::string *loop_nest = nullptr;
     bool cuda() const { return target.arch() == Target::Arch::CUDA; }
 };
 

@@ -18,7 +18,6 @@ namespace {
 
 std::string describe(const Interval &i) { return "[" + to_string(i.min) + ", " + to_string(i.max) + "]"; }
 
-Expr likely(const Expr &e) { return Call::make_intrinsic(e.type(), "likely", {e}); }
 
 struct Builder {
     Env &env;

@@ -1,6 +1,9 @@
 // Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
 #include "weft/Pipeline.h"
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <sstream>
 #include <climits>
 #include <cstdio>
 #include <iostream>
@@ -101,7 +104,8 @@ struct PipelineContents {
         return p;
     }
 
-    int call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts);
+    /** run = false: compiles (or finds) the kernel and returns without running it. */
+    int call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts, bool run = true);
 
     /** Makes `kernel` the one a call with the current shapes reuses (this pipeline's and this
         thread's memo). */
@@ -175,6 +179,11 @@ void bind(const Env &env, const CallBinding *cb, const BufferContents *const *ou
         if (cb)
             for (size_t k = 0; k < cb->decl->size(); k++)
                 if ((*cb->decl)[k].param() == env.params[i].param) v = cb->args[k].bytes;
+        const ParamContents &pc = *env.params[i].param;
+        if (pc.has_min || pc.has_max) {
+            std::string err = param_range_error(pc, v);
+            if (!err.empty()) throw Error(err);
+        }
         s.scalars[i] = v;
     }
     for (size_t j = 0; j < nouts; j++) {
@@ -219,7 +228,7 @@ LowerOptions lower_options(const Target &t, std::string *log) {
     LowerOptions o;
     o.target = t;
     o.host_vectors = llvm_backend_available();
-    if (profile_enabled()) o.profile_id = profile_id;
+    if (profiling(t)) o.profile_id = profile_id;
     o.log = log;
     return o;
 }
@@ -316,7 +325,7 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     std::shared_ptr<CompiledKernel> k;
     // The disk cache: code compiled by an earlier process for this key (not for a profiling
     // kernel: its timers' ids are this process's), loaded instead of compiled.
-    bool disk = !profile_enabled() && llvm_backend_available() && !key.empty();
+    bool disk = !profiling(t) && llvm_backend_available() && !key.empty();
     CodeSections code;
     bool loaded = false;
     if (disk && disk_cache_load("kernels", key, code_versions(), code, dbg)) {
@@ -425,7 +434,8 @@ void PipelineContents::remember(uint64_t snapshot, const Target &t, const std::s
     tm.memo = nm;
 }
 
-int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts) {
+int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferContents *const *outs, size_t nouts,
+                           bool run) {
     uint64_t epoch = g_definition_epoch.load(std::memory_order_relaxed);
     ThreadMemo &tm = tls_memo;
     if (tm.id != id || tm.epoch != epoch || !tm.prepared) {
@@ -477,6 +487,7 @@ int PipelineContents::call(const Target &t, const CallBinding *cb, const BufferC
         remember(p->id, t, kernel, tm);
         kernel_ptr = kernel.get();
     }
+    if (!run) return 0;
     fill_args(env);
     weft_context_t ctx;
     ctx.error[0] = 0;
@@ -588,32 +599,174 @@ Callable Pipeline::compile_to_callable(const std::vector<Argument> &args, const 
                 throw Error("weft: compile_to_callable(): argument \"" + args[i].name() + "\" is listed twice");
     return Callable(c);
 }
-std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t) {
-    check_pipeline(c_);
+namespace {
+/** Lowers p for viewing: for output sizes (what a call runs, its automatic schedule where it
+    schedules itself), or with no sizes for any shape (its own schedule). Fills log (every pass,
+    loop nest first) and nest (the loop nest) where given. */
+void lower_for_view(const std::shared_ptr<PipelineContents> &c, const std::vector<int> *sizes, const Target &t,
+                    std::string *log, std::string *nest) {
+    LowerOptions o = lower_options(t, log);
+    o.loop_nest = nest;
+    if (!sizes) {
+        Env env = build_env(c->outputs, false);
+        try {
+            lower(env, {}, "weft_lowered", o);
+        } catch (const Error &e) {
+            throw Error(std::string(e.what()) + " (lowered for any shape; give the output sizes to lower it for them)");
+        }
+        return;
+    }
     std::vector<Buffer<void>> outs;
     std::vector<const BufferContents *> ptrs;
-    for (auto &f : c_->outputs) {
-        outs.emplace_back(f->type, sizes, f->name);
+    for (auto &f : c->outputs) {
+        outs.push_back(new_output(*f, *sizes));
         ptrs.push_back(outs.back().contents().get());
     }
-    Env env = build_env(c_->outputs, false);
+    Env env = build_env(c->outputs, false);
     bind(env, nullptr, ptrs.data(), ptrs.size());
-    std::string log;
     if (t.arch() == Target::Arch::Host && schedules_itself(env)) {
         // What a call would run: the schedule chosen automatically for these shapes.
         auto consts = shape_consts(env);
-        for (auto &s : schedules_for_bound_shapes(env, c_->outputs, t)) {
+        for (auto &s : schedules_for_bound_shapes(env, c->outputs, t)) {
             try {
-                Env senv = on_large_stack<Env>([&] { return build_env(c_->outputs, false, &s); });
-                lower(senv, consts, "weft_lowered", lower_options(t, &log));
-                return log;
+                Env senv = on_large_stack<Env>([&] { return build_env(c->outputs, false, &s); });
+                lower(senv, consts, "weft_lowered", o);
+                return;
             } catch (Error &) {
-                log.clear();
+                if (log) log->clear();
             }
         }
     }
-    lower(env, shape_consts(env), "weft_lowered", lower_options(t, &log));
+    lower(env, shape_consts(env), "weft_lowered", o);
+}
+
+std::string html_escape(const std::string &s) {
+    std::string r;
+    r.reserve(s.size() + s.size() / 8);
+    for (char ch : s) {
+        switch (ch) {
+        case '&': r += "&amp;"; break;
+        case '<': r += "&lt;"; break;
+        case '>': r += "&gt;"; break;
+        case '"': r += "&quot;"; break;
+        default: r += ch;
+        }
+    }
+    return r;
+}
+
+/** The log as a page: one collapsible section per pass (the loop nest and the last pass open). */
+std::string lowered_html(const std::string &title, const std::string &log) {
+    std::vector<std::pair<std::string, std::string>> parts;
+    const std::string mark = "// ---- ";
+    size_t pos = 0;
+    while (pos < log.size()) {
+        size_t next = log.find("\n" + mark, pos);
+        std::string chunk = log.substr(pos, next == std::string::npos ? std::string::npos : next + 1 - pos);
+        std::string head = "IR";
+        if (chunk.compare(0, mark.size(), mark) == 0) {
+            size_t eol = chunk.find('\n');
+            head = chunk.substr(mark.size(), eol == std::string::npos ? std::string::npos : eol - mark.size());
+            if (head.size() >= 5 && head.compare(head.size() - 5, 5, " ----") == 0) head.resize(head.size() - 5);
+            chunk = eol == std::string::npos ? "" : chunk.substr(eol + 1);
+        }
+        parts.emplace_back(head, chunk);
+        if (next == std::string::npos) break;
+        pos = next + 1;
+    }
+    std::ostringstream os;
+    os << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" << html_escape(title) << "</title>\n"
+       << "<style>body{font-family:sans-serif;margin:1.5em}pre{background:#f6f8fa;padding:.8em;overflow-x:auto;"
+          "font-size:13px;line-height:1.35}summary{cursor:pointer;font-weight:bold;margin:.4em 0}"
+          "h1{font-size:1.3em}</style></head><body>\n<h1>"
+       << html_escape(title) << "</h1>\n";
+    for (size_t i = 0; i < parts.size(); i++) {
+        bool open = i == 0 || i + 1 == parts.size();
+        os << "<details" << (open ? " open" : "") << "><summary>" << html_escape(parts[i].first) << "</summary><pre>"
+           << html_escape(parts[i].second) << "</pre></details>\n";
+    }
+    os << "</body></html>\n";
+    return os.str();
+}
+}  // namespace
+
+std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t) {
+    check_pipeline(c_);
+    std::string log;
+    lower_for_view(c_, &sizes, t, &log, nullptr);
     return log;
+}
+std::string Pipeline::loop_nest(const std::vector<int> &sizes, const Target &t) {
+    check_pipeline(c_);
+    std::string nest;
+    bool any_dims = false;
+    for (auto &f : c_->outputs) any_dims |= !f->args.empty();
+    lower_for_view(c_, sizes.empty() && any_dims ? nullptr : &sizes, t, nullptr, &nest);
+    return nest;
+}
+void Pipeline::print_loop_nest(const std::vector<int> &sizes, const Target &t) {
+    std::string s = loop_nest(sizes, t);
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+}
+void Pipeline::compile_jit(const std::vector<int> &sizes, const Target &t) {
+    check_pipeline(c_);
+    std::vector<Buffer<void>> outs;
+    for (auto &f : c_->outputs) outs.push_back(new_output(*f, sizes));
+    compile_jit(RealizationArg(outs), t);
+}
+void Pipeline::compile_jit(const RealizationArg &arg, const Target &t) {
+    check_pipeline(c_);
+    std::vector<const BufferContents *> p;
+    for (size_t i = 0; i < arg.bufs.size(); i++) {
+        if (!arg.bufs[i].defined()) throw Error("weft: compile_jit(): output buffer " + std::to_string(i) + " is undefined");
+        p.push_back(arg.bufs[i].contents().get());
+    }
+    c_->call(t, nullptr, p.data(), p.size(), /*run=*/false);
+}
+void Pipeline::compile_to_lowered_stmt(const std::string &filename, const std::vector<Argument> &args,
+                                       StmtOutputFormat fmt, const Target &t, const std::vector<int> &sizes) {
+    check_pipeline(c_);
+    for (size_t i = 0; i < args.size(); i++)
+        if (!args[i].image() && !args[i].param())
+            throw Error("weft: compile_to_lowered_stmt(): argument " + std::to_string(i) +
+                        " is an undefined (default-constructed) ImageParam or Param");
+    {
+        Env env = build_env(c_->outputs, false);
+        auto listed = [&](const void *p) {
+            for (auto &a : args)
+                if (a.image().get() == p || a.param().get() == p) return true;
+            return false;
+        };
+        for (auto &in : env.inputs)
+            if (in.image && !listed(in.image.get()))
+                throw Error("weft: compile_to_lowered_stmt(\"" + filename + "\"): the pipeline reads ImageParam \"" +
+                            in.image->name + "\", which is not in the argument list (" + join_arg_names(args) + ")");
+        for (auto &pm : env.params)
+            if (!listed(pm.param.get()))
+                throw Error("weft: compile_to_lowered_stmt(\"" + filename + "\"): the pipeline uses Param \"" +
+                            pm.param->name + "\", which is not in the argument list (" + join_arg_names(args) + ")");
+    }
+    std::string log;
+    bool any_dims = false;
+    for (auto &f : c_->outputs) any_dims |= !f->args.empty();
+    lower_for_view(c_, sizes.empty() && any_dims ? nullptr : &sizes, t, &log, nullptr);
+    std::string names;
+    for (auto &f : c_->outputs) names += (names.empty() ? "" : ", ") + f->name;
+    std::string title = "weft: " + names + " lowered for " + t.str() +
+                        (sizes.empty() && any_dims ? std::string(" (any shape)") : std::string(""));
+    std::string text = fmt == StmtOutputFormat::HTML ? lowered_html(title, log) : "// " + title + "\n" + log;
+    FILE *fp = std::fopen(filename.c_str(), "wb");
+    if (!fp) throw Error("weft: compile_to_lowered_stmt(): cannot write \"" + filename + "\": " + std::strerror(errno));
+    size_t w = std::fwrite(text.data(), 1, text.size(), fp);
+    bool ok = std::fclose(fp) == 0 && w == text.size();
+    if (!ok) throw Error("weft: compile_to_lowered_stmt(): writing \"" + filename + "\" failed: " + std::strerror(errno));
+}
+void Func::compile_jit(const std::vector<int> &sizes, const Target &t) { Pipeline(*this).compile_jit(sizes, t); }
+void Func::print_loop_nest(const std::vector<int> &sizes, const Target &t) { Pipeline(*this).print_loop_nest(sizes, t); }
+void Func::compile_to_lowered_stmt(const std::string &filename, const std::vector<Argument> &args, StmtOutputFormat fmt,
+                                   const Target &t, const std::vector<int> &sizes) {
+    Pipeline(*this).compile_to_lowered_stmt(filename, args, fmt, t, sizes);
 }
 Schedule Pipeline::get_schedule() const {
     check_pipeline(c_);

@@ -63,6 +63,10 @@ std::string algorithm_key(const Pipeline &p);
 
 /** The id of a profiled Func's timer (by name; Profile.cpp). */
 int profile_id(const std::string &name);
+/** Prints profile_report() on stderr at exit (once; for targets with the "profile" feature). */
+void profile_report_at_exit();
+/** Are kernels compiled for t instrumented (set_profile / WEFT_PROFILE, or t's "profile")? */
+inline bool profiling(const Target &t) { return profile_enabled() || t.has_feature("profile"); }
 
 /** How many pipeline snapshots have been built in this process (each edit of a Func makes
     the pipelines that use it build a new one at their next call). */

@@ -25,6 +25,15 @@ std::atomic<int> g_profile{-1};
 void print_at_exit() { std::fprintf(stderr, "%s", profile_report().c_str()); }
 }  // namespace
 
+void profile_report_at_exit() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        profile_enabled();  // (WEFT_PROFILE=1 registers the report at its first read)
+        const char *e = std::getenv("WEFT_PROFILE");
+        if (!(e && *e && std::string(e) != "0")) std::atexit(print_at_exit);
+    });
+}
+
 /** The counter id of a profiled item (a Func, by name). */
 int profile_id(const std::string &name) {
     std::lock_guard<std::mutex> l(g_mutex);

@@ -1,11 +1,13 @@
 // Target: the host CPU (through LLVM's view of it) or CUDA.
 #include <dlfcn.h>
+#include <cstdlib>
 #include <sstream>
 #include <set>
 #include "ir/IR.h"
 #include "weft/Func.h"
 #include "llvm/CodeGen_LLVM.h"
 #include "cuda/CudaDriver.h"
+#include "pipeline/PipelineInternal.h"
 
 namespace weft {
 
@@ -14,6 +16,8 @@ struct Target::Data {
     std::string cpu;
     std::set<std::string> features;      // enabled LLVM feature names
     std::set<std::string> all_features;  // every feature LLVM knows for the host
+    bool profile = false;                // the "profile" feature: kernels time each Func
+    std::string suffix;                  // what else the kernels depend on (a CUDA device)
     std::string key;                     // arch, cpu and features, for comparisons and cache keys
 };
 
@@ -22,6 +26,8 @@ static std::shared_ptr<const Target::Data> finish(Target::Data d, const std::str
     std::ostringstream k;
     k << (int)d.arch << ":" << d.cpu << ":";
     for (auto &f : d.features) k << f << ",";
+    if (d.profile) k << "|profile";
+    d.suffix = key_suffix;
     d.key = k.str() + key_suffix;
     return std::make_shared<const Target::Data>(std::move(d));
 }
@@ -99,6 +105,21 @@ Target Target::from_string(const std::string &s) {
     return t;
 }
 
+Target get_host_target() { return Target::host(); }
+Target get_target_from_environment() {
+    const char *e = std::getenv("WEFT_TARGET");
+    return e && *e ? Target::from_string(e) : Target::host();
+}
+Target get_jit_target_from_environment() {
+    const char *e = std::getenv("WEFT_JIT_TARGET");
+    if (!e || !*e) return Target::host();
+    try {
+        return Target::from_string(e);
+    } catch (const Error &err) {
+        throw Error(std::string("weft: WEFT_JIT_TARGET=\"") + e + "\": " + (err.what() + 6));
+    }
+}
+
 Target::Arch Target::arch() const { return d_->arch; }
 const std::string &Target::cpu() const { return d_->cpu; }
 const std::set<std::string> &Target::features() const { return d_->features; }
@@ -111,11 +132,16 @@ static bool matches(const std::string &feature, const std::string &name) {
 
 bool Target::has_feature(const std::string &f) const {
     if (f == "avx512") return d_->features.count("avx512f") > 0;
+    if (f == "profile") return d_->profile;
     if (f == "cuda") return d_->arch == Arch::CUDA;
     return d_->features.count(f) > 0;
 }
 Target Target::without_feature(const std::string &f) const {
     Data d = *d_;
+    if (f == "profile") {
+        d.profile = false;
+        return Target(finish(std::move(d), d_->suffix));
+    }
     bool known = false;
     for (auto it = d.features.begin(); it != d.features.end();) {
         if (matches(*it, f)) {
@@ -131,6 +157,11 @@ Target Target::without_feature(const std::string &f) const {
 Target Target::with_feature(const std::string &f) const {
     if (f == "cuda") return cuda();
     Data d = *d_;
+    if (f == "profile") {
+        d.profile = true;
+        internal::profile_report_at_exit();
+        return Target(finish(std::move(d), d_->suffix));
+    }
     if (!d.all_features.count(f)) throw Error("weft: Target::with_feature(\"" + f + "\"): this CPU does not have it");
     d.features.insert(f);
     return Target(finish(std::move(d)));
@@ -146,6 +177,7 @@ std::string Target::str() const {
                                   "avx512vnni", "avx512bf16", "avx512fp16"};
     for (auto *f : shown)
         if (d_->features.count(f)) s += std::string("-") + f;
+    if (d_->profile) s += "-profile";
     return s;
 }
 bool Target::operator==(const Target &o) const { return d_ == o.d_ || d_->key == o.d_->key; }
