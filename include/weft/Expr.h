@@ -258,7 +258,8 @@ Expr acosh(Expr a);
 Expr atanh(Expr a);
 Expr atan2(Expr y, Expr x);
 Expr hypot(Expr x, Expr y);
-/** a - floor(a), in [0, 1) for finite a (Halide's fract). */
+/** The fractional part of a, with a's sign: a - trunc(a), in (-1, 1) for finite a (Halide's
+    fract; an integer a is converted to float32). */
 Expr fract(Expr a);
 /** Bool: a is NaN / a is +-infinity / a is neither (Halide's is_nan, is_inf, is_finite). For
     an integer a: false, false, true. Never folded away by weft's simplifier or LLVM. */
@@ -273,6 +274,40 @@ Expr likely(Expr e);
     Halide gets results at least as accurate. */
 Expr fast_inverse(Expr a);
 Expr fast_inverse_sqrt(Expr a);
+
+/** An argument of print(): an Expr, a number, or a string. */
+class PrintArg {
+public:
+    PrintArg(Expr e) : e_(std::move(e)) {}
+    PrintArg(int v) : e_(v) {}
+    PrintArg(float v) : e_(v) {}
+    PrintArg(double v) : e_(v) {}
+    PrintArg(const char *s) : s_(s ? s : ""), is_string_(true) {}
+    PrintArg(const std::string &s) : s_(s), is_string_(true) {}
+    bool is_string() const { return is_string_; }
+    const Expr &expr() const { return e_; }
+    const std::string &str() const { return s_; }
+
+private:
+    Expr e_;
+    std::string s_;
+    bool is_string_ = false;
+};
+/** Halide's print: the value of the first argument (an Expr); each time that value is
+    computed, every argument is printed on one line on stderr, separated by spaces (one line
+    per vector lane; lines of threads do not mix). Not in CUDA kernels (a weft::Error there). */
+Expr print(const std::vector<PrintArg> &args);
+template <typename... Args>
+Expr print(Expr value, Args &&...rest) {
+    return print(std::vector<PrintArg>{PrintArg(std::move(value)), PrintArg(std::forward<Args>(rest))...});
+}
+/** print(), only where cond (a bool) holds; the value of the first argument after cond. */
+Expr print_when(Expr cond, const std::vector<PrintArg> &args);
+template <typename... Args>
+Expr print_when(Expr cond, Expr value, Args &&...rest) {
+    return print_when(std::move(cond),
+                      std::vector<PrintArg>{PrintArg(std::move(value)), PrintArg(std::forward<Args>(rest))...});
+}
 
 /** Inline reductions over the RDoms that appear in e. */
 Expr sum(Expr e);

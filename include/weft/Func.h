@@ -508,6 +508,12 @@ public:
     Func in();
     Func in(const Func &consumer);
     Func in(const std::vector<Func> &consumers);
+    /** Halide's clone_in: a copy of this Func (its pure definition and its updates, reading
+        what this one reads) that the given consumers read instead of this one; scheduled on its
+        own (e.g. inlined into one consumer, computed at root for the others). The copy is of
+        the definition as it is now. */
+    Func clone_in(const Func &consumer);
+    Func clone_in(const std::vector<Func> &consumers);
     /** Storage layout of the Func's realization, innermost dimension first. */
     Func &reorder_storage(const std::vector<Var> &dims);
     /** Pads the storage extent of dimension dim up to a multiple of alignment (a positive
@@ -533,6 +539,9 @@ public:
 
     /** Computes the Func over [0, sizes) (mins 0) into a new buffer (no sizes: zero-dimensional). */
     Realization realize(const std::vector<int> &sizes = {}, const Target &t = Target::host());
+    /** realize({w, h, ...}) spelled realize(w, h, ...) (Halide's older form). */
+    template <typename... Ints, typename = std::enable_if_t<(std::is_integral_v<Ints> && ...)>>
+    Realization realize(int e0, Ints... rest);
     /** Fills an existing buffer over its domain (its mins respected). */
     template <typename T>
     void realize(const Buffer<T> &out, const Target &t = Target::host()) {
@@ -557,7 +566,9 @@ private:
 
 /** A place in a loop nest, for compute_at / store_at (Halide's LoopLevel): the root (outside
     every loop), inlined (no storage: computed where used), or loop `var` of Func `f`. A
-    default-constructed LoopLevel is inlined. */
+    default-constructed LoopLevel is inlined. Unlike Halide's (a shared handle that may be set
+    after it was used), a LoopLevel is a value: compute_at(level) reads it when it is called,
+    and a later level.set(...) changes only that variable. */
 class LoopLevel {
 public:
     LoopLevel() = default;
@@ -576,7 +587,8 @@ public:
     /** Makes this the level l is. */
     void set(const LoopLevel &l) { *this = l; }
     bool operator==(const LoopLevel &o) const {
-        return kind_ == o.kind_ && (kind_ != Kind::Loop || (func_.contents() == o.func_.contents() && var_ == o.var_));
+        return kind_ == o.kind_ &&
+               (kind_ != Kind::Loop || (func_.contents() == o.func_.contents() && var_ == o.var_ && rvar_ == o.rvar_));
     }
     bool operator!=(const LoopLevel &o) const { return !(*this == o); }
 
@@ -623,6 +635,11 @@ public:
 private:
     std::vector<Buffer<void>> bufs_;
 };
+
+template <typename... Ints, typename>
+Realization Func::realize(int e0, Ints... rest) {
+    return realize(std::vector<int>{e0, (int)rest...});
+}
 
 /** {min, extent} per dimension (Halide's Region). */
 using Region = std::vector<std::pair<Expr, Expr>>;

@@ -333,6 +333,9 @@ public:
             {"tan", "tan"}, {"atan", "atan"}, {"asin", "asin"}, {"acos", "acos"}, {"sinh", "sinh"},
             {"cosh", "cosh"}, {"asinh", "asinh"}, {"acosh", "acosh"}, {"atanh", "atanh"},
             {"atan2", "atan2"}, {"hypot", "hypot"}};
+        if (n == "print" || n == "print_when")
+            throw Error("weft: print() and print_when() are not supported in CUDA kernels yet: print in a stage computed "
+                        "on the host, or realize for the CPU to see the values");
         if (n == "is_nan" || n == "is_inf" || n == "is_finite")
             return "(bool)" + std::string(n == "is_nan" ? "isnan" : n == "is_inf" ? "isinf" : "isfinite") + "(" +
                    expr(op->args[0]) + ")";

@@ -90,6 +90,11 @@ JITState &jit_state() {
         add("weft_rt_num_threads", (const void *)&weft_rt_num_threads);
         add("weft_rt_profile", (const void *)&weft_rt_profile);
         add("weft_rt_device_call", (const void *)&weft_rt_device_call);
+        add("weft_rt_print_i64", (const void *)&weft_rt_print_i64);
+        add("weft_rt_print_u64", (const void *)&weft_rt_print_u64);
+        add("weft_rt_print_f64", (const void *)&weft_rt_print_f64);
+        add("weft_rt_print_str", (const void *)&weft_rt_print_str);
+        add("weft_rt_print_end", (const void *)&weft_rt_print_end);
 using F1 = float (*)(float);
         using F2 = float (*)(float, float);
         using D1 = double (*)(double);
@@ -1185,6 +1190,7 @@ private:
                 "weft_rt_profile", llvm::FunctionType::get(i32, {ptr, i32, i32}, false));
             return b.CreateCall(f, {fs->ctx, codegen(op->args.at(0)), codegen(op->args.at(1))});
         }
+        if (nm == "print" || nm == "print_when") return codegen_print(op);
         std::vector<llvm::Value *> args;
         for (const Expr &a : op->args) args.push_back(codegen(a));
         if (args.empty()) fail("intrinsic " + nm + " without arguments");
@@ -1250,6 +1256,53 @@ private:
             return r;
         }
         fail("unknown intrinsic " + nm);
+    }
+
+    /** print(value, pieces...) / print_when(cond, value, pieces...): the pieces of each lane
+        (where cond holds) to the runtime's line, then the line out; the value. */
+    llvm::Value *codegen_print(const Call *op) {
+        const size_t first = op->name == "print_when" ? 1 : 0;
+        llvm::Value *cond = first ? codegen(op->args[0]) : nullptr;
+        std::vector<llvm::Value *> vals(op->args.size(), nullptr);
+        for (size_t i = first; i < op->args.size(); i++)
+            if (!op->args[i].as<StringImm>()) vals[i] = codegen(op->args[i]);
+        auto fn = [&](const char *name, std::vector<llvm::Type *> params) {
+            return mod.getOrInsertFunction(name, llvm::FunctionType::get(b.getInt32Ty(), params, false));
+        };
+        const int lanes = op->type.lanes();
+        for (int l = 0; l < lanes; l++) {
+            llvm::BasicBlock *after = nullptr;
+            if (cond) {
+                llvm::Value *c = cond->getType()->isVectorTy() ? b.CreateExtractElement(cond, (uint64_t)l) : cond;
+                auto *then_bb = llvm::BasicBlock::Create(ctx, "print", fs->fn);
+                after = llvm::BasicBlock::Create(ctx, "print.after", fs->fn);
+                b.CreateCondBr(c, then_bb, after);
+                b.SetInsertPoint(then_bb);
+            }
+            for (size_t i = first; i < op->args.size(); i++) {
+                if (auto str = op->args[i].as<StringImm>()) {
+                    b.CreateCall(fn("weft_rt_print_str", {b.getPtrTy()}), {b.CreateGlobalString(str->value, "print.str")});
+                    continue;
+                }
+                llvm::Value *v = vals[i];
+                if (v->getType()->isVectorTy()) v = b.CreateExtractElement(v, (uint64_t)l);
+                Type et = op->args[i].type().element_of();
+                if (et.is_float()) {
+                    b.CreateCall(fn("weft_rt_print_f64", {b.getDoubleTy(), b.getInt32Ty()}),
+                                 {et.bits() == 64 ? v : b.CreateFPExt(v, b.getDoubleTy()), b.getInt32(et.bits())});
+                } else if (et.is_int()) {
+                    b.CreateCall(fn("weft_rt_print_i64", {b.getInt64Ty()}), {b.CreateSExtOrTrunc(v, b.getInt64Ty())});
+                } else {
+                    b.CreateCall(fn("weft_rt_print_u64", {b.getInt64Ty()}), {b.CreateZExtOrTrunc(v, b.getInt64Ty())});
+                }
+            }
+            b.CreateCall(fn("weft_rt_print_end", {}), {});
+            if (after) {
+                b.CreateBr(after);
+                b.SetInsertPoint(after);
+            }
+        }
+        return vals[first];
     }
 
     llvm::Value *reduce_op(VectorReduce::Op o, Type t, llvm::Value *a, llvm::Value *c) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
+#include "runtime/Runtime.h"
 
 namespace weft {
 namespace internal {
@@ -264,6 +265,24 @@ Val ExprEvaluator::call(const Call *op) {
         throw Error("weft internal error: interpreter: unlowered call to " + op->name);
     const std::string &n = op->name;
     if (n == "prefetch") return make_int(Int(32), 0);  // a hint: nothing to do here
+    if (n == "print" || n == "print_when") {
+        size_t first = n == "print_when" ? 1 : 0;
+        bool on = !first || eval(op->args[0]).u != 0;
+        Val v = eval(op->args[first]);
+        if (!on) return v;
+        for (size_t i = first; i < op->args.size(); i++) {
+            if (auto str = op->args[i].as<StringImm>()) {
+                weft_rt_print_str(str->value.c_str());
+                continue;
+            }
+            Val p = i == first ? v : eval(op->args[i]);
+            if (p.t.is_float()) weft_rt_print_f64(p.f, p.t.bits());
+            else if (p.t.is_int()) weft_rt_print_i64(p.i);
+            else weft_rt_print_u64(p.u);
+        }
+        weft_rt_print_end();
+        return v;
+    }
     Val a = eval(op->args[0]);
     if (n == "likely") return a;
     if (op->args.size() == 2 && op->type.is_int_or_uint()) {

@@ -408,6 +408,8 @@ public:
             }
             return value_range(t);
         }
+        if (op->name == "print") return get(op->args[0]);
+        if (op->name == "print_when") return get(op->args[1]);
         if (op->args.size() == 1) {
             const std::string &n = op->name;
             if (n == "likely") return get(op->args[0]);

@@ -1173,6 +1173,59 @@ Func Func::in(const Func &consumer) {
     return get_wrapper(c_->wrappers, c_->changes, consumer.c_.get(), c_->name + "_in_" + consumer.c_->name, c_->args,
                        [self](const std::vector<Expr> &a) { return Expr(self(a)); });
 }
+namespace {
+/** Calls of `from` made calls of `to` (a clone's updates read the clone, not the original). */
+class RetargetCalls : public GraphMutator {
+public:
+    RetargetCalls(const FunctionContents *from, std::shared_ptr<FunctionContents> to) : from(from), to(std::move(to)) {}
+    const FunctionContents *from;
+    std::shared_ptr<FunctionContents> to;
+
+protected:
+    using IRMutator::visit;
+    Expr visit(const Call *op, const Expr &e) override {
+        Expr r = IRMutator::visit(op, e);
+        auto c = r.as<Call>();
+        if (c && c->call_type == Call::Func && c->func.get() == from) {
+            auto n = std::make_shared<Call>(c->type, to->name, c->args, Call::Func);
+            n->func = to;
+            return Expr(n);
+        }
+        return r;
+    }
+};
+}  // namespace
+
+Func Func::clone_in(const std::vector<Func> &consumers) {
+    check_func(c_);
+    if (!c_->defined) user_error("weft: clone_in() of Func \"" + c_->name + "\", which has no definition");
+    if (consumers.empty()) user_error("weft: Func \"" + c_->name + "\".clone_in(): no consumer given");
+    std::string name = c_->name + "_clone_in";
+    for (auto &g : consumers) {
+        check_func(g.c_);
+        if (g.c_ == c_) user_error("weft: Func \"" + c_->name + "\".clone_in(): a Func cannot be cloned for itself");
+        if (c_->wrappers.count(g.c_.get()))
+            user_error("weft: Func \"" + c_->name + "\".clone_in(" + g.name() + "): \"" + g.name() +
+                       "\" already reads a wrapper or clone of it (in() or clone_in())");
+        name += "_" + g.c_->name;
+    }
+    // A copy of the definition (pure and updates), reading what the Func reads; its updates
+    // read the clone.
+    Func clone(name);
+    std::vector<Var> vars;
+    for (auto &n : c_->args) vars.emplace_back(n);
+    RetargetCalls retarget(c_.get(), clone.contents());
+    clone(vars) = c_->init.value;
+    for (const Definition &u : c_->updates) {
+        std::vector<Expr> args;
+        for (auto &a : u.args) args.push_back(retarget.mutate(a));
+        clone(args) = retarget.mutate(u.value);
+    }
+    for (auto &g : consumers) c_->wrappers[g.c_.get()] = clone.contents();
+    changed(*c_);
+    return clone;
+}
+Func Func::clone_in(const Func &consumer) { return clone_in(std::vector<Func>{consumer}); }
 Func Func::in(const std::vector<Func> &consumers) {
     if (consumers.empty()) return in();
     Func w = in(consumers[0]);

@@ -406,7 +406,8 @@ Expr atan2(Expr y, Expr x) { return binary_float("atan2", std::move(y), std::mov
 Expr hypot(Expr x, Expr y) { return binary_float("hypot", std::move(x), std::move(y)); }
 Expr fract(Expr a) {
     a = to_float(a, "fract");
-    return a - floor(a);
+    Expr zero = make_const(a.type().element_of(), 0.0);
+    return select(a < zero, a - ceil(a), a - floor(a));
 }
 static Expr float_class(const char *name, Expr a, bool int_value) {
     check_defined(a, name);
@@ -420,6 +421,31 @@ Expr is_finite(Expr a) { return float_class("is_finite", std::move(a), true); }
 Expr likely(Expr e) {
     check_defined(e, "likely");
     return Call::make_intrinsic(e.type(), "likely", {e});
+}
+static Expr make_print(const char *who, Expr cond, const std::vector<PrintArg> &args) {
+    if (args.empty() || args[0].is_string())
+        user_error(std::string("weft: ") + who + "(): the first " + (cond.defined() ? "argument after the condition " : "argument ") +
+                   "must be an Expr (its value is " + who + "'s value)");
+    std::vector<Expr> pieces;
+    if (cond.defined()) {
+        if (!cond.type().is_bool()) user_error(std::string("weft: ") + who + "(): the condition must be a bool, got " + cond.type().str());
+        pieces.push_back(cond);
+    }
+    for (size_t i = 0; i < args.size(); i++) {
+        if (args[i].is_string()) {
+            pieces.push_back(StringImm::make(args[i].str()));
+            continue;
+        }
+        check_defined(args[i].expr(), who);
+        if (args[i].expr().type().is_handle()) user_error(std::string("weft: ") + who + "() of a handle");
+        pieces.push_back(args[i].expr());
+    }
+    return Call::make_intrinsic(args[0].expr().type(), who, pieces);
+}
+Expr print(const std::vector<PrintArg> &args) { return make_print("print", Expr(), args); }
+Expr print_when(Expr cond, const std::vector<PrintArg> &args) {
+    check_defined(cond, "print_when");
+    return make_print("print_when", std::move(cond), args);
 }
 Expr fast_inverse(Expr a) {
     a = to_float(a, "fast_inverse");

@@ -38,6 +38,11 @@ struct Printer {
         os << std::string(2 * depth, ' ') << s << "\n";
         last_store.clear();
     }
+    void stored(const std::string &name, int depth) {
+        if (last_store == name) return;
+        line(depth, name + "(...) = ...");
+        last_store = name;
+    }
     void stmt(const Stmt &s, int depth) {
         if (!s.defined()) return;
         const StmtNode *n = s.get();
@@ -87,20 +92,8 @@ struct Printer {
             last_store.clear();
             return;
         }
-        case IRNodeType::Store: {
-            auto op = static_cast<const Store *>(n);
-            if (last_store == op->name) return;
-            line(depth, op->name + "(...) = ...");
-            last_store = op->name;
-            return;
-        }
-        case IRNodeType::Provide: {
-            auto op = static_cast<const Provide *>(n);
-            if (last_store == op->name) return;
-            line(depth, op->name + "(...) = ...");
-            last_store = op->name;
-            return;
-        }
+        case IRNodeType::Store: stored(static_cast<const Store *>(n)->name, depth); return;
+        case IRNodeType::Provide: stored(static_cast<const Provide *>(n)->name, depth); return;
         default: return;
         }
     }

@@ -92,7 +92,8 @@ protected:
         if (!changed) return e;
         if (op->call_type != Call::Intrinsic) throw CannotVectorize();
         if (op->name == "prefetch") return Call::make_intrinsic(op->type, op->name, args);  // stays scalar
-        for (auto &a : args) a = widen(a, l);
+        for (auto &a : args)
+            if (!a.as<StringImm>()) a = widen(a, l);  // (print's strings stay what they are)
         return Call::make_intrinsic(op->type.with_lanes(l), op->name, args);
     }
     Stmt visit(const LetStmt *op, const Stmt &s) override {

@@ -220,7 +220,7 @@ std::map<std::string, Expr> shape_consts(const Env &env) {
 }
 
 std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
-                                             bool generic, const std::string &key);
+                                             bool generic, const std::string &key, bool warn);
 
 /** Lowering for target t in this build (vectors on the host only with the LLVM backend), with
     per-Func timers while profiling is on. */
@@ -234,9 +234,10 @@ LowerOptions lower_options(const Target &t, std::string *log) {
 }
 
 /** key: the kernel's cache key (that of its disk cache entry too). */
+/** warn: print lowering's warnings (for the user's own schedules, not automatic ones). */
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
-                                        bool generic, const std::string &key) {
-    return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic, key); });
+                                        bool generic, const std::string &key, bool warn = true) {
+    return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic, key, warn); });
 }
 
 /** The schedules chosen automatically for the shapes and Param values bound now (see
@@ -271,7 +272,7 @@ std::shared_ptr<CompiledKernel> compile_scheduled(const Prepared &p, const std::
         for (auto &s : scheds) {
             try {
                 Env senv = on_large_stack<Env>([&] { return build_env(outputs, false, &s); });
-                return compile(senv, consts, t, generic, key);
+                return compile(senv, consts, t, generic, key, false);
             } catch (Error &e) {
                 if (debug_enabled()) std::cerr << "weft: an automatic schedule was refused: " << e.what() << "\n";
             }
@@ -306,8 +307,16 @@ std::shared_ptr<CompiledKernel> build_kernel(LoweredFunc lf, const Target &t, Co
     return k;
 }
 
+bool warnings_enabled() {
+    static const bool on = [] {
+        const char *e = std::getenv("WEFT_WARNINGS");
+        return !(e && std::string(e) == "0");
+    }();
+    return on;
+}
+
 std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
-                                             bool generic, const std::string &key) {
+                                             bool generic, const std::string &key, bool warn) {
     static std::atomic<int> counter{0};
     std::string name = "weft_pipeline_" + std::to_string(counter++);
     bool dbg = debug_enabled();
@@ -315,7 +324,15 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     std::string log;
     LoweredFunc lf;
     try {
-        lf = lower(env, consts, name, lower_options(t, dbg ? &log : nullptr));
+        std::vector<std::string> warnings;
+        LowerOptions lo = lower_options(t, dbg ? &log : nullptr);
+        if (warn && warnings_enabled()) lo.warnings = &warnings;
+        lf = lower(env, consts, name, lo);
+        for (auto &w : warnings) std::fprintf(stderr, "weft: warning: %s\n", w.c_str());
+        if (dbg && !warnings.empty()) {
+            log += "// ---- warnings ----\n";
+            for (auto &w : warnings) log += "// " + w + "\n";
+        }
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;

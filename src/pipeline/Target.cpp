@@ -106,19 +106,18 @@ Target Target::from_string(const std::string &s) {
 }
 
 Target get_host_target() { return Target::host(); }
-Target get_target_from_environment() {
-    const char *e = std::getenv("WEFT_TARGET");
-    return e && *e ? Target::from_string(e) : Target::host();
-}
-Target get_jit_target_from_environment() {
-    const char *e = std::getenv("WEFT_JIT_TARGET");
+/** The target environment variable var names, else the host; a bad text names var. */
+static Target target_from_environment(const char *var) {
+    const char *e = std::getenv(var);
     if (!e || !*e) return Target::host();
     try {
         return Target::from_string(e);
     } catch (const Error &err) {
-        throw Error(std::string("weft: WEFT_JIT_TARGET=\"") + e + "\": " + (err.what() + 6));
+        throw Error(std::string("weft: ") + var + "=\"" + e + "\": " + (err.what() + 6));
     }
 }
+Target get_target_from_environment() { return target_from_environment("WEFT_TARGET"); }
+Target get_jit_target_from_environment() { return target_from_environment("WEFT_JIT_TARGET"); }
 
 Target::Arch Target::arch() const { return d_->arch; }
 const std::string &Target::cpu() const { return d_->cpu; }

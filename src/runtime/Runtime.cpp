@@ -451,3 +451,46 @@ extern "C" void weft_rt_reset_peak_memory() {
     std::lock_guard<std::mutex> lk(mp.mu);
     mp.peak = mp.in_use;
 }
+
+// ---------------- print ----------------
+namespace {
+thread_local std::string t_print_line;
+void print_piece(const char *s) {
+    if (!t_print_line.empty()) t_print_line += ' ';
+    t_print_line += s;
+}
+}  // namespace
+extern "C" int32_t weft_rt_print_i64(int64_t v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%lld", (long long)v);
+    print_piece(b);
+    return 0;
+}
+extern "C" int32_t weft_rt_print_u64(uint64_t v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    print_piece(b);
+    return 0;
+}
+extern "C" int32_t weft_rt_print_f64(double v, int32_t bits) {
+    // The shortest text that reads back as the same value of the type.
+    char b[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        std::snprintf(b, sizeof b, "%.*g", prec, v);
+        double back = std::strtod(b, nullptr);
+        if (bits == 32 ? (float)back == (float)v : back == v) break;
+        if (v != v) break;
+    }
+    print_piece(b);
+    return 0;
+}
+extern "C" int32_t weft_rt_print_str(const char *s) {
+    print_piece(s ? s : "");
+    return 0;
+}
+extern "C" int32_t weft_rt_print_end() {
+    t_print_line += '\n';
+    std::fwrite(t_print_line.data(), 1, t_print_line.size(), stderr);  // one write: lines of threads do not mix
+    t_print_line.clear();
+    return 0;
+}

@@ -60,6 +60,14 @@ struct weft_device_t {
 int64_t weft_rt_device_call(weft_context_t *ctx, weft_device_t *dev, int32_t op, int32_t index, const int64_t *args,
                             int32_t nargs);
 
+/** print() / print_when(): the pieces of one line, appended on this thread (separated by
+    spaces), then written to stderr at once by weft_rt_print_end. Each returns 0. */
+int32_t weft_rt_print_i64(int64_t v);
+int32_t weft_rt_print_u64(uint64_t v);
+int32_t weft_rt_print_f64(double v, int32_t bits);
+int32_t weft_rt_print_str(const char *s);
+int32_t weft_rt_print_end();
+
 /** Number of threads in the pool. */
 int32_t weft_rt_num_threads();
 

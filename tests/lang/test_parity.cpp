@@ -2,6 +2,7 @@
 // likely, lambda, Buffer views and loops, ImageParam dimensions, Param ranges, boundary
 // conditions with explicit bounds, LoopLevel. Each is checked against the interpreter (the
 // unscheduled reference) or against a plain C++ computation, and each error path has a test.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -51,7 +52,7 @@ TEST(ParityMath, LibmFunctionsMatchTheInterpreterUnderSchedules) {
         {"fract", [](Expr a, Expr b) { return fract(a * 3.0f + b); },
          [](double a, double b) {
              float v = (float)a * 3.0f + (float)b;
-             return (double)(v - std::floor(v));
+             return (double)(v - std::trunc(v));
          }},
         {"fast_inverse", [](Expr, Expr b) { return fast_inverse(b); }, [](double, double b) { return 1.0 / b; }},
         {"fast_inverse_sqrt", [](Expr a, Expr) { return fast_inverse_sqrt(a + 1.5f); },
@@ -499,6 +500,136 @@ TEST(ParityTools, ProfileTargetAndEnvironment) {
     unsetenv("WEFT_JIT_TARGET");
     EXPECT_EQ(get_jit_target_from_environment(), Target::host());
     EXPECT_EQ(get_host_target(), Target::host());
+}
+
+TEST(ParityTools, WarningsOncePerCompile) {
+    Buffer<float> in(256);
+    Var x("x"), y("y");
+    auto warnings_of = [](const std::function<void()> &fn) {
+        testing::internal::CaptureStderr();
+        fn();
+        return testing::internal::GetCapturedStderr();
+    };
+    // A gather: the index is not linear in the vectorized Var.
+    Func g("warn_gather");
+    g(x) = in((x * x) % 256);
+    g.vectorize(x, 8);
+    std::string w = warnings_of([&] { g.realize({64}); });
+    EXPECT_CONTAINS(w, "weft: warning: Func \"warn_gather\": a vectorized loop");
+    EXPECT_CONTAINS(w, "with a gather");
+    EXPECT_EQ(w.find("with a gather"), w.rfind("with a gather"));  // once
+    EXPECT_EQ(warnings_of([&] { g.realize({64}); }), "");  // a cache hit compiles nothing: no warning
+    // Upsampling (x / 2) gathers too.
+    Func up("warn_up");
+    up(x) = in(x / 2);
+    up.vectorize(x, 16);
+    EXPECT_CONTAINS(warnings_of([&] { up.realize({128}); }), "reads \"" + in.name() + "\" with a gather");
+    // Dense loads: nothing to say.
+    Func d("warn_dense");
+    d(x) = in(x) + in(x + 1);
+    d.vectorize(x, 8);
+    EXPECT_EQ(warnings_of([&] { d.realize({100}); }), "");
+    // Directives on an inlined Func.
+    Func p("warn_inlined"), c("warn_consumer");
+    p(x) = in(x) * 2.0f;
+    p.vectorize(x, 8);
+    c(x) = p(x) + 1.0f;
+    EXPECT_CONTAINS(warnings_of([&] { c.realize({64}); }),
+                    "Func \"warn_inlined\" is inlined, so its loop directives (split, vectorize, parallel, ...) have no "
+                    "effect");
+    // Register storage too large for registers.
+    Func big("warn_big"), use("warn_use");
+    big(x, y) = in(x) + cast<float>(y);
+    use(x, y) = big(x, y) * 2.0f;
+    big.compute_root().store_in(MemoryType::Register);
+    EXPECT_CONTAINS(warnings_of([&] { use.realize({256, 256}); }),
+                    "Func \"warn_big\" is stored in MemoryType::Register, but its storage (262144 bytes) is too large");
+}
+
+TEST(ParitySchedules, CloneInSchedulesACopyApart) {
+    Buffer<int> in(40, 30);
+    in.for_each_element([&](int i, int j) { in(i, j) = (i * 7 + j * 13) % 31; });
+    Var x("x"), y("y");
+    RDom r(0, 3, "r");
+    for (int variant = 0; variant < 3; variant++) {
+        SCOPED_TRACE(variant);
+        Func f("ci_f"), a("ci_a"), b("ci_b"), out("ci_out");
+        f(x, y) = in(clamp(x, 0, 39), clamp(y, 0, 29));
+        if (variant == 2) f(x, y) += f(x, y) * 2 + sum(in(clamp(x + r, 0, 39), clamp(y, 0, 29)));  // an update reading f
+        a(x, y) = f(x, y) + f(x + 1, y);
+        b(x, y) = f(x, y + 1) * 3;
+        out(x, y) = a(x, y) + b(x, y);
+        Buffer<int> ref(38, 28);
+        internal::interpret_pipeline(Pipeline(out), {ref});
+        Func c = f.clone_in(b);
+        EXPECT_CONTAINS(c.name(), "ci_f_clone_in_ci_b");
+        f.compute_root();
+        if (variant >= 1) c.compute_at(b, y).vectorize(x, 4);
+        a.compute_root().vectorize(x, 8);
+        b.compute_root();
+        Buffer<int> got = out.realize({38, 28});
+        got.for_each_element([&](int i, int j) { ASSERT_EQ(got(i, j), ref(i, j)) << i << "," << j; });
+        std::string nest = Pipeline(out).loop_nest({38, 28});
+        if (variant >= 1) EXPECT_CONTAINS(nest, "ci_f_clone_in_ci_b");  // (inlined into ci_b otherwise)
+        EXPECT_CONTAINS(nest, "for ci_f.s0.y");
+        EXPECT_CONTAINS(error_of([&] { f.clone_in(b); }), "already reads a wrapper or clone");
+    }
+    Func u("ci_undefined");
+    EXPECT_CONTAINS(error_of([&] { u.clone_in(Func("ci_other")); }), "has no definition");
+}
+
+std::vector<std::string> sorted_lines(const std::string &s) {
+    std::vector<std::string> r;
+    size_t pos = 0;
+    while (pos < s.size()) {
+        size_t nl = s.find('\n', pos);
+        if (nl == std::string::npos) nl = s.size();
+        r.push_back(s.substr(pos, nl - pos));
+        pos = nl + 1;
+    }
+    std::sort(r.begin(), r.end());
+    return r;
+}
+
+TEST(ParityExpressions, PrintAndPrintWhen) {
+    Var x("x");
+    for (int sched = 0; sched < 3; sched++) {
+        SCOPED_TRACE(sched);
+        Func f("printed");
+        f(x) = print(x * 2, "is twice", x, cast<float>(x) * 0.1f);
+        if (sched == 1) f.vectorize(x, 4);
+        if (sched == 2) f.parallel(x);
+        testing::internal::CaptureStderr();
+        Buffer<int> out = f.realize({4});
+        std::string got = testing::internal::GetCapturedStderr();
+        for (int i = 0; i < 4; i++) EXPECT_EQ(out(i), 2 * i);
+        EXPECT_EQ(sorted_lines(got), (std::vector<std::string>{"0 is twice 0 0", "2 is twice 1 0.1", "4 is twice 2 0.2",
+                                                               "6 is twice 3 0.3"}));
+    }
+    // The interpreter prints the same.
+    Func g("printed_ref");
+    g(x) = print(x - 1, "u8", cast<uint8_t>(250 + x), "f64", cast<double>(x) / 3.0);
+    Buffer<int> ref(2);
+    testing::internal::CaptureStderr();
+    internal::interpret_pipeline(Pipeline(g), {ref});
+    std::string a = testing::internal::GetCapturedStderr();
+    testing::internal::CaptureStderr();
+    Buffer<int> jit = g.realize({2});
+    std::string b = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(sorted_lines(a), sorted_lines(b));
+    EXPECT_EQ(sorted_lines(a), (std::vector<std::string>{"-1 u8 250 f64 0", "0 u8 251 f64 0.3333333333333333"}));
+    for (int vec : {1, 8}) {
+        Func h("printed_when");
+        h(x) = print_when(x == 5 || x == 10, cast<float>(x) * 0.5f, "at", x);
+        if (vec > 1) h.vectorize(x, vec);
+        testing::internal::CaptureStderr();
+        Buffer<float> ho = h.realize({16});
+        std::string w = testing::internal::GetCapturedStderr();
+        EXPECT_EQ(ho(5), 2.5f);
+        EXPECT_EQ(sorted_lines(w), (std::vector<std::string>{"2.5 at 5", "5 at 10"}));
+    }
+    EXPECT_CONTAINS(error_of([] { print(std::vector<PrintArg>{"text first"}); }), "first argument must be an Expr");
+    EXPECT_CONTAINS(error_of([&] { print_when(x, 1, "a"); }), "the condition must be a bool");
 }
 
 }  // namespace
