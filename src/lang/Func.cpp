@@ -96,7 +96,7 @@ std::shared_ptr<BufferContents> buffer_view(BufferContents &b, int d, int min, i
     v->type = b.type;
     v->name = b.name + "_" + (slice ? "slice" : "crop") + unique_name('v');
     v->storage = b.storage;
-    v->host = b.host ? (char *)b.host + (int64_t)(min - dd.min) * dd.stride * b.type.bytes() : nullptr;
+    v->host = b.host ? (char *)b.host + ((int64_t)min - dd.min) * dd.stride * b.type.bytes() : nullptr;
     v->dims = 0;
     for (int i = 0; i < b.dims; i++) {
         if (i == d && slice) continue;

@@ -550,6 +550,14 @@ struct Builder {
                         if (!provably_le(simplify(substitute(op->name, prev, f[i][0])), f[j][0])) return false;
                 return true;
             };
+            // Only one dimension of the region may move with the loop: where another one moves
+            // too (a fused x*y loop: x = f % w, y = f / w), rows computed by earlier iterations
+            // cover other columns than this one needs.
+            int moving = 0;
+            for (size_t d = 0; d < req.size(); d++)
+                moving += (req[d].min.defined() && expr_uses_var(req[d].min, op->name)) ||
+                          (req[d].max.defined() && expr_uses_var(req[d].max, op->name));
+            if (moving > 1) return;
             for (size_t d = 0; d < req.size(); d++) {
                 Expr mn = req[d].min, mx = req[d].max;
                 if (!mn.defined() || !mx.defined()) continue;

@@ -1,4 +1,5 @@
 #include "property/random_util.h"
+#include <limits>
 #include <map>
 // Property tests: random legal schedules never change results.
 //
@@ -690,6 +691,55 @@ TEST(RandomSchedules, RepeatEdgeImageParam) {
                        std::to_string(W) + "x" + std::to_string(H) + " min " + std::to_string(ox) + "," +
                            std::to_string(oy) + " input " + std::to_string(IW) + "x" + std::to_string(IH),
                        t, out, ref);
+    }
+}
+
+// ---------------------------------------------------------------- (f) Halide's spellings (issue 21)
+
+// The expressions and boundary conditions added for Halide parity, under random schedules:
+// each of the five boundary conditions with explicit bounds inside the input, then a stage of
+// atan2, hypot, fract, is_nan/is_finite, likely, mux and lerp, then a stencil of it.
+TEST(RandomSchedules, HalideSpellings) {
+    const int N = schedules_per_pipeline();
+    for (int trial = first_trial(); trial < N; trial++) {
+        Rng r(7000u + (uint32_t)trial);
+        const int W = random_extent(r, trial), H = trial == 0 ? 7 : random_extent(r, trial);
+        const int IW = r.uniform(3, 20), IH = r.uniform(3, 20);
+        const int ox = trial < 2 ? 0 : r.uniform(-8, 8), oy = trial < 2 ? 0 : r.uniform(-8, 8);
+        const int kind = trial % 5;
+        const int bx0 = r.uniform(0, IW - 2), by0 = r.uniform(0, IH - 2);
+        const int bw = r.uniform(1, IW - bx0), bh = r.uniform(1, IH - by0);
+        Buffer<float> in(IW, IH);
+        fill_random(in, r, -3, 3);
+        if (trial % 3 == 0) in(bx0, by0) = std::numeric_limits<float>::quiet_NaN();
+        auto build = [&](std::vector<Node> &nodes) {
+            ImageParam ip(Float(32), 2, "img");
+            ip.set(in);
+            Region b = {{ip.left() + bx0, bw}, {ip.top() + by0, bh}};
+            Func bc = kind == 0   ? BoundaryConditions::repeat_edge(ip, b)
+                      : kind == 1 ? BoundaryConditions::constant_exterior(ip, 0.5f, b)
+                      : kind == 2 ? BoundaryConditions::mirror_image(ip, b)
+                      : kind == 3 ? BoundaryConditions::mirror_interior(ip, b)
+                                  : BoundaryConditions::repeat_image(ip, b);
+            Var x("x"), y("y");
+            Func s1("s1"), s2("s2");
+            Expr v = bc(x, y), w = bc(x + 1, y - 1);
+            Expr clean = select(is_nan(v), -1.0f, v);
+            s1(x, y) = atan2(clean, select(is_finite(w), w, 2.0f) + 0.25f) + hypot(clean, 1.5f) * 0.5f +
+                       fract(clean * 1.7f) + mux(x & 3, {clean, 1.0f, -clean, 0.5f}) +
+                       lerp(clean, 2.0f, 0.25f) + select(likely(x > 0), 0.0f, 1.0f);
+            s2(x, y) = s1(x - 1, y) + s1(x, y) * 2.0f + s1(x + 1, y + 1);
+            nodes = {Node{s2, true}, Node{s1, false, true, 0}, Node{bc, false, true, 1}};
+        };
+        Trial t = trial_of(build);
+        Buffer<float> out(W, H), ref(W, H);
+        out.set_min(ox, oy);
+        ref.set_min(ox, oy);
+        run_trial<float>("halide spellings", 7000u + (uint32_t)trial,
+                         std::to_string(W) + "x" + std::to_string(H) + " min " + std::to_string(ox) + "," +
+                             std::to_string(oy) + " input " + std::to_string(IW) + "x" + std::to_string(IH) + " kind " +
+                             std::to_string(kind),
+                         t, out, ref);
     }
 }
 
