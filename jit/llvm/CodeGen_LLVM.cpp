@@ -16,6 +16,7 @@
 
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
+#include "ir/Warnings.h"
 #include "weft/Func.h"
 
 #include <llvm/ADT/StringMap.h>
@@ -1052,6 +1053,7 @@ private:
             phi->addIncoming(gathered, edge_end);
             result = phi;
         } else {
+            warn_lanes(true, op->name);
             result = gather(op, s);
         }
         if (t.is_bool()) result = b.CreateICmpNE(result, llvm::Constant::getNullValue(result->getType()));
@@ -1141,11 +1143,30 @@ private:
         b.SetInsertPoint(done);
     }
 
+    /** The loops around the code being generated, and the buffer being stored: for warnings. */
+    std::vector<std::string> loop_names;
+    std::string storing;
+    /** A warning (ir/Warnings.h) for a vector access lane by lane: a gather or a scatter. */
+    void warn_lanes(bool load, const std::string &buf) {
+        std::string where = loop_names.empty() ? "" : " inside loop \"" + loop_names.back() + "\"";
+        if (load)
+            compile_warning("Func \"" + (storing.empty() ? std::string("?") : storing) + "\": a vectorized loop" + where +
+                            " reads \"" + buf + "\" with a gather (a load per lane, at computed addresses): vectorize "
+                            "a dimension its index moves along densely, or reorder so that the vectorized Var is "
+                            "innermost in the index");
+        else
+            compile_warning("Func \"" + buf + "\": a vectorized loop" + where +
+                            " writes it with a scatter (a store per lane): vectorize the dimension it is stored along "
+                            "(the innermost of its storage)");
+    }
     void codegen_store(const Store *op) {
         if (op->atomic) return codegen_atomic_store(op);
         Type t = op->value.type();
         Sym s = lookup(op->name);
+        std::string saved_storing = storing;
+        storing = op->name;
         llvm::Value *v = codegen(op->value);
+        storing = saved_storing;
         if (t.is_bool()) v = b.CreateZExt(v, mem_type(t));
         llvm::Type *elem = mem_type(t.element_of());
         if (t.lanes() == 1) {
@@ -1158,6 +1179,7 @@ private:
             if (op->nontemporal && !t.is_bool()) store_nontemporal(v, p, al, (uint64_t)t.lanes() * t.element_of().bytes(), s);
             else tag(b.CreateAlignedStore(v, p, al), s);
         } else {
+            warn_lanes(false, op->name);
             llvm::Value *ptrs = b.CreateInBoundsGEP(elem, s.value, index64(codegen_index(op->index)));
             llvm::Value *mask = llvm::ConstantInt::getTrue(llvm::FixedVectorType::get(i1, t.lanes()));
             tag(b.CreateMaskedScatter(v, ptrs, access_align(s, t.element_of(), 0), mask), s);
@@ -1492,6 +1514,11 @@ private:
     }
 
     void codegen_for(const For *op) {
+        loop_names.push_back(op->name);
+        struct Pop {
+            std::vector<std::string> &v;
+            ~Pop() { v.pop_back(); }
+        } pop_loop{loop_names};
         if (outline_loops && loop_depth == 0 && op->for_type == ForType::Serial) return codegen_outlined(op);
         llvm::Value *mn = codegen(op->min);
         llvm::Value *ext = codegen(op->extent);

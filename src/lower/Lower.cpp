@@ -4,6 +4,7 @@
 #include <sstream>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
+#include "ir/Warnings.h"
 #include "lower/BoxesTouched.h"
 #include "lower/gpu/InjectGPU.h"
 #include "lower/LoadAhead.h"
@@ -124,67 +125,6 @@ static Stmt strip_promises(const Stmt &s) {
     return Strip().mutate(s);
 }
 
-namespace {
-thread_local std::vector<std::string> *t_warnings = nullptr;
-
-/** Vector loads and stores at computed addresses (gathers, scatters), after vectorization:
-    per Func stored and buffer read, the innermost loop around them. */
-class FindGathers : public IRVisitor {
-public:
-    explicit FindGathers(const Env &env) : env(env) {}
-    const Env &env;
-    std::vector<std::string> loops;
-    std::string storing;
-    std::set<std::string> seen;
-
-    std::string user_name(const std::string &n) const {
-        auto it = env.index.find(n);
-        return it != env.index.end() ? env.funcs[it->second].contents->name : n;
-    }
-    static bool dense_or_strided(const Expr &i) { return i.as<Ramp>() || i.as<Broadcast>(); }
-    void report(const std::string &what, const std::string &buf) {
-        std::string key = what + "|" + storing + "|" + buf;
-        if (!seen.insert(key).second) return;
-        std::string where = loops.empty() ? "at the top level" : "inside loop \"" + loops.back() + "\"";
-        if (what == "gather")
-            lowering_warning("Func \"" + user_name(storing) + "\": a vectorized loop " + where + " reads \"" +
-                             user_name(buf) + "\" with a gather (a load per lane, at computed addresses): vectorize "
-                             "a dimension its index moves along densely, or reorder so that the vectorized Var is "
-                             "innermost in the index");
-        else
-            lowering_warning("Func \"" + user_name(buf) + "\": a vectorized loop " + where +
-                             " writes it with a scatter (a store per lane): vectorize the dimension it is stored along");
-    }
-
-protected:
-    using IRVisitor::visit;
-    void visit(const For *op) override {
-        include(op->min);
-        include(op->extent);
-        loops.push_back(op->name);
-        include(op->body);
-        loops.pop_back();
-    }
-    void visit(const Store *op) override {
-        std::string saved = storing;
-        storing = op->name;
-        if (op->index.type().is_vector() && !dense_or_strided(op->index) && !op->atomic) report("scatter", op->name);
-        include(op->value);
-        include(op->index);
-        storing = saved;
-    }
-    void visit(const Load *op) override {
-        if (op->index.type().is_vector() && !dense_or_strided(op->index)) report("gather", op->name);
-        include(op->index);
-    }
-};
-}  // namespace
-
-void lowering_warning(const std::string &text) {
-    if (!t_warnings) return;
-    if (std::find(t_warnings->begin(), t_warnings->end(), text) == t_warnings->end()) t_warnings->push_back(text);
-}
-
 static void log_pass(std::string *log, const char *name, const Stmt &s) {
     if (!log) return;
     std::ostringstream os;
@@ -196,11 +136,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
                   const LowerOptions &options) {
     std::string *log = options.log;
     const bool cuda = options.cuda(), host_vectors = options.host_vectors;
-    struct WarningsScope {  // (lowering may nest: an automatic schedule's check inside a compile)
-        std::vector<std::string> *saved = t_warnings;
-        explicit WarningsScope(std::vector<std::string> *w) { t_warnings = w; }
-        ~WarningsScope() { t_warnings = saved; }
-    } warnings_scope(options.warnings);
+    WarningsScope warnings_scope(options.warnings);  // (lowering may nest: an automatic schedule's check)
     if (options.warnings) {
         // Directives on a Func that is inlined: it has no loops of its own.
         for (const auto &g : env.given.funcs) {
@@ -211,10 +147,10 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
             auto fit = env.all_funcs.find(g.func);
             std::string user = fit != env.all_funcs.end() && fit->second ? fit->second->name : g.func;
             if (loops)
-                lowering_warning("Func \"" + user + "\" is inlined, so its loop directives (split, vectorize, parallel, "
+                compile_warning("Func \"" + user + "\" is inlined, so its loop directives (split, vectorize, parallel, "
                                  "...) have no effect: compute_root() or compute_at() it to give it loops");
             if (g.schedule.memory != MemoryType::Auto)
-                lowering_warning("Func \"" + user + "\" is inlined, so store_in() has no effect: it has no storage");
+                compile_warning("Func \"" + user + "\" is inlined, so store_in() has no effect: it has no storage");
         }
     }
     substitute_consts(env, consts);
@@ -254,7 +190,6 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     s = vectorize_loops(s, cuda, host_vectors);
     s = simplify(s);
     log_pass(log, "unroll, vectorize, simplify", s);
-    if (options.warnings && !cuda) FindGathers(env).include(s);
 
     s = partition_loops(s);
     log_pass(log, "partition_loops", s);

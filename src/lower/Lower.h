@@ -21,15 +21,11 @@ struct LowerOptions {
     std::string *log = nullptr;
     /** Where the loop nest summary goes (lower/LoopNest.h); null: nowhere. */
     std::string *loop_nest = nullptr;
-    /** Where lowering's warnings go (each once): a vectorized loop that gathers or scatters, a
-        storage class not honoured, a directive without effect. Null: nowhere. */
+    /** Where lowering's warnings go (each once, ir/Warnings.h): a storage class not honoured, a
+        directive without effect. Null: nowhere. */
     std::vector<std::string> *warnings = nullptr;
     bool cuda() const { return target.arch() == Target::Arch::CUDA; }
 };
-
-/** A warning of the lowering running on this thread (to its LowerOptions::warnings; dropped
-    where it has none). Repeated texts are kept once. */
-void lowering_warning(const std::string &text);
 
 /** Lowers env. shape_consts gives constants for buffer fields ("in.extent.0", "out.stride.1",
     ...): a shape-specialised kernel; an empty map gives a shape-generic one. Throws weft::Error

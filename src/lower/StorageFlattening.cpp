@@ -1,5 +1,5 @@
 #include "lower/StorageFlattening.h"
-#include "lower/Lower.h"
+#include "ir/Warnings.h"
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
@@ -165,7 +165,7 @@ protected:
         } else if (m == MemoryType::Register) {
             m = small || cuda ? MemoryType::Register : MemoryType::Heap;  // CPU: as Stack
             if (m == MemoryType::Heap)
-                lowering_warning("Func \"" + user + "\" is stored in MemoryType::Register, but its storage (" +
+                compile_warning("Func \"" + user + "\" is stored in MemoryType::Register, but its storage (" +
                                  (constant ? std::to_string(n * op->type.bytes()) + " bytes" : std::string("of a size known only at run time")) +
                                  ") is too large for registers or the stack: it is on the heap");
         } else if (m == MemoryType::Auto || m == MemoryType::Stack) {

@@ -19,6 +19,7 @@
 #include "interp/Interpreter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
+#include "ir/Warnings.h"
 #include "lower/Lower.h"
 #include "pipeline/ApplySchedule.h"
 #include "pipeline/PipelineInternal.h"
@@ -323,16 +324,11 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     bool cuda = t.arch() == Target::Arch::CUDA;
     std::string log;
     LoweredFunc lf;
+    std::vector<std::string> warnings;  // lowering's, then code generation's (ir/Warnings.h)
     try {
-        std::vector<std::string> warnings;
         LowerOptions lo = lower_options(t, dbg ? &log : nullptr);
         if (warn && warnings_enabled()) lo.warnings = &warnings;
         lf = lower(env, consts, name, lo);
-        for (auto &w : warnings) std::fprintf(stderr, "weft: warning: %s\n", w.c_str());
-        if (dbg && !warnings.empty()) {
-            log += "// ---- warnings ----\n";
-            for (auto &w : warnings) log += "// " + w + "\n";
-        }
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;
@@ -359,6 +355,7 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     }
     if (!k) {
         code.clear();
+        WarningsScope scope(warn && warnings_enabled() ? &warnings : nullptr);
         k = build_kernel(lf, t, disk ? &code : nullptr, dbg ? &cuda_src : nullptr, dbg ? &llvm_ir : nullptr, gpu);
         cache_counters().compilations++;
         if (generic) cache_counters().generic_compilations++;
@@ -367,6 +364,11 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         }
     }
     k->generic = generic;
+    for (auto &w : warnings) std::fprintf(stderr, "weft: warning: %s\n", w.c_str());
+    if (dbg && !warnings.empty()) {
+        log += "// ---- warnings ----\n";
+        for (auto &w : warnings) log += "// " + w + "\n";
+    }
     if (dbg) {
         std::fprintf(stderr, "// weft: %s %s for %s%s\n%s\n", loaded ? "loaded from the disk cache" : "compiled",
                      name.c_str(), t.str().c_str(), generic ? " (shape-generic)" : "", log.c_str());

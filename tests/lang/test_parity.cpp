@@ -519,11 +519,16 @@ TEST(ParityTools, WarningsOncePerCompile) {
     EXPECT_CONTAINS(w, "with a gather");
     EXPECT_EQ(w.find("with a gather"), w.rfind("with a gather"));  // once
     EXPECT_EQ(warnings_of([&] { g.realize({64}); }), "");  // a cache hit compiles nothing: no warning
-    // Upsampling (x / 2) gathers too.
+    // Upsampling (x / 2) and stride-2 loads are dense loads and shuffles: nothing to say.
     Func up("warn_up");
-    up(x) = in(x / 2);
+    up(x) = in(x / 2) + in(2 * x);
     up.vectorize(x, 16);
-    EXPECT_CONTAINS(warnings_of([&] { up.realize({128}); }), "reads \"" + in.name() + "\" with a gather");
+    EXPECT_EQ(warnings_of([&] { up.realize({128}); }), "");
+    // A transposed store: a scatter.
+    Func tr("warn_scatter");
+    tr(x, y) = in(x) + cast<float>(y);
+    tr.reorder(y, x).vectorize(y, 8);
+    EXPECT_CONTAINS(warnings_of([&] { tr.realize({16, 16}); }), "Func \"warn_scatter\": a vectorized loop inside loop");
     // Dense loads: nothing to say.
     Func d("warn_dense");
     d(x) = in(x) + in(x + 1);
