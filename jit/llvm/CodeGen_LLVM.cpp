@@ -964,6 +964,23 @@ private:
         ib = bi->value;
         return true;
     }
+    /** max(r, broadcast(lo)) or min(r, broadcast(hi)) (either operand order): a clamp on one
+        side (the first or last vectors of a row under a boundary condition, once loop
+        partitioning has removed the other side); the missing bound is the type's extreme. */
+    static bool one_sided_clamp(const Expr &e, Expr &inner, Expr &lo, Expr &hi) {
+        auto pick = [&](const Expr &a, const Expr &b, bool is_max) {
+            auto bc = b.as<Broadcast>();
+            if (!bc || !a.as<Ramp>() || !a.type().element_of().is_int()) return false;
+            Type t = a.type().element_of();
+            inner = a;
+            (is_max ? lo : hi) = bc->value;
+            (is_max ? hi : lo) = is_max ? t.max() : t.min();
+            return true;
+        };
+        if (auto m = e.as<Max>()) return pick(m->a, m->b, true) || pick(m->b, m->a, true);
+        if (auto m = e.as<Min>()) return pick(m->a, m->b, false) || pick(m->b, m->a, false);
+        return false;
+    }
     bool clamped_ramp_index(const Expr &index, ClampedRamp &c) {
         std::vector<Expr> terms;
         std::function<bool(const Expr &)> walk = [&](const Expr &e) {
@@ -984,7 +1001,9 @@ private:
             if (ramp) return false;
             // max(min(r, hi), lo) or min(max(r, lo), hi)
             Expr inner, l, h;
-            if (!clamp_form<Max, Min>(e, inner, l, h) && !clamp_form<Min, Max>(e, inner, h, l)) return false;
+            if (!clamp_form<Max, Min>(e, inner, l, h) && !clamp_form<Min, Max>(e, inner, h, l) &&
+                !one_sided_clamp(e, inner, l, h))
+                return false;
             auto r = inner.as<Ramp>();
             int64_t one = 0;
             if (!r || r->base.type().lanes() != 1 || !is_const_int(r->stride, &one) || one != 1 ||
