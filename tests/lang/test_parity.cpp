@@ -504,6 +504,7 @@ TEST(ParityTools, ProfileTargetAndEnvironment) {
 
 TEST(ParityTools, WarningsOncePerCompile) {
     Buffer<float> in(256);
+    for (int i = 0; i < 256; i++) in(i) = (float)((i * 37) % 101) - 50.0f;
     Var x("x"), y("y");
     auto warnings_of = [](const std::function<void()> &fn) {
         testing::internal::CaptureStderr();
@@ -534,6 +535,16 @@ TEST(ParityTools, WarningsOncePerCompile) {
     d(x) = in(x) + in(x + 1);
     d.vectorize(x, 8);
     EXPECT_EQ(warnings_of([&] { d.realize({100}); }), "");
+    // A boundary condition: the first and last vectors of each row are clamped on one side
+    // (after loop partitioning), loaded densely with a run-time check, not gathered.
+    Func edge = BoundaryConditions::repeat_edge(in);
+    Func e3("warn_edge");
+    e3(x) = edge(x - 1) + edge(x) + edge(x + 1);
+    e3.vectorize(x, 16);
+    Buffer<float> e3o;
+    EXPECT_EQ(warnings_of([&] { e3o = e3.realize({256}); }), "");
+    for (int i = 0; i < 256; i++)
+        EXPECT_EQ(e3o(i), in(std::max(i - 1, 0)) + in(i) + in(std::min(i + 1, 255)));
     // Directives on an inlined Func.
     Func p("warn_inlined"), c("warn_consumer");
     p(x) = in(x) * 2.0f;
