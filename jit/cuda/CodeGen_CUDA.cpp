@@ -329,10 +329,7 @@ public:
             return "weft_reinterpret<" + ctype(t) + ", " + ctype(op->args[0].type()) + ">(" + expr(op->args[0]) + ")";
         static const std::map<std::string, std::string> f1 = {
             {"sqrt", "sqrt"}, {"exp", "exp"}, {"log", "log"}, {"sin", "sin"}, {"cos", "cos"}, {"tanh", "tanh"},
-            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"},
-            {"tan", "tan"}, {"atan", "atan"}, {"asin", "asin"}, {"acos", "acos"}, {"sinh", "sinh"},
-            {"cosh", "cosh"}, {"asinh", "asinh"}, {"acosh", "acosh"}, {"atanh", "atanh"},
-            {"atan2", "atan2"}, {"hypot", "hypot"}};
+            {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"}};
         if (n == "print" || n == "print_when")
             throw Error("weft: print() and print_when() are not supported in CUDA kernels yet: print in a stage computed "
                         "on the host, or realize for the CPU to see the values");
@@ -340,9 +337,9 @@ public:
             return "(bool)" + std::string(n == "is_nan" ? "isnan" : n == "is_inf" ? "isinf" : "isfinite") + "(" +
                    expr(op->args[0]) + ")";
         auto it = f1.find(n);
-        if (it == f1.end() || !t.is_float())
+        if ((it == f1.end() && !is_libm_call(n)) || !t.is_float())
             throw Error("weft: the CUDA backend does not support the intrinsic \"" + n + "\" on " + t.str());
-        std::string fn = it->second + (t.bits() == 32 ? "f" : "");
+        std::string fn = (it != f1.end() ? it->second : n) + (t.bits() == 32 ? "f" : "");  // (libm's names)
         std::string s = fn + "(";
         for (size_t i = 0; i < op->args.size(); i++) s += (i ? ", " : "") + expr(op->args[i]);
         return s + ")";

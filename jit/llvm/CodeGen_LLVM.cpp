@@ -1273,9 +1273,7 @@ private:
             llvm::Value *inf = llvm::ConstantFP::getInfinity(ty);
             return nm == "is_inf" ? b.CreateFCmpOEQ(a, inf) : b.CreateFCmpOLT(a, inf);
         }
-        static const std::set<std::string> libm = {"tanh", "tan",   "atan",  "asin",  "acos", "sinh",
-                                                   "cosh", "asinh", "acosh", "atanh", "atan2", "hypot"};
-        if (libm.count(nm)) {
+        if (is_libm_call(nm)) {
             // The C library's function, lane by lane (LLVM 19 has no vector forms of these).
             if (!t.is_float() || (t.bits() != 32 && t.bits() != 64)) fail(nm + " of type " + t.str());
             llvm::Type *st = scalar_type(t.element_of());

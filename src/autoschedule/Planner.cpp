@@ -80,10 +80,8 @@ protected:
         if (op->call_type == Call::Intrinsic) IRVisitor::visit(op);
         else include_args(op->args);
         if (op->call_type == Call::Intrinsic) {
-            static const std::set<std::string> costly = {"exp",  "log",  "pow",   "sin",   "cos",   "tanh",  "tan",  "atan",
-                                                         "asin", "acos", "sinh",  "cosh",  "asinh", "acosh", "atanh", "atan2",
-                                                         "hypot"};
-            ops += costly.count(op->name) ? 20 : op->name == "sqrt" ? 4 : 1;
+            static const std::set<std::string> costly = {"exp", "log", "pow", "sin", "cos"};
+            ops += costly.count(op->name) || is_libm_call(op->name) ? 20 : op->name == "sqrt" ? 4 : 1;
             return;
         }
         auto it = inlined->find(op->name);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
 #include "runtime/Runtime.h"
@@ -260,6 +261,22 @@ bool eval_bitwise(const std::string &n, Type t, const Val &a, const Val &b, Val 
     return true;
 }
 
+namespace {
+/** The C library's one-argument function `n` (is_libm_call) of x, in float32 where f32. */
+double libm1(const std::string &n, double x, bool f32) {
+    using F = double (*)(double, bool);
+#define WEFT_LIBM1(f) {#f, [](double v, bool s) { return s ? (double)std::f((float)v) : std::f(v); }}
+    static const std::map<std::string, F> fns = {WEFT_LIBM1(tanh), WEFT_LIBM1(tan),   WEFT_LIBM1(atan),
+                                                 WEFT_LIBM1(asin), WEFT_LIBM1(acos),  WEFT_LIBM1(sinh),
+                                                 WEFT_LIBM1(cosh), WEFT_LIBM1(asinh), WEFT_LIBM1(acosh),
+                                                 WEFT_LIBM1(atanh)};
+#undef WEFT_LIBM1
+    auto it = fns.find(n);
+    if (it == fns.end()) throw Error("weft internal error: interpreter: unknown intrinsic " + n);
+    return it->second(x, f32);
+}
+}  // namespace
+
 Val ExprEvaluator::call(const Call *op) {
     if (op->call_type != Call::Intrinsic)
         throw Error("weft internal error: interpreter: unlowered call to " + op->name);
@@ -328,16 +345,7 @@ Val ExprEvaluator::call(const Call *op) {
     else if (n == "log") r = f32 ? std::log((float)x) : std::log(x);
     else if (n == "sin") r = f32 ? std::sin((float)x) : std::sin(x);
     else if (n == "cos") r = f32 ? std::cos((float)x) : std::cos(x);
-    else if (n == "tanh") r = f32 ? std::tanh((float)x) : std::tanh(x);
-    else if (n == "tan") r = f32 ? std::tan((float)x) : std::tan(x);
-    else if (n == "atan") r = f32 ? std::atan((float)x) : std::atan(x);
-    else if (n == "asin") r = f32 ? std::asin((float)x) : std::asin(x);
-    else if (n == "acos") r = f32 ? std::acos((float)x) : std::acos(x);
-    else if (n == "sinh") r = f32 ? std::sinh((float)x) : std::sinh(x);
-    else if (n == "cosh") r = f32 ? std::cosh((float)x) : std::cosh(x);
-    else if (n == "asinh") r = f32 ? std::asinh((float)x) : std::asinh(x);
-    else if (n == "acosh") r = f32 ? std::acosh((float)x) : std::acosh(x);
-    else if (n == "atanh") r = f32 ? std::atanh((float)x) : std::atanh(x);
+    else if (is_libm_call(n) && op->args.size() == 1) r = libm1(n, x, f32);
     else if (n == "atan2" || n == "hypot") {
         double y = eval(op->args[1]).f;
         if (n == "atan2") r = f32 ? std::atan2((float)x, (float)y) : std::atan2(x, y);

@@ -1,4 +1,5 @@
 #include "ir/IR.h"
+#include <set>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -17,6 +18,12 @@ thread_local std::vector<std::shared_ptr<const void>> *tl_pending = nullptr;
 std::string unique_name(char prefix) {
     static std::atomic<int> counter{0};
     return std::string(1, prefix) + std::to_string(counter++);
+}
+
+bool is_libm_call(const std::string &name) {
+    static const std::set<std::string> names = {"tanh", "tan",   "atan",  "asin",  "acos", "sinh",
+                                                "cosh", "asinh", "acosh", "atanh", "atan2", "hypot"};
+    return names.count(name) > 0;
 }
 
 std::string buffer_field(const std::string &buffer, const char *field, int dim) {

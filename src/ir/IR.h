@@ -242,10 +242,14 @@ struct Call : ExprNode {
 // Intrinsics (all elementwise over lanes; float ones take and give the same float type):
 //   "sqrt" "exp" "log" "pow" "sin" "cos" "tanh" "floor" "ceil" "round" (half to even)
 //   "tan" "atan" "asin" "acos" "sinh" "cosh" "asinh" "acosh" "atanh" "atan2"(y, x) "hypot"(x, y)
-//     (the C library's functions, called lane by lane)
+//     (with "tanh": the C library's functions of those names, called lane by lane; is_libm_call)
 //   "is_nan" "is_inf" "is_finite": float -> bool
 //   "abs"  (any numeric type; for signed ints gives the same type, wrapping INT_MIN)
 //   "likely"(x) -> x (a hint)
+
+/** Is an intrinsic of this name the C library's function of the name ("tanh", "atan2", ...;
+    float32: the name with "f")? */
+bool is_libm_call(const std::string &name);
 
 // ---------------- Stmt nodes ----------------
 struct LetStmt : StmtNode {

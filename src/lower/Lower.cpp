@@ -1,6 +1,5 @@
 #include "lower/Lower.h"
 #include <algorithm>
-#include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"

@@ -234,8 +234,8 @@ LowerOptions lower_options(const Target &t, std::string *log) {
     return o;
 }
 
-/** key: the kernel's cache key (that of its disk cache entry too). */
-/** warn: print lowering's warnings (for the user's own schedules, not automatic ones). */
+/** key: the kernel's cache key (that of its disk cache entry too). warn: print the compile's
+    warnings (for the user's own schedules, not automatic ones). */
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
                                         bool generic, const std::string &key, bool warn = true) {
     return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic, key, warn); });
@@ -325,9 +325,10 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     std::string log;
     LoweredFunc lf;
     std::vector<std::string> warnings;  // lowering's, then code generation's (ir/Warnings.h)
+    std::vector<std::string> *to_warnings = warn && warnings_enabled() ? &warnings : nullptr;
     try {
         LowerOptions lo = lower_options(t, dbg ? &log : nullptr);
-        if (warn && warnings_enabled()) lo.warnings = &warnings;
+        lo.warnings = to_warnings;
         lf = lower(env, consts, name, lo);
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
@@ -355,7 +356,7 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     }
     if (!k) {
         code.clear();
-        WarningsScope scope(warn && warnings_enabled() ? &warnings : nullptr);
+        WarningsScope scope(to_warnings);
         k = build_kernel(lf, t, disk ? &code : nullptr, dbg ? &cuda_src : nullptr, dbg ? &llvm_ir : nullptr, gpu);
         cache_counters().compilations++;
         if (generic) cache_counters().generic_compilations++;
@@ -601,16 +602,20 @@ void Pipeline::realize(const RealizationArg &arg, const Target &t) {
     }
     c_->call(t, nullptr, p, outs.size());
 }
+/** Every argument is a defined ImageParam or Param (who: the call, for the message). */
+static void check_arguments_defined(const std::vector<Argument> &args, const char *who) {
+    for (size_t i = 0; i < args.size(); i++)
+        if (!args[i].image() && !args[i].param())
+            throw Error(std::string("weft: ") + who + "(): argument " + std::to_string(i) +
+                        " is an undefined (default-constructed) ImageParam or Param");
+}
 Callable Pipeline::compile_to_callable(const std::vector<Argument> &args, const Target &t) {
     check_pipeline(c_);
     auto c = std::make_shared<CallableContents>();
     c->pipeline = c_;
     c->args = args;
     c->target = t;
-    for (size_t i = 0; i < args.size(); i++)
-        if (!args[i].image() && !args[i].param())
-            throw Error("weft: compile_to_callable(): argument " + std::to_string(i) +
-                        " is an undefined (default-constructed) ImageParam or Param");
+    check_arguments_defined(args, "compile_to_callable");
     for (size_t i = 0; i < args.size(); i++)
         for (size_t j = 0; j < i; j++)
             if ((args[i].image() && args[i].image() == args[j].image()) ||
@@ -707,6 +712,13 @@ std::string lowered_html(const std::string &title, const std::string &log) {
     os << "</body></html>\n";
     return os.str();
 }
+/** The sizes to lower for: none (any shape) where none are given and an output has dimensions. */
+const std::vector<int> *sizes_or_any_shape(const PipelineContents &c, const std::vector<int> &sizes) {
+    if (!sizes.empty()) return &sizes;
+    for (auto &f : c.outputs)
+        if (!f->args.empty()) return nullptr;
+    return &sizes;  // (zero-dimensional outputs: their one shape)
+}
 }  // namespace
 
 std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t) {
@@ -718,9 +730,7 @@ std::string Pipeline::lowered_ir(const std::vector<int> &sizes, const Target &t)
 std::string Pipeline::loop_nest(const std::vector<int> &sizes, const Target &t) {
     check_pipeline(c_);
     std::string nest;
-    bool any_dims = false;
-    for (auto &f : c_->outputs) any_dims |= !f->args.empty();
-    lower_for_view(c_, sizes.empty() && any_dims ? nullptr : &sizes, t, nullptr, &nest);
+    lower_for_view(c_, sizes_or_any_shape(*c_, sizes), t, nullptr, &nest);
     return nest;
 }
 void Pipeline::print_loop_nest(const std::vector<int> &sizes, const Target &t) {
@@ -746,10 +756,7 @@ void Pipeline::compile_jit(const RealizationArg &arg, const Target &t) {
 void Pipeline::compile_to_lowered_stmt(const std::string &filename, const std::vector<Argument> &args,
                                        StmtOutputFormat fmt, const Target &t, const std::vector<int> &sizes) {
     check_pipeline(c_);
-    for (size_t i = 0; i < args.size(); i++)
-        if (!args[i].image() && !args[i].param())
-            throw Error("weft: compile_to_lowered_stmt(): argument " + std::to_string(i) +
-                        " is an undefined (default-constructed) ImageParam or Param");
+    check_arguments_defined(args, "compile_to_lowered_stmt");
     {
         Env env = build_env(c_->outputs, false);
         auto listed = [&](const void *p) {
@@ -767,13 +774,12 @@ void Pipeline::compile_to_lowered_stmt(const std::string &filename, const std::v
                             pm.param->name + "\", which is not in the argument list (" + join_arg_names(args) + ")");
     }
     std::string log;
-    bool any_dims = false;
-    for (auto &f : c_->outputs) any_dims |= !f->args.empty();
-    lower_for_view(c_, sizes.empty() && any_dims ? nullptr : &sizes, t, &log, nullptr);
+    const std::vector<int> *view_sizes = sizes_or_any_shape(*c_, sizes);
+    lower_for_view(c_, view_sizes, t, &log, nullptr);
     std::string names;
     for (auto &f : c_->outputs) names += (names.empty() ? "" : ", ") + f->name;
     std::string title = "weft: " + names + " lowered for " + t.str() +
-                        (sizes.empty() && any_dims ? std::string(" (any shape)") : std::string(""));
+                        (view_sizes ? std::string("") : std::string(" (any shape)"));
     std::string text = fmt == StmtOutputFormat::HTML ? lowered_html(title, log) : "// " + title + "\n" + log;
     FILE *fp = std::fopen(filename.c_str(), "wb");
     if (!fp) throw Error("weft: compile_to_lowered_stmt(): cannot write \"" + filename + "\": " + std::strerror(errno));

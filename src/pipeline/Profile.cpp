@@ -27,11 +27,7 @@ void print_at_exit() { std::fprintf(stderr, "%s", profile_report().c_str()); }
 
 void profile_report_at_exit() {
     static std::once_flag once;
-    std::call_once(once, [] {
-        profile_enabled();  // (WEFT_PROFILE=1 registers the report at its first read)
-        const char *e = std::getenv("WEFT_PROFILE");
-        if (!(e && *e && std::string(e) != "0")) std::atexit(print_at_exit);
-    });
+    std::call_once(once, [] { std::atexit(print_at_exit); });
 }
 
 /** The counter id of a profiled item (a Func, by name). */
@@ -57,7 +53,7 @@ bool profile_enabled() {
         const char *e = std::getenv("WEFT_PROFILE");
         p = (e && *e && std::string(e) != "0") ? 1 : 0;
         int expected = -1;
-        if (internal::g_profile.compare_exchange_strong(expected, p) && p) std::atexit(internal::print_at_exit);
+        if (internal::g_profile.compare_exchange_strong(expected, p) && p) internal::profile_report_at_exit();
     }
     return p == 1;
 }
