@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include "weft/Float16.h"
 
 namespace weft {
 
@@ -47,7 +48,8 @@ struct ChangeCount {
 };
 }  // namespace internal
 
-enum class TypeCode : uint8_t { Int, UInt, Float, Bool, Handle };
+/** BFloat is bfloat16 (float32's exponent, 8 bits of precision); it counts as a float (is_float()). */
+enum class TypeCode : uint8_t { Int, UInt, Float, Bool, Handle, BFloat };
 
 /** A scalar or vector element type. */
 class Type {
@@ -61,7 +63,10 @@ public:
     int bytes() const { return (bits_ + 7) / 8; }
     bool is_int() const { return code_ == TypeCode::Int; }
     bool is_uint() const { return code_ == TypeCode::UInt; }
-    bool is_float() const { return code_ == TypeCode::Float; }
+    bool is_float() const { return code_ == TypeCode::Float || code_ == TypeCode::BFloat; }
+    bool is_bfloat() const { return code_ == TypeCode::BFloat; }
+    /** float16 or bfloat16: stored in 16 bits, computed in float32 and rounded back. */
+    bool is_16bit_float() const { return is_float() && bits_ == 16; }
     bool is_bool() const { return code_ == TypeCode::Bool; }
     bool is_handle() const { return code_ == TypeCode::Handle; }
     bool is_int_or_uint() const { return is_int() || is_uint(); }
@@ -89,12 +94,15 @@ private:
 inline Type Int(int bits, int lanes = 1) { return Type(TypeCode::Int, bits, lanes); }
 inline Type UInt(int bits, int lanes = 1) { return Type(TypeCode::UInt, bits, lanes); }
 inline Type Float(int bits, int lanes = 1) { return Type(TypeCode::Float, bits, lanes); }
+inline Type BFloat(int bits, int lanes = 1) { return Type(TypeCode::BFloat, bits, lanes); }
 inline Type Bool(int lanes = 1) { return Type(TypeCode::Bool, 1, lanes); }
 inline Type Handle() { return Type(TypeCode::Handle, 64, 1); }
 
 template <typename T>
 Type type_of() {
     if constexpr (std::is_same_v<T, bool>) return Bool();
+    else if constexpr (std::is_same_v<T, float16_t>) return Float(16);
+    else if constexpr (std::is_same_v<T, bfloat16_t>) return BFloat(16);
     else if constexpr (std::is_floating_point_v<T>) return Float(sizeof(T) * 8);
     else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return Int(sizeof(T) * 8);
     else if constexpr (std::is_integral_v<T>) return UInt(sizeof(T) * 8);
@@ -120,6 +128,8 @@ public:
     Expr(int v);
     Expr(float v);
     Expr(double v);
+    Expr(float16_t v);
+    Expr(bfloat16_t v);
     explicit Expr(std::shared_ptr<const internal::ExprNode> p) : ptr(std::move(p)) {}
     Expr(const Expr &) = default;
     Expr(Expr &&) noexcept = default;
@@ -230,6 +240,39 @@ Expr mux(Expr id, const std::vector<Expr> &values);
 Expr saturating_cast(Type t, Expr e);
 template <typename T>
 Expr saturating_cast(Expr e) { return saturating_cast(type_of<T>(), std::move(e)); }
+
+/** Fixed-point arithmetic (Halide's names and meaning). The results are exact: as if computed
+    with unbounded integers, then as stated. a and b take one type as arithmetic does (a constant
+    takes the other's type); integers of 8 to 64 bits, except where a wider type is needed (the
+    widening forms and mul_shift_right take 8 to 32 bits).
+    - saturating_add / saturating_sub: a + b, a - b clamped to the type.
+    - widening_add / widening_mul: a + b, a * b in the integer type of twice the bits (signed
+      where a is signed). widening_sub: a - b in the signed type of twice the bits.
+      widening_mul also takes a signed and an unsigned operand of one width (signed result).
+    - halving_add: floor((a + b) / 2); rounding_halving_add: floor((a + b + 1) / 2);
+      halving_sub: floor((a - b) / 2) wrapped to the type. The type of a.
+    - rounding_shift_right(a, n): for n > 0, floor((a + 2^(n-1)) / 2^n) (to nearest, ties up);
+      for n <= 0, a << -n (as <<). rounding_shift_left(a, n) = rounding_shift_right(a, -n).
+      n is any integer type.
+    - mul_shift_right(a, b, q): saturating_cast of (a * b) >> q to a's type, the product exact;
+      rounding_mul_shift_right(a, b, q): the same with rounding_shift_right. q >= 0 (a constant
+      below 0 is an Error, a run-time one shifts left).
+    - widening_shift_left(a, n) / widening_shift_right(a, n): a in the type of twice the bits,
+      then shifted. */
+Expr saturating_add(Expr a, Expr b);
+Expr saturating_sub(Expr a, Expr b);
+Expr widening_add(Expr a, Expr b);
+Expr widening_sub(Expr a, Expr b);
+Expr widening_mul(Expr a, Expr b);
+Expr widening_shift_left(Expr a, Expr n);
+Expr widening_shift_right(Expr a, Expr n);
+Expr halving_add(Expr a, Expr b);
+Expr rounding_halving_add(Expr a, Expr b);
+Expr halving_sub(Expr a, Expr b);
+Expr rounding_shift_right(Expr a, Expr n);
+Expr rounding_shift_left(Expr a, Expr n);
+Expr mul_shift_right(Expr a, Expr b, Expr q);
+Expr rounding_mul_shift_right(Expr a, Expr b, Expr q);
 /** Linear interpolation from zero_val (weight 0) to one_val (weight 1), Halide's lerp: for
     floats zero_val * (1 - w) + one_val * w; for 8- and 16-bit unsigned values the weight (a
     float in [0, 1], or an unsigned integer of the values' width, where its maximum means 1) is

@@ -25,6 +25,42 @@ typedef unsigned char u8;
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
+typedef unsigned short weft_f16;   // IEEE half, as its bits (computed in float32: lower/NarrowArithmetic.h)
+typedef unsigned short weft_bf16;  // bfloat16, as its bits
+
+// 16-bit floats to and from float32, rounding to nearest even, subnormals kept.
+__device__ __forceinline__ float weft_f16_to_f32(unsigned short h) {
+#ifndef WEFT_EMULATED
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#else
+    unsigned e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    float r = e == 0 ? (float)m * 5.9604644775390625e-8f
+                     : __int_as_float(e == 31 ? (m ? 0x7fc00000u | (m << 13) : 0x7f800000u) : ((e + 112) << 23) | (m << 13));
+    return (h & 0x8000) ? -r : r;
+#endif
+}
+__device__ __forceinline__ unsigned short weft_f32_to_f16(float f) {
+#ifndef WEFT_EMULATED
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    unsigned u = __float_as_uint(f), sign = (u >> 16) & 0x8000, a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00);  // NaN
+    if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00);  // 65520 and up: infinity
+    if (a < 0x38800000u) return (unsigned short)(sign | (unsigned)rintf(fabsf(f) * 16777216.0f));  // subnormal
+    unsigned r = a - 0x38000000u;
+    return (unsigned short)(sign | ((r + 0xfffu + ((r >> 13) & 1u)) >> 13));
+#endif
+}
+__device__ __forceinline__ float weft_bf16_to_f32(unsigned short h) { return __int_as_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short weft_f32_to_bf16(float f) {
+    unsigned u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);  // NaN, quiet
+    return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
 
 // IR semantics: floor division / modulo, zero divisor gives 0.
 template <typename T> __device__ __forceinline__ T weft_div(T a, T b) {
@@ -113,6 +149,7 @@ std::string ctype(Type t) {
     if (t.is_vector()) throw Error("weft internal error: CUDA codegen: vector type " + t.str() + " in scalar code");
     if (t.is_bool()) return "bool";
     if (t.is_float()) {
+        if (t.bits() == 16) return t.is_bfloat() ? "weft_bf16" : "weft_f16";
         if (t.bits() == 32) return "float";
         if (t.bits() == 64) return "double";
         throw Error("weft: the CUDA backend does not support " + t.str());
@@ -240,7 +277,16 @@ public:
             if (t.bits() == 32) return std::to_string(v) + "u";
             return "((" + ctype(t) + ")" + std::to_string(v) + "u)";
         }
-        case IRNodeType::FloatImm: return float_literal(static_cast<const FloatImm *>(n)->value, t.bits());
+        case IRNodeType::FloatImm: {
+            double v = static_cast<const FloatImm *>(n)->value;
+            if (t.bits() == 16) {
+                char buf[32];
+                std::snprintf(buf, sizeof buf, "((%s)0x%04x)", ctype(t).c_str(),
+                              (unsigned)(t.is_bfloat() ? bfloat16_t(v).bits : float16_t(v).bits));
+                return buf;
+            }
+            return float_literal(v, t.bits());
+        }
         case IRNodeType::StringImm: throw Error("weft internal error: CUDA codegen: string in kernel");
         case IRNodeType::Variable: return id(static_cast<const Variable *>(n)->name);
         case IRNodeType::Cast: return cast(t, static_cast<const Cast *>(n)->value);
@@ -294,10 +340,19 @@ public:
         }
     }
 
-    std::string cast(Type t, const Expr &v) {
-        Type f = v.type();
-        std::string x = expr(v);
+    std::string cast(Type t, const Expr &v) { return cast_str(v.type(), t, expr(v)); }
+    std::string cast_str(Type f, Type t, const std::string &x) {
         if (t == f) return x;
+        if (f.is_16bit_float()) {  // through float32 (exact)
+            std::string g = std::string(f.is_bfloat() ? "weft_bf16_to_f32(" : "weft_f16_to_f32(") + x + ")";
+            return cast_str(Float(32), t, g);
+        }
+        if (t.is_16bit_float()) {
+            if (f != Float(32))
+                throw Error("weft internal error: CUDA codegen: conversion from " + f.str() + " to " + t.str() +
+                            " not through float32");
+            return std::string(t.is_bfloat() ? "weft_f32_to_bf16(" : "weft_f32_to_f16(") + x + ")";
+        }
         if (t.is_bool()) return "(" + x + " != 0)";
         if (t.is_float()) return "((" + ctype(t) + ")" + x + ")";
         if (f.is_float()) {

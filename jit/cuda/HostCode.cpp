@@ -9,14 +9,14 @@ namespace {
 /** A value as the 64 bits of an argument slot (little-endian: narrower types in the low bytes). */
 Expr to_bits(const Expr &v) {
     Type t = v.type();
-    if (t.is_float() && t.bits() == 32) return Cast::make(Int(64), Call::make_intrinsic(UInt(32), "reinterpret", {v}));
+    if (t.is_float() && t.bits() < 64) return Cast::make(Int(64), Call::make_intrinsic(UInt(t.bits()), "reinterpret", {v}));
     if (t.is_float()) return Call::make_intrinsic(Int(64), "reinterpret", {v});
     if (t.is_handle()) throw Error("weft internal error: CUDA host code: a handle (" + to_string(v) + ") passed to the device");
     return t == Int(64) ? v : Cast::make(Int(64), v);
 }
 /** The value of type t whose bits an Int(64) holds (to_bits' inverse). */
 Expr from_bits(const Expr &bits, Type t) {
-    if (t.is_float() && t.bits() == 32) return Call::make_intrinsic(t, "reinterpret", {Cast::make(UInt(32), bits)});
+    if (t.is_float() && t.bits() < 64) return Call::make_intrinsic(t, "reinterpret", {Cast::make(UInt(t.bits()), bits)});
     if (t.is_float()) return Call::make_intrinsic(t, "reinterpret", {bits});
     if (t.is_bool()) return NE::make(bits, make_const(Int(64), (int64_t)0));
     return t == Int(64) ? bits : Cast::make(t, bits);

@@ -395,6 +395,7 @@ private:
         case TypeCode::UInt: return llvm::IntegerType::get(ctx, t.bits());
         case TypeCode::Bool: return i1;
         case TypeCode::Handle: return ptr;
+        case TypeCode::BFloat: return b.getInt16Ty();  // (its conversions: bf16_to_f32, f32_to_bf16)
         case TypeCode::Float:
             if (t.bits() == 16) return b.getHalfTy();
             if (t.bits() == 32) return b.getFloatTy();
@@ -454,7 +455,8 @@ private:
         }
         case IRNodeType::FloatImm: {
             auto *op = static_cast<const FloatImm *>(n);
-            llvm::Value *c = llvm::ConstantFP::get(scalar_type(t.element_of()), op->value);
+            llvm::Value *c = t.is_bfloat() ? (llvm::Value *)llvm::ConstantInt::get(b.getInt16Ty(), bfloat16_t(op->value).bits)
+                                           : llvm::ConstantFP::get(scalar_type(t.element_of()), op->value);
             return t.lanes() > 1 ? splat(t.lanes(), c) : c;
         }
         case IRNodeType::StringImm: {
@@ -715,11 +717,37 @@ private:
         return res;
     }
 
-    llvm::Value *codegen_cast(Type to, const Expr &ev) {
-        Type from = ev.type();
-        llvm::Value *v = codegen(ev);
+    // bfloat16 is an i16 in LLVM: its conversions are integer code (exact round to nearest even,
+    // subnormals kept: the AVX-512 BF16 conversion instruction flushes them).
+    llvm::Value *bf16_to_f32(llvm::Value *v, int lanes) {
+        llvm::Type *i32t = llvm_type(Int(32, lanes));
+        return b.CreateBitCast(b.CreateShl(b.CreateZExt(v, i32t), 16), llvm_type(Float(32, lanes)));
+    }
+    llvm::Value *f32_to_bf16(llvm::Value *v, int lanes) {
+        llvm::Type *i32t = llvm_type(UInt(32, lanes));
+        auto k = [&](uint32_t c) { return llvm::ConstantInt::get(i32t, c); };
+        llvm::Value *u = b.CreateBitCast(v, i32t);
+        llvm::Value *lsb = b.CreateAnd(b.CreateLShr(u, k(16)), k(1));
+        llvm::Value *rounded = b.CreateLShr(b.CreateAdd(b.CreateAdd(u, k(0x7fff)), lsb), k(16));
+        llvm::Value *isnan = b.CreateICmpUGT(b.CreateAnd(u, k(0x7fffffff)), k(0x7f800000));
+        llvm::Value *qnan = b.CreateOr(b.CreateLShr(u, k(16)), k(0x40));
+        return b.CreateTrunc(b.CreateSelect(isnan, qnan, rounded), llvm_type(UInt(16, lanes)));
+    }
+    llvm::Value *codegen_cast(Type to, const Expr &ev) { return cast_value(ev.type(), to, codegen(ev)); }
+    llvm::Value *cast_value(Type from, Type to, llvm::Value *v) {
         if (from == to) return v;
         llvm::Type *dt = llvm_type(to);
+        if (from.is_bfloat() || to.is_bfloat()) {
+            // Lowering (lower/NarrowArithmetic.h) leaves conversions to and from float32 only;
+            // others go through float32, which is exact from a bfloat16.
+            int l = to.lanes();
+            if (to.is_bfloat()) {
+                if (from.element_of() != Float(32))
+                    fail("conversion from " + from.str() + " to bfloat16 not through float32");
+                return f32_to_bf16(v, l);
+            }
+            return cast_value(Float(32, l), to, bf16_to_f32(v, l));
+        }
         if (to.is_bool()) {
             if (from.is_float()) return b.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
             if (from.is_handle()) v = b.CreatePtrToInt(v, i64);
@@ -1240,6 +1268,12 @@ private:
         if (nm == "bitwise_or") return b.CreateOr(args.at(0), args.at(1));
         if (nm == "bitwise_xor") return b.CreateXor(args.at(0), args.at(1));
         if (nm == "shift_left" || nm == "shift_right") return codegen_shift(op, args.at(0), args.at(1));
+        if (nm == "saturating_add" || nm == "saturating_sub") {  // (vpaddsb, vpaddusw, ... where they exist)
+            bool add = nm == "saturating_add", sgn = t.is_int();
+            auto id = add ? (sgn ? llvm::Intrinsic::sadd_sat : llvm::Intrinsic::uadd_sat)
+                          : (sgn ? llvm::Intrinsic::ssub_sat : llvm::Intrinsic::usub_sat);
+            return intrinsic(id, {ty}, {args.at(0), args.at(1)});
+        }
         if (nm == "abs") {
             if (t.is_float()) return intrinsic(llvm::Intrinsic::fabs, {ty}, {args[0]});
             Type at = op->args[0].type();
@@ -1328,7 +1362,7 @@ private:
                 Type et = op->args[i].type().element_of();
                 if (et.is_float()) {
                     b.CreateCall(fn("weft_rt_print_f64", {b.getDoubleTy(), b.getInt32Ty()}),
-                                 {et.bits() == 64 ? v : b.CreateFPExt(v, b.getDoubleTy()), b.getInt32(et.bits())});
+                                 {cast_value(et, Float(64), v), b.getInt32(et.is_bfloat() ? -16 : et.bits())});
                 } else if (et.is_int()) {
                     b.CreateCall(fn("weft_rt_print_i64", {b.getInt64Ty()}), {b.CreateSExtOrTrunc(v, b.getInt64Ty())});
                 } else {

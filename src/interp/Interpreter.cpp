@@ -26,7 +26,7 @@ public:
         v.t = t;
         char *p = (char *)base;
         if (t.is_bool()) v.u = ((uint8_t *)p)[idx] != 0;
-        else if (t.is_float()) v.f = t.bits() == 32 ? (double)((float *)p)[idx] : ((double *)p)[idx];
+        else if (t.is_float()) v.f = float_from_bytes(t, p + idx * t.bytes());
         else if (t.is_int()) {
             switch (t.bits()) {
             case 8: v.i = ((int8_t *)p)[idx]; break;
@@ -48,8 +48,7 @@ public:
         char *p = (char *)base;
         if (t.is_bool()) ((uint8_t *)p)[idx] = v.u ? 1 : 0;
         else if (t.is_float()) {
-            if (t.bits() == 32) ((float *)p)[idx] = (float)v.f;
-            else ((double *)p)[idx] = v.f;
+            float_to_bytes(t, v.f, p + idx * t.bytes());
         } else {
             switch (t.bits()) {
             case 8: ((uint8_t *)p)[idx] = (uint8_t)v.u; break;
@@ -191,7 +190,7 @@ int32_t interpret_lowered(const LoweredFunc &f, void **args, weft_context_t *ctx
             v.t = a.type;
             uint64_t bits = 0;
             std::memcpy(&bits, args[i], a.type.bytes());
-            if (a.type.is_float()) v.f = a.type.bits() == 32 ? (double)*(float *)args[i] : *(double *)args[i];
+            if (a.type.is_float()) v.f = float_from_bytes(a.type, args[i]);
             else v = make_int(a.type, bits);
             in.vars.push_back({a.name, v});
         }

@@ -34,7 +34,7 @@ Val make_int(Type t, uint64_t bits) {
 Val make_float(Type t, double d) {
     Val v;
     v.t = t;
-    v.f = t.bits() == 32 ? (double)(float)d : d;
+    v.f = round_to_float_type(t, d);
     return v;
 }
 double as_double(const Val &v) {
@@ -61,7 +61,23 @@ Val do_cast(Type t, const Val &v) {
         r.u = v.t.is_float() ? (v.f != 0) : (v.u != 0);
         return r;
     }
-    if (t.is_float()) return make_float(t, as_double(v));
+    if (t.is_float()) {
+        if (v.t.is_int_or_uint() && v.t.bits() == 64 && t.bits() < 64) {
+            // Rounded once: to double rounding to odd (exact enough for any narrower type), then to t.
+            __int128 x = v.t.is_int() ? (__int128)v.i : (__int128)v.u;
+            double d = v.t.is_int() ? (double)v.i : (double)v.u;
+            __int128 back = (__int128)d;  // (|d| <= 2^64: fits)
+            if (back != x) {
+                if (x > 0 ? back > x : back < x) d = std::nextafter(d, 0.0);
+                uint64_t b;
+                std::memcpy(&b, &d, 8);
+                b |= 1;
+                std::memcpy(&d, &b, 8);
+            }
+            return make_float(t, d);
+        }
+        return make_float(t, as_double(v));
+    }
     if (v.t.is_float()) {
         double d = v.f;
         if (t.is_int()) {
@@ -160,7 +176,7 @@ Val ExprEvaluator::arith(IRNodeType op, Type t, const Val &a, const Val &b) {
         case IRNodeType::Max: r = (x > y) ? x : y; break;
         default: break;
         }
-        if (t.bits() == 32) {
+        if (t.bits() <= 32) {  // (16-bit floats: in float32, then rounded by make_float)
             float fx = (float)x, fy = (float)y, fr = (float)r;
             switch (op) {
             case IRNodeType::Add: fr = fx + fy; break;
@@ -277,6 +293,38 @@ double libm1(const std::string &n, double x, bool f32) {
 }
 }  // namespace
 
+namespace {
+__int128 int_value(const Val &v) { return v.t.is_int() ? (__int128)v.i : (__int128)v.u; }
+__int128 saturate_to(Type t, __int128 x) {
+    __int128 lo = t.is_int() ? -((__int128)1 << (t.bits() - 1)) : 0;
+    __int128 hi = t.is_int() ? ((__int128)1 << (t.bits() - 1)) - 1 : ((__int128)1 << t.bits()) - 1;
+    return x < lo ? lo : x > hi ? hi : x;
+}
+/** floor((x + 2^(n-1)) / 2^n) for n > 0, x for n == 0; |x| < 2^126. */
+__int128 round_shift(__int128 x, int64_t n) {
+    if (n <= 0) return x;
+    if (n > 126) return 0;  // (x + 2^(n-1)) lies in (0, 2^n)
+    return (x + ((__int128)1 << (n - 1))) >> n;
+}
+}  // namespace
+
+Val fixed_point(const std::string &n, Type t, const Val &a, const Val &b, const Val &c) {
+    __int128 x = int_value(a), y = int_value(b);
+    if (n == "saturating_add") return make_int(t, (uint64_t)saturate_to(t, x + y));
+    if (n == "saturating_sub") return make_int(t, (uint64_t)saturate_to(t, x - y));
+    if (n == "rounding_shift_right") {
+        if (y > 0) return make_int(t, (uint64_t)round_shift(x, y > 200 ? 200 : (int64_t)y));
+        Val r, amt = make_int(UInt(64), y < -(__int128)INT64_MAX ? (uint64_t)INT64_MAX : (uint64_t)(int64_t)-y);
+        eval_bitwise("shift_left", t, a, amt, &r);
+        return r;
+    }
+    // mul_shift_right, rounding_mul_shift_right: the product is exact in 128 bits (<= 32-bit operands)
+    __int128 p = x * y, q = int_value(c);
+    int64_t qs = q > 200 ? 200 : (int64_t)q;
+    __int128 r = n == "mul_shift_right" ? (qs > 126 ? (p < 0 ? -1 : 0) : p >> qs) : round_shift(p, qs);
+    return make_int(t, (uint64_t)saturate_to(t, r));
+}
+
 Val ExprEvaluator::call(const Call *op) {
     if (op->call_type != Call::Intrinsic)
         throw Error("weft internal error: interpreter: unlowered call to " + op->name);
@@ -293,7 +341,7 @@ Val ExprEvaluator::call(const Call *op) {
                 continue;
             }
             Val p = i == first ? v : eval(op->args[i]);
-            if (p.t.is_float()) weft_rt_print_f64(p.f, p.t.bits());
+            if (p.t.is_float()) weft_rt_print_f64(p.f, p.t.is_bfloat() ? -16 : p.t.bits());
             else if (p.t.is_int()) weft_rt_print_i64(p.i);
             else weft_rt_print_u64(p.u);
         }
@@ -309,22 +357,11 @@ Val ExprEvaluator::call(const Call *op) {
     if (n == "reinterpret") {
         Val r;
         r.t = op->type;
-        uint64_t bits = 0;
-        if (a.t.is_float() && a.t.bits() == 32) {
-            float f = (float)a.f;
-            std::memcpy(&bits, &f, 4);
-        } else if (a.t.is_float()) {
-            std::memcpy(&bits, &a.f, 8);
-        } else {
-            bits = a.u;
-        }
-        if (op->type.is_float() && op->type.bits() == 32) {
-            float f;
-            uint32_t b32 = (uint32_t)bits;
-            std::memcpy(&f, &b32, 4);
-            r.f = f;
-        } else if (op->type.is_float()) {
-            std::memcpy(&r.f, &bits, 8);
+        uint64_t bits = 0;  // (little-endian: the low bytes hold narrower values)
+        if (a.t.is_float()) float_to_bytes(a.t, a.f, &bits);
+        else bits = a.u;
+        if (op->type.is_float()) {
+            r.f = float_from_bytes(op->type, &bits);
         } else {
             r = make_int(op->type, bits);
         }
@@ -338,7 +375,10 @@ Val ExprEvaluator::call(const Call *op) {
         if (a.t.is_int()) return make_int(a.t, a.i < 0 ? (uint64_t)0 - (uint64_t)a.i : (uint64_t)a.i);
         return a;
     }
-    bool f32 = op->type.bits() == 32;
+    if (n == "saturating_add" || n == "saturating_sub" || n == "rounding_shift_right" || n == "mul_shift_right" ||
+        n == "rounding_mul_shift_right")
+        return fixed_point(n, op->type, a, eval(op->args[1]), op->args.size() > 2 ? eval(op->args[2]) : Val());
+    bool f32 = op->type.bits() <= 32;  // (16-bit floats compute in float32)
     double x = a.f, r;
     if (n == "sqrt") r = f32 ? std::sqrt((float)x) : std::sqrt(x);
     else if (n == "exp") r = f32 ? std::exp((float)x) : std::exp(x);

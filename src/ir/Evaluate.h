@@ -28,7 +28,10 @@ Val make_int(Type t, uint64_t bits);
     "shift_right") on integer values, result of type t (IROperator.cpp gives their meaning);
     false if n is none of them. */
 bool eval_bitwise(const std::string &n, Type t, const Val &a, const Val &b, Val *r);
-/** d as a value of float type t (rounded to float for 32 bits). */
+/** The fixed-point intrinsics (ir/IR.h: "saturating_add" ... "rounding_mul_shift_right") of
+    integer values, exactly; c is mul_shift_right's q. */
+Val fixed_point(const std::string &n, Type t, const Val &a, const Val &b, const Val &c);
+/** d as a value of float type t (rounded to nearest even to t's precision). */
 Val make_float(Type t, double d);
 double as_double(const Val &v);
 /** The cast of v to t (float to int saturates, NaN gives 0). */

@@ -1,6 +1,7 @@
 #include "ir/IR.h"
 #include <set>
 #include <atomic>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -86,7 +87,7 @@ Expr UIntImm::make(Type t, uint64_t v) {
 }
 Expr FloatImm::make(Type t, double v) {
     WEFT_ASSERT(t.is_float() && t.is_scalar(), "FloatImm of non-float type");
-    if (t.bits() == 32) v = (double)(float)v;
+    v = round_to_float_type(t, v);
     return Expr(std::make_shared<FloatImm>(t, v));
 }
 Expr StringImm::make(const std::string &v) { return Expr(std::make_shared<StringImm>(v)); }
@@ -273,6 +274,47 @@ bool is_false(const Expr &e) { return e.defined() && e.type().is_bool() && is_co
 
 }  // namespace internal
 
+// ---- float types' values ----
+namespace internal {
+double round_to_float_type(Type t, double v) {
+    switch (t.bits()) {
+    case 16: return t.is_bfloat() ? (double)bfloat16_t(v) : (double)float16_t(v);
+    case 32: return (double)(float)v;
+    default: return v;
+    }
+}
+double largest_finite_float(Type t) {
+    if (t.bits() == 16) return t.is_bfloat() ? (double)bfloat16_t::from_bits(0x7f7f) : 65504.0;
+    return t.bits() == 32 ? (double)std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+}
+double float_from_bytes(Type t, const void *p) {
+    if (t.bits() == 16) {
+        uint16_t b;
+        std::memcpy(&b, p, 2);
+        return t.is_bfloat() ? (double)bfloat16_t::from_bits(b) : (double)float16_t::from_bits(b);
+    }
+    if (t.bits() == 32) {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+    }
+    double d;
+    std::memcpy(&d, p, 8);
+    return d;
+}
+void float_to_bytes(Type t, double v, void *p) {
+    if (t.bits() == 16) {
+        uint16_t b = t.is_bfloat() ? bfloat16_t(v).bits : float16_t(v).bits;
+        std::memcpy(p, &b, 2);
+    } else if (t.bits() == 32) {
+        float f = (float)v;
+        std::memcpy(p, &f, 4);
+    } else {
+        std::memcpy(p, &v, 8);
+    }
+}
+}  // namespace internal
+
 // ---- Type methods that need Expr ----
 Expr Type::max() const {
     using namespace internal;
@@ -281,8 +323,7 @@ Expr Type::max() const {
     if (is_int()) r = IntImm::make(t, bits() == 64 ? INT64_MAX : (int64_t(1) << (bits() - 1)) - 1);
     else if (is_uint()) r = UIntImm::make(t, bits() == 64 ? UINT64_MAX : (uint64_t(1) << bits()) - 1);
     else if (is_bool()) r = UIntImm::make(t, 1);
-    else if (is_float()) r = FloatImm::make(t, bits() == 32 ? (double)std::numeric_limits<float>::max()
-                                                            : std::numeric_limits<double>::max());
+    else if (is_float()) r = FloatImm::make(t, largest_finite_float(t));
     else user_error("Type::max of " + str());
     return lanes() > 1 ? Broadcast::make(r, lanes()) : r;
 }
@@ -292,8 +333,7 @@ Expr Type::min() const {
     Expr r;
     if (is_int()) r = IntImm::make(t, bits() == 64 ? INT64_MIN : -(int64_t(1) << (bits() - 1)));
     else if (is_uint() || is_bool()) r = make_zero(t);
-    else if (is_float()) r = FloatImm::make(t, bits() == 32 ? (double)std::numeric_limits<float>::lowest()
-                                                            : std::numeric_limits<double>::lowest());
+    else if (is_float()) r = FloatImm::make(t, -largest_finite_float(t));
     else user_error("Type::min of " + str());
     return lanes() > 1 ? Broadcast::make(r, lanes()) : r;
 }
@@ -301,7 +341,10 @@ bool Type::can_represent(int64_t v) const {
     if (is_int()) return bits() >= 64 || (v >= -(int64_t(1) << (bits() - 1)) && v < (int64_t(1) << (bits() - 1)));
     if (is_uint()) return v >= 0 && (bits() >= 64 || v < (int64_t(1) << bits()));
     if (is_bool()) return v == 0 || v == 1;
-    if (is_float()) return bits() == 64 ? (double)(int64_t)(double)v == (double)v : (int64_t)(float)v == v;
+    if (is_float()) {
+        double d = internal::round_to_float_type(*this, (double)v);
+        return std::fabs(d) < 9.2e18 && (int64_t)d == v;
+    }
     return false;
 }
 std::string Type::str() const {
@@ -312,6 +355,7 @@ std::string Type::str() const {
     case TypeCode::Float: s = "float" + std::to_string(bits_); break;
     case TypeCode::Bool: s = "bool"; break;
     case TypeCode::Handle: s = "handle"; break;
+    case TypeCode::BFloat: s = "bfloat" + std::to_string(bits_); break;
     }
     if (lanes_ != 1) s += "x" + std::to_string(lanes_);
     return s;

@@ -246,10 +246,24 @@ struct Call : ExprNode {
 //   "is_nan" "is_inf" "is_finite": float -> bool
 //   "abs"  (any numeric type; for signed ints gives the same type, wrapping INT_MIN)
 //   "likely"(x) -> x (a hint)
+//   Fixed point (integers; Expr.h gives the exact meaning; the other fixed-point functions are
+//   built from these and casts):
+//   "saturating_add"(a, b) "saturating_sub"(a, b): a's type, a and b one type
+//   "rounding_shift_right"(a, n): a's type, n any integer type
+//   "mul_shift_right"(a, b, q) "rounding_mul_shift_right"(a, b, q): a and b one type (8 to 32
+//     bits), q an unsigned type; the result a's type
 
 /** Is an intrinsic of this name the C library's function of the name ("tanh", "atan2", ...;
     float32: the name with "f")? */
 bool is_libm_call(const std::string &name);
+
+/** v rounded (to nearest even) to float type t; float64 keeps it. */
+double round_to_float_type(Type t, double v);
+/** The largest finite value of float type t. */
+double largest_finite_float(Type t);
+/** A float of type t (16, 32 or 64 bits) read from / written to memory. */
+double float_from_bytes(Type t, const void *p);
+void float_to_bytes(Type t, double v, void *p);
 
 // ---------------- Stmt nodes ----------------
 struct LetStmt : StmtNode {

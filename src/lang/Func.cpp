@@ -38,10 +38,9 @@ void check_supported_type(Type t, const std::string &what) {
     Type e = t.element_of();
     if (e.is_bool() || e.is_handle()) return;
     int b = e.bits();
-    if (e.is_float() && b == 16) user_error("weft: " + what + ": 16-bit floats are not supported yet (float32 and float64 are)");
-    if (e.is_float() ? (b != 32 && b != 64) : (b != 8 && b != 16 && b != 32 && b != 64))
+    if (e.is_bfloat() ? b != 16 : e.is_float() ? (b != 16 && b != 32 && b != 64) : (b != 8 && b != 16 && b != 32 && b != 64))
         user_error("weft: " + what + ": " + e.str() + " is not a supported type (integers have 8, 16, 32 or 64 bits, "
-                   "floats 32 or 64)");
+                   "floats 16, 32 or 64, bfloats 16)");
 }
 
 std::shared_ptr<BufferContents> make_buffer(Type t, const std::vector<int> &extents, void *data, const std::string &name) {
@@ -318,16 +317,7 @@ std::string internal::param_range_error(const ParamContents &p, const void *byte
     if (!p.has_min && !p.has_max) return "";
     Type t = p.type;
     auto num = [&](const void *b) -> long double {
-        if (t.is_float()) {
-            if (t.bits() == 32) {
-                float f;
-                std::memcpy(&f, b, 4);
-                return f;
-            }
-            double d;
-            std::memcpy(&d, b, 8);
-            return d;
-        }
+        if (t.is_float()) return float_from_bytes(t, b);
         if (t.is_bool()) return *(const unsigned char *)b != 0;
         uint64_t u = 0;
         std::memcpy(&u, b, t.bytes());

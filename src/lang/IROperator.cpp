@@ -13,6 +13,8 @@ using namespace internal;
 Expr::Expr(int v) : Expr(IntImm::make(Int(32), v)) {}
 Expr::Expr(float v) : Expr(FloatImm::make(Float(32), v)) {}
 Expr::Expr(double v) : Expr(FloatImm::make(Float(64), v)) {}
+Expr::Expr(float16_t v) : Expr(FloatImm::make(Float(16), (double)v)) {}
+Expr::Expr(bfloat16_t v) : Expr(FloatImm::make(BFloat(16), (double)v)) {}
 
 namespace internal {
 
@@ -323,6 +325,11 @@ Expr saturating_cast(Type t, Expr e) {
     t = t.with_lanes(e.type().lanes());
     Type te = t.element_of();
     if (te.is_bool() || te.is_handle()) user_error("weft: saturating_cast to " + te.str());
+    check_supported_type(te, "saturating_cast to " + te.str());
+    if (f.is_16bit_float() && te.is_int_or_uint()) {  // (exact in float32)
+        e = Cast::make(Float(32, t.lanes()), e);
+        f = Float(32);
+    }
     if (f.is_int_or_uint() && te.is_int_or_uint()) {
         // Clamp in e's type to the part of t's range it can hold, then convert.
         __int128 lo = std::max(f.is_int() ? -((__int128)1 << (f.bits() - 1)) : (__int128)0,
@@ -343,9 +350,14 @@ Expr saturating_cast(Type t, Expr e) {
         e = Min::make(Max::make(e, make_const(e.type(), lo)), make_const(e.type(), hi));
         return Cast::make(t, e);
     }
-    if (f.is_float() && te.is_float() && te.bits() < f.bits()) {
-        double m = te.bits() == 32 ? (double)std::numeric_limits<float>::max() : 65504.0;
-        e = Min::make(Max::make(e, make_const(e.type(), -m)), make_const(e.type(), m));
+    if (f.is_float() && te.is_float() && (te.bits() < f.bits() || (te.bits() == 16 && te != f))) {
+        if (f.is_16bit_float()) {  // float16 <-> bfloat16: clamped in float32 (exact)
+            e = Cast::make(Float(32, t.lanes()), e);
+            f = Float(32);
+        }
+        double m = largest_finite_float(te);
+        Expr c = Min::make(Max::make(e, make_const(e.type(), -m)), make_const(e.type(), m));
+        e = Select::make(Call::make_intrinsic(Bool(t.lanes()), "is_nan", {e}), e, c);  // NaN stays NaN
     }
     return te == f ? e : Cast::make(t, e);
 }
@@ -632,5 +644,133 @@ Expr fast_log(Expr x_in) {
         });
     });
 }
+
+}  // namespace weft
+
+// ---- fixed-point arithmetic (Expr.h) ----
+namespace weft {
+namespace internal {
+namespace {
+void fixed_point_operands(Expr &a, Expr &b, const char *name, int max_bits) {
+    match_types(a, b, name);
+    Type t = a.type().element_of();
+    if (!t.is_int_or_uint())
+        user_error(std::string("weft: ") + name + " takes integers, got " + t.str() + " (" + to_string(a) + ")");
+    if (t.bits() > max_bits)
+        user_error(std::string("weft: ") + name + " of " + t.str() + ": operands of up to " + std::to_string(max_bits) +
+                   " bits (the result needs twice the bits)");
+}
+Expr widened(const Expr &e, Type wide) { return Cast::make(wide.with_lanes(e.type().lanes()), e); }
+Expr shift_amount(Expr n, const char *name) {
+    check_defined(n, name);
+    if (!n.type().is_int_or_uint())
+        user_error(std::string("weft: ") + name + ": the shift must be an integer, got " + n.type().str());
+    return n;
+}
+}  // namespace
+}  // namespace internal
+
+Expr saturating_add(Expr a, Expr b) {
+    fixed_point_operands(a, b, "saturating_add", 64);
+    return Call::make_intrinsic(a.type(), "saturating_add", {a, b});
+}
+Expr saturating_sub(Expr a, Expr b) {
+    fixed_point_operands(a, b, "saturating_sub", 64);
+    return Call::make_intrinsic(a.type(), "saturating_sub", {a, b});
+}
+Expr widening_add(Expr a, Expr b) {
+    fixed_point_operands(a, b, "widening_add", 32);
+    Type w = a.type().with_bits(a.type().bits() * 2);
+    return Add::make(widened(a, w), widened(b, w));
+}
+Expr widening_sub(Expr a, Expr b) {
+    fixed_point_operands(a, b, "widening_sub", 32);
+    Type w = Int(a.type().bits() * 2, a.type().lanes());
+    return Sub::make(widened(a, w), widened(b, w));
+}
+Expr widening_mul(Expr a, Expr b) {
+    check_defined(a, "widening_mul");
+    check_defined(b, "widening_mul");
+    Type ta = a.type().element_of(), tb = b.type().element_of();
+    bool mixed = ta.is_int_or_uint() && tb.is_int_or_uint() && ta.bits() == tb.bits() && ta != tb &&
+                 !is_literal(a) && !is_literal(b);
+    Type w;
+    if (mixed) {
+        if (ta.bits() > 32) user_error("weft: widening_mul of " + ta.str() + ": operands of up to 32 bits");
+        int lanes = std::max(a.type().lanes(), b.type().lanes());
+        a = widen_lanes(a, lanes);
+        b = widen_lanes(b, lanes);
+        w = Int(ta.bits() * 2, lanes);  // one operand is signed
+    } else {
+        fixed_point_operands(a, b, "widening_mul", 32);
+        w = a.type().with_bits(a.type().bits() * 2);
+    }
+    return Mul::make(widened(a, w), widened(b, w));
+}
+Expr widening_shift_left(Expr a, Expr n) {
+    Expr z = make_zero(a.defined() ? a.type() : Int(32));
+    fixed_point_operands(a, z, "widening_shift_left", 32);
+    return widened(a, a.type().with_bits(a.type().bits() * 2)) << shift_amount(n, "widening_shift_left");
+}
+Expr widening_shift_right(Expr a, Expr n) {
+    Expr z = make_zero(a.defined() ? a.type() : Int(32));
+    fixed_point_operands(a, z, "widening_shift_right", 32);
+    return widened(a, a.type().with_bits(a.type().bits() * 2)) >> shift_amount(n, "widening_shift_right");
+}
+Expr halving_add(Expr a, Expr b) {
+    fixed_point_operands(a, b, "halving_add", 64);
+    Type t = a.type();
+    if (t.bits() <= 32) {
+        Type w = t.with_bits(t.bits() * 2);
+        return Cast::make(t, (widened(a, w) + widened(b, w)) >> 1);
+    }
+    return (a >> 1) + (b >> 1) + (a & b & make_one(t));
+}
+Expr rounding_halving_add(Expr a, Expr b) {
+    fixed_point_operands(a, b, "rounding_halving_add", 64);
+    Type t = a.type();
+    if (t.bits() <= 32) {
+        Type w = t.with_bits(t.bits() * 2);
+        return Cast::make(t, (widened(a, w) + widened(b, w) + make_one(w)) >> 1);
+    }
+    return (a >> 1) + (b >> 1) + ((a | b) & make_one(t));
+}
+Expr halving_sub(Expr a, Expr b) {
+    fixed_point_operands(a, b, "halving_sub", 64);
+    Type t = a.type();
+    if (t.bits() <= 32) {
+        Type w = Int(t.bits() * 2, t.lanes());
+        return Cast::make(t, (widened(a, w) - widened(b, w)) >> 1);
+    }
+    return (a >> 1) - (b >> 1) - (~a & b & make_one(t));
+}
+Expr rounding_shift_right(Expr a, Expr n) {
+    Expr z = make_zero(a.defined() ? a.type() : Int(32));
+    fixed_point_operands(a, z, "rounding_shift_right", 64);
+    n = shift_amount(n, "rounding_shift_right");
+    int lanes = std::max(a.type().lanes(), n.type().lanes());
+    return Call::make_intrinsic(a.type().with_lanes(lanes), "rounding_shift_right", {widen_lanes(a, lanes), widen_lanes(n, lanes)});
+}
+Expr rounding_shift_left(Expr a, Expr n) {
+    n = shift_amount(n, "rounding_shift_left");
+    // rounding_shift_right(a, -n); an unsigned n is negated in 64 bits (a huge n shifts everything out either way)
+    if (n.type().is_uint()) n = Cast::make(Int(64, n.type().lanes()), n);
+    return rounding_shift_right(std::move(a), make_zero(n.type()) - n);
+}
+static Expr mul_shift(const char *name, Expr a, Expr b, Expr q) {
+    fixed_point_operands(a, b, name, 32);
+    check_defined(q, name);
+    int64_t qv = 0;
+    if (is_const_int(q, &qv) && qv < 0)
+        user_error(std::string("weft: ") + name + ": the shift q must be >= 0, got " + std::to_string(qv));
+    if (!q.type().is_int_or_uint()) user_error(std::string("weft: ") + name + ": q must be an integer, got " + q.type().str());
+    Type ut = UInt(std::max(q.type().bits(), 8));
+    if (is_literal(q)) q = make_const(ut, qv);
+    else if (!q.type().is_uint()) q = Cast::make(ut.with_lanes(q.type().lanes()), q);
+    int lanes = std::max(a.type().lanes(), q.type().lanes());
+    return Call::make_intrinsic(a.type().with_lanes(lanes), name, {widen_lanes(a, lanes), widen_lanes(b, lanes), widen_lanes(q, lanes)});
+}
+Expr mul_shift_right(Expr a, Expr b, Expr q) { return mul_shift("mul_shift_right", a, b, q); }
+Expr rounding_mul_shift_right(Expr a, Expr b, Expr q) { return mul_shift("rounding_mul_shift_right", a, b, q); }
 
 }  // namespace weft

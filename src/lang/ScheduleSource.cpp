@@ -27,7 +27,7 @@ std::string cpp_string(const std::string &s) {
 
 std::string type_expr(Type t) {
     if (t.is_bool()) return "Bool()";
-    const char *k = t.is_float() ? "Float" : t.is_uint() ? "UInt" : "Int";
+    const char *k = t.is_bfloat() ? "BFloat" : t.is_float() ? "Float" : t.is_uint() ? "UInt" : "Int";
     return std::string(k) + "(" + std::to_string(t.bits()) + ")";
 }
 
@@ -47,8 +47,10 @@ protected:
         else os << "cast(" << type_expr(op->type) << ", Expr((uint64_t)" << op->value << "u))";
     }
     void visit(const FloatImm *op) override {
+        if (op->type.bits() == 16) os << "cast(" << type_expr(op->type) << ", ";
         os << std::setprecision(17) << op->value;
-        if (op->type.bits() == 32) os << "f";
+        if (op->type.bits() <= 32) os << "f";
+        if (op->type.bits() == 16) os << ")";
     }
     void visit(const Variable *op) override {
         auto it = lets.find(op->name);

@@ -52,6 +52,7 @@ std::string type_token(Type t) {
     case TypeCode::Int: return "i" + std::to_string(t.bits());
     case TypeCode::UInt: return "u" + std::to_string(t.bits());
     case TypeCode::Float: return "f" + std::to_string(t.bits());
+    case TypeCode::BFloat: return "bf" + std::to_string(t.bits());
     default: user_error("weft: a schedule's Expr has type " + t.str() + ", which has no text form");
     }
 }
@@ -239,6 +240,7 @@ std::vector<Token> tokenize(const std::string &s, int line) {
 
 Type parse_type(const std::string &t, int line) {
     if (t == "b1") return Bool();
+    if (t == "bf16") return BFloat(16);
     if (t.size() < 2) bad(line, "unknown type \"" + t + "\"");
     int bits = 0;
     for (size_t k = 1; k < t.size(); k++) {
@@ -248,7 +250,7 @@ Type parse_type(const std::string &t, int line) {
     Type r;
     if (t[0] == 'i' && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) r = Int(bits);
     else if (t[0] == 'u' && (bits == 8 || bits == 16 || bits == 32 || bits == 64)) r = UInt(bits);
-    else if (t[0] == 'f' && (bits == 32 || bits == 64)) r = Float(bits);
+    else if (t[0] == 'f' && (bits == 16 || bits == 32 || bits == 64)) r = Float(bits);
     else bad(line, "unknown type \"" + t + "\"");
     return r;
 }

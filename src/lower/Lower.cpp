@@ -8,6 +8,7 @@
 #include "lower/gpu/InjectGPU.h"
 #include "lower/LoadAhead.h"
 #include "lower/LoopNest.h"
+#include "lower/NarrowArithmetic.h"
 #include "lower/ScheduleFunctions.h"
 #include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
@@ -171,6 +172,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
 
     s = storage_flattening(s, env, cuda);
     log_pass(log, "storage_flattening", s);
+    s = lower_narrow_arithmetic(s, cuda);
 
     if (!consts.empty()) s = substitute(consts, s);
     if (cuda) s = protect_gpu_loops(s);
@@ -208,6 +210,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
 
     if (cuda) {
         s = inject_gpu(s, env);
+        s = lower_narrow_arithmetic(s, cuda);  // (tree reductions combine values of the Func's type)
         log_pass(log, "inject_gpu", s);
     }
 

@@ -28,16 +28,7 @@ namespace {
 
 Expr param_value(const ParamContents &p, const unsigned char *bytes) {
     Type t = p.type;
-    if (t.is_float()) {
-        if (t.bits() == 32) {
-            float f;
-            std::memcpy(&f, bytes, 4);
-            return make_const(t, (double)f);
-        }
-        double d;
-        std::memcpy(&d, bytes, 8);
-        return make_const(t, d);
-    }
+    if (t.is_float()) return make_const(t, float_from_bytes(t, bytes));
     if (t.is_bool()) return make_const(t, (int64_t)(bytes[0] != 0));
     int64_t v = 0;
     if (t.is_uint()) {
@@ -167,12 +158,8 @@ struct Bench {
             unsigned char *p = (unsigned char *)b.raw_data();
             for (size_t i = 0; i < n; i++) {
                 unsigned char *q = p + i * t.bytes();
-                if (t.is_float() && t.bits() == 32) {
-                    float v = (float)((*rng)() % 10000) / 10000.0f;
-                    std::memcpy(q, &v, 4);
-                } else if (t.is_float()) {
-                    double v = (double)((*rng)() % 10000) / 10000.0;
-                    std::memcpy(q, &v, 8);
+                if (t.is_float()) {
+                    float_to_bytes(t, (double)((*rng)() % 10000) / 10000.0, q);
                 } else {
                     uint64_t v = (*rng)() % (t.bits() == 8 ? 256 : 64);
                     std::memcpy(q, &v, t.bytes());
@@ -216,12 +203,7 @@ struct Bench {
             if (a.type.is_float()) {
                 double d;
                 const_float(pp.second, &d);
-                if (a.type.bits() == 32) {
-                    float f = (float)d;
-                    std::memcpy(a.bytes, &f, 4);
-                } else {
-                    std::memcpy(a.bytes, &d, 8);
-                }
+                float_to_bytes(a.type, d, a.bytes);
             } else {
                 int64_t v = 0;
                 is_const_int(pp.second, &v);

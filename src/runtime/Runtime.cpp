@@ -1,5 +1,6 @@
 // The runtime called by JIT-compiled pipelines: thread pool, memory pool, error reporting.
 #include "runtime/Runtime.h"
+#include "weft/Float16.h"
 
 #include <algorithm>
 #include <atomic>
@@ -478,7 +479,10 @@ extern "C" int32_t weft_rt_print_f64(double v, int32_t bits) {
     for (int prec = 1; prec <= 17; prec++) {
         std::snprintf(b, sizeof b, "%.*g", prec, v);
         double back = std::strtod(b, nullptr);
-        if (bits == 32 ? (float)back == (float)v : back == v) break;
+        bool same = bits == 32 ? (float)back == (float)v
+                    : bits == 16 ? (double)weft::float16_t(back) == v   // (bits -16: bfloat16)
+                    : bits == -16 ? (double)weft::bfloat16_t(back) == v : back == v;
+        if (same) break;
         if (v != v) break;
     }
     print_piece(b);

@@ -120,6 +120,8 @@ template <typename T> static inline T *weft_emu_opaque(T *p) { asm volatile("" :
 // Per-thread arrays start as all-ones bytes (NaN) too: reading an element not written shows.
 #define WEFT_POISON_LOCAL(a) memset(a, 0xff, sizeof a)
 static inline float __int_as_float(unsigned u) { return weft_emu_bits<float>(&u); }
+static inline unsigned __float_as_uint(float f) { return weft_emu_bits<unsigned>(&f); }
+#define WEFT_EMULATED 1  // (the prelude's 16-bit float conversions in C, not PTX)
 // Atomics: a block's threads are fibers of one host thread, switching only at __syncthreads(),
 // and blocks run one after another, so a plain read-modify-write is atomic here.
 template <typename T> static inline T atomicAdd(T *p, T v) { T o = *p; *p = (T)(o + v); return o; }
