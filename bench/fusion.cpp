@@ -14,6 +14,7 @@
 // Buffers eager's caller allocates plus the runtime pool's peak (memory_stats()).
 // Usage: weft_bench_fusion [--quick] [out.json]   (default bench/fusion.json)
 #include <weft/weft.h>
+#include "per_thread_runs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -252,14 +253,6 @@ Entry mlp_block(int tokens, int d, int rounds, double target) {
     return e;
 }
 
-std::string cpu_name() {
-    std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "unknown";
-}
-
 std::string entry_json(const Entry &e) {
     std::ostringstream os;
     double speedup = e.eager_ms / e.lazy_ms;
@@ -274,15 +267,10 @@ std::string entry_json(const Entry &e) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    bool quick = false;
-    std::string out = WEFT_BENCH_FUSION_JSON;
-    int child = 0;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--quick") quick = true;
-        else if (a == "--child" && i + 1 < argc) child = std::atoi(argv[++i]);
-        else out = a;
-    }
+    weft_bench::RunArgs args = weft_bench::parse_run_args(argc, argv, WEFT_BENCH_FUSION_JSON);
+    const bool quick = args.quick;
+    const int child = args.child;
+    const std::string out = args.out;
     const int n = quick ? 1024 : 2048, rounds = quick ? 7 : 15;
     if (child) {
         // One thread count per process (the pool's size is fixed at its first use).
@@ -307,44 +295,28 @@ int main(int argc, char **argv) {
         run("mlp_block_" + std::to_string(tokens) + "x" + std::to_string(d), [&] { return mlp_block(tokens, d, rounds, 1.2); });
         return 0;
     }
-    std::vector<std::string> lines;
     std::printf("%-28s %7s %10s %10s %8s %8s %12s %12s %s\n", "entry", "threads", "eager ms", "lazy ms", "speedup",
                 "target", "eager MiB", "lazy MiB", "bits");
-    for (int threads : {1, 2}) {
-        std::string cmd = "WEFT_NUM_THREADS=" + std::to_string(threads) + " WEFT_CACHE_DIR=off /proc/" +
-                          std::to_string(getpid()) + "/exe --child " + std::to_string(threads) + (quick ? " --quick" : "");
-        FILE *p = popen(cmd.c_str(), "r");
-        if (!p) return 1;
-        char buf[4096];
-        while (std::fgets(buf, sizeof(buf), p)) {
-            std::string l(buf);
-            while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
-            if (l.empty() || l[0] != '{') continue;
-            lines.push_back(l);
-            auto num = [&](const char *k) {
-                auto i = l.find(std::string("\"") + k + "\": ");
-                return i == std::string::npos ? 0.0 : std::atof(l.c_str() + i + std::strlen(k) + 4);
-            };
-            auto str = [&](const char *k) {
-                auto i = l.find(std::string("\"") + k + "\": \"");
-                if (i == std::string::npos) return std::string();
-                i += std::strlen(k) + 5;
-                return l.substr(i, l.find('"', i) - i);
-            };
-            if (l.find("\"error\": ") != std::string::npos) {
-                std::printf("%-28s %7d FAILED: %s\n", str("name").c_str(), threads, str("error").c_str());
-                continue;
-            }
-            std::printf("%-28s %7d %10.2f %10.2f %7.2fx %7.1fx %12.1f %12.1f %s\n", str("name").c_str(), threads,
-                        num("eager_ms"), num("lazy_ms"), num("speedup"), num("target"), num("eager_peak_mb"),
-                        num("lazy_peak_mb"), l.find("\"same_bits\": true") != std::string::npos ? "same" : "DIFFER");
+    auto lines = weft_bench::run_per_thread_count("weft_bench_fusion", quick, [](int threads, const std::string &l) {
+        auto num = [&](const char *k) {
+            auto i = l.find(std::string("\"") + k + "\": ");
+            return i == std::string::npos ? 0.0 : std::atof(l.c_str() + i + std::strlen(k) + 4);
+        };
+        auto str = [&](const char *k) {
+            auto i = l.find(std::string("\"") + k + "\": \"");
+            if (i == std::string::npos) return std::string();
+            i += std::strlen(k) + 5;
+            return l.substr(i, l.find('"', i) - i);
+        };
+        if (l.find("\"error\": ") != std::string::npos) {
+            std::printf("%-28s %7d FAILED: %s\n", str("name").c_str(), threads, str("error").c_str());
+            return;
         }
-        if (pclose(p) != 0) std::fprintf(stderr, "weft_bench_fusion: the %d-thread run failed\n", threads);
-    }
-    std::ofstream f(out);
-    f << "{\"machine\": \"" << cpu_name() << "\", \"entries\": [\n";
-    for (size_t i = 0; i < lines.size(); i++) f << "  " << lines[i] << (i + 1 < lines.size() ? ",\n" : "\n");
-    f << "]}\n";
+        std::printf("%-28s %7d %10.2f %10.2f %7.2fx %7.1fx %12.1f %12.1f %s\n", str("name").c_str(), threads,
+                    num("eager_ms"), num("lazy_ms"), num("speedup"), num("target"), num("eager_peak_mb"),
+                    num("lazy_peak_mb"), l.find("\"same_bits\": true") != std::string::npos ? "same" : "DIFFER");
+    });
+    weft_bench::write_entries(out, lines);
     std::printf("wrote %s\n", out.c_str());
     return 0;
 }

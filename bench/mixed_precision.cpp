@@ -5,6 +5,7 @@
 // timing; times are medians of alternating rounds.
 // Usage: weft_bench_mixed_precision [--quick] [out.json]   (default bench/mixed_precision.json)
 #include <weft/weft.h>
+#include "per_thread_runs.h"
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
@@ -27,14 +28,6 @@ double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
 }
-std::string cpu_name() {
-    std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "unknown";
-}
-
 /** The separable 3x3 box blur (Halide's expert blur schedule: rows of blur_x slide along y within
     a strip, vectorized), in float32 arithmetic, stored as T. */
 template <typename T>
@@ -104,41 +97,16 @@ std::string run_child(int threads, bool quick, bool separable) {
 }  // namespace
 
 int main(int argc, char **argv) {
-    bool quick = false;
-    std::string out_path = WEFT_BENCH_MIXED_JSON;
-    int child = 0;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        if (a == "--quick") quick = true;
-        else if (a == "--child" && i + 1 < argc) child = std::atoi(argv[++i]);
-        else out_path = a;
-    }
+    weft_bench::RunArgs args = weft_bench::parse_run_args(argc, argv, WEFT_BENCH_MIXED_JSON);
     try {
-        if (child) {
-            std::printf("%s\n", run_child(child, quick, false).c_str());
-            std::printf("%s\n", run_child(child, quick, true).c_str());
+        if (args.child) {
+            std::printf("%s\n", run_child(args.child, args.quick, false).c_str());
+            std::printf("%s\n", run_child(args.child, args.quick, true).c_str());
             return 0;
         }
-        std::vector<std::string> entries;
-        for (int threads : {1, 2}) {
-            // One thread count per process (the pool's size is fixed at its first use).
-            std::string cmd = "WEFT_NUM_THREADS=" + std::to_string(threads) + " WEFT_CACHE_DIR=off /proc/" +
-                              std::to_string(getpid()) + "/exe --child " + std::to_string(threads) + (quick ? " --quick" : "");
-            FILE *p = popen(cmd.c_str(), "r");
-            if (!p) throw Error("cannot run " + cmd);
-            char line[1024];
-            while (std::fgets(line, sizeof line, p)) {
-                std::string l = line;
-                while (!l.empty() && l.back() == '\n') l.pop_back();
-                std::printf("%s\n", l.c_str());
-                entries.push_back(l);
-            }
-            if (pclose(p) != 0) throw Error("the run on " + std::to_string(threads) + " threads failed");
-        }
-        std::ofstream f(out_path);
-        f << "{\"machine\": \"" << cpu_name() << "\", \"entries\": [\n";
-        for (size_t i = 0; i < entries.size(); i++) f << "  " << entries[i] << (i + 1 < entries.size() ? ",\n" : "\n");
-        f << "]}\n";
+        auto lines = weft_bench::run_per_thread_count("weft_bench_mixed_precision", args.quick,
+                                                      [](int, const std::string &l) { std::printf("%s\n", l.c_str()); });
+        weft_bench::write_entries(args.out, lines);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "weft_bench_mixed_precision: %s\n", e.what());
         return 1;
