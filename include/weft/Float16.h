@@ -57,50 +57,41 @@ inline double small_float_to_double(uint32_t bits, int exp_bits, int mant) {
 }
 }  // namespace internal
 
-/** IEEE half precision (Float(16)). */
-struct float16_t {
+namespace internal {
+/** A binary float of E exponent and M mantissa bits in 16 bits: what float16_t and bfloat16_t share. */
+template <typename Self, int E, int M>
+struct SmallFloat {
     uint16_t bits = 0;
-    float16_t() = default;
-    explicit float16_t(double d) : bits((uint16_t)internal::round_double_to_small_float(d, 5, 10)) {}
-    explicit float16_t(float f) : float16_t((double)f) {}
-    explicit float16_t(int v) : float16_t((double)v) {}
-    static float16_t from_bits(uint16_t b) {
-        float16_t r;
+    SmallFloat() = default;
+    explicit SmallFloat(double d) : bits((uint16_t)round_double_to_small_float(d, E, M)) {}
+    explicit SmallFloat(float f) : SmallFloat((double)f) {}
+    explicit SmallFloat(int v) : SmallFloat((double)v) {}
+    static Self from_bits(uint16_t b) {
+        Self r;
         r.bits = b;
         return r;
     }
-    explicit operator float() const { return (float)internal::small_float_to_double(bits, 5, 10); }
-    explicit operator double() const { return internal::small_float_to_double(bits, 5, 10); }
+    explicit operator double() const { return small_float_to_double(bits, E, M); }
+    explicit operator float() const { return (float)small_float_to_double(bits, E, M); }
     float to_float() const { return (float)*this; }
-    bool is_nan() const { return (bits & 0x7c00) == 0x7c00 && (bits & 0x3ff); }
+    bool is_nan() const {
+        const uint16_t exp_mask = (uint16_t)(((1u << E) - 1) << M);
+        return (bits & exp_mask) == exp_mask && (bits & ((1u << M) - 1));
+    }
     /** Equal as numbers (NaN is unequal to everything, -0 equals +0). */
-    bool operator==(float16_t o) const { return (double)*this == (double)o; }
-    bool operator!=(float16_t o) const { return !(*this == o); }
+    bool operator==(const Self &o) const { return (double)*this == (double)o; }
+    bool operator!=(const Self &o) const { return !(*this == o); }
+};
+}  // namespace internal
+
+/** IEEE half precision (Float(16)). */
+struct float16_t : internal::SmallFloat<float16_t, 5, 10> {
+    using SmallFloat::SmallFloat;
 };
 
 /** bfloat16 (BFloat(16)): float32's exponent range with 8 bits of precision. */
-struct bfloat16_t {
-    uint16_t bits = 0;
-    bfloat16_t() = default;
-    explicit bfloat16_t(double d) : bits((uint16_t)internal::round_double_to_small_float(d, 8, 7)) {}
-    explicit bfloat16_t(float f) : bfloat16_t((double)f) {}
-    explicit bfloat16_t(int v) : bfloat16_t((double)v) {}
-    static bfloat16_t from_bits(uint16_t b) {
-        bfloat16_t r;
-        r.bits = b;
-        return r;
-    }
-    explicit operator float() const {
-        uint32_t u = (uint32_t)bits << 16;
-        float f;
-        std::memcpy(&f, &u, 4);
-        return f;
-    }
-    explicit operator double() const { return (double)(float)*this; }
-    float to_float() const { return (float)*this; }
-    bool is_nan() const { return (bits & 0x7f80) == 0x7f80 && (bits & 0x7f); }
-    bool operator==(bfloat16_t o) const { return (float)*this == (float)o; }
-    bool operator!=(bfloat16_t o) const { return !(*this == o); }
+struct bfloat16_t : internal::SmallFloat<bfloat16_t, 8, 7> {
+    using SmallFloat::SmallFloat;
 };
 
 }  // namespace weft
