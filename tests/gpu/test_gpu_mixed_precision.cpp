@@ -66,8 +66,7 @@ TEST(GPURunMixedPrecision, DeviceMatchesTheCpuBitForBit) {
     Buffer<bfloat16_t> gpu(70, 20), cpu(70, 20);
     Pipeline(m.out).realize(gpu, Target::cuda());
     gpu.copy_to_host();
-    MixedCase n = mixed_case();  // the same values, scheduled for the host
-    n.a = m.a;
+    MixedCase n = mixed_case();  // the same values (one seed); its GPU directives do nothing on the host
     Pipeline(n.out).realize(cpu);
     for (int y = 0; y < 20; y++)
         for (int x = 0; x < 70; x++) {
