@@ -62,8 +62,6 @@ Expr mkf(Type t, double v) {
 }
 Expr mkbool(bool b, int lanes) { return mkc(Bool(lanes), b); }
 bool float_foldable(Type t) { return t.is_float() && (t.bits() == 32 || t.bits() == 64); }
-/** Conversions of float constants fold for 16-bit floats too (FloatImm::make rounds once). */
-bool float_convertible(Type t) { return t.is_float(); }
 
 i128 floordiv(i128 a, i128 b) {
     if (b == 0) return 0;
@@ -1001,14 +999,9 @@ public:
         double d;
         if (cint(v, &x)) {
             if (te.is_int_or_uint() || te.is_bool()) return mkc(t, x);
-            if (float_convertible(te)) {
-                double r;
-                if (te.bits() == 32) r = se.is_uint() ? (double)(float)(uint64_t)x : (double)(float)(int64_t)x;
-                else r = se.is_uint() ? (double)(uint64_t)x : (double)(int64_t)x;
-                return mkf(t, r);
-            }
+            if (te.is_float()) return mkf(t, do_cast(te, make_int(se, (uint64_t)x)).f);  // (one rounding, as at run time)
         }
-        if (cflt(v, &d) && float_convertible(se)) {
+        if (cflt(v, &d)) {  // (any float type: FloatImm::make rounds once to the target)
             if (te.is_bool()) return mkbool(d != 0, t.lanes());
             if (te.is_int_or_uint()) {
                 i128 r;
@@ -1018,7 +1011,7 @@ public:
                 else r = (i128)std::trunc(d);
                 return mkc(t, r);
             }
-            if (float_convertible(te)) return mkf(t, d);
+            if (te.is_float()) return mkf(t, d);
         }
         if (auto *b = v.as<Broadcast>()) return Broadcast::make(mk_cast(te, b->value), b->lanes);
         // cast(T, cast(U, x)) with x of type T and U an integer type at least as wide: x.
