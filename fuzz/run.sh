@@ -8,11 +8,12 @@ JOBS="${FUZZ_JOBS:-1}"
 CXX="${CXX_FUZZ:-clang++-14}"
 OUT=build-fuzz
 mkdir -p "$OUT/corpus" "$OUT/artifacts"
-SRCS=(fuzz/fuzz_simplify.cpp src/ir/*.cpp)
+# The interpreter (src/ir/Evaluate.cpp) calls the runtime's print functions, so the runtime links in.
+SRCS=(fuzz/fuzz_simplify.cpp src/ir/*.cpp src/runtime/Runtime.cpp)
 BIN="$OUT/fuzz_simplify"
 NEED=0
 [ -x "$BIN" ] || NEED=1
-for f in "${SRCS[@]}" src/ir/*.h include/weft/*.h; do [ "$f" -nt "$BIN" ] && NEED=1; done
+for f in "${SRCS[@]}" src/ir/*.h src/runtime/*.h include/weft/*.h; do [ "$f" -nt "$BIN" ] && NEED=1; done
 if [ "$NEED" = 1 ]; then
   echo "building $BIN"
   "$CXX" -std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \

@@ -416,8 +416,8 @@ TEST(FixedPoint, WiderTypesAtTheirLimits) {
         b16(i) = w16[i];
         a32(i) = v16[i] * 65536 + (i & 1 ? 65535 : 0);
         b32(i) = w16[i] * 65536;
-        a64(i) = (int64_t)a32(i) << 32;
-        b64(i) = (int64_t)b32(i) << 32;
+        a64(i) = (int64_t)a32(i) * ((int64_t)1 << 32);  // a shift of a negative value is UB
+        b64(i) = (int64_t)b32(i) * ((int64_t)1 << 32);
         u64a(i) = (uint64_t)a64(i);
         u64b(i) = (uint64_t)b64(i);
     }
