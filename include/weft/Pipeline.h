@@ -133,6 +133,36 @@ public:
         does) and their loops; a Func that s does not name keeps its schedule. On an error
         (a weft::Error naming the Func and the call) every Func keeps the schedule it had. */
     void apply_schedule(const Schedule &s);
+    /** Reads C++ schedule calls, as Schedule::cpp_source() prints them or as people write them
+        in Halide's style, and gives the pipeline exactly the schedule they make: the text is the
+        whole schedule. Every Func of the pipeline starts from the default schedule (a Func the
+        text does not name gets it; an empty text gives it to every Func), then the calls are
+        made in order through the public API, each checked as when a user makes it.
+
+        The text is statements of C++: `Var xo("xo"), xi;` and `RVar r_x("r.x");` declarations
+        (optional: an undeclared name is the loop of that name); `Stage s = f.update(0).
+        specialize(w > 64);` (later calls on s go to that specialization); and calls on a Func
+        (by its name in the pipeline, or that name made a C++ identifier: "f$2" or f_2) or a
+        Stage, chained or not: f.split(x, xo, xi, 8, TailStrategy::GuardWithIf), fuse, reorder,
+        tile(x, y, xo, yo, xi, yi, 8, 8) and tile(x, y, xi, yi, 8, 8), vectorize(x) and
+        vectorize(x, 8) (also unroll, parallel), serial, gpu_blocks, gpu_threads, gpu_tile,
+        gpu_single_thread, atomic, prefetch, specialize, compute_with, update(k), compute_root,
+        compute_inline, compute_at(g, y), store_root, store_at, bound, store_in(MemoryType::X),
+        reorder_storage, align_storage, fold_storage, align_bounds, store_nontemporal,
+        load_ahead. The conveniences make the calls weft's Func makes for them (vectorize(x, 8)
+        splits x into x and x_vi). Arguments that are values are constants (combined as C++
+        combines them), the pipeline's Params by name, input shapes (in.extent(0),
+        in.width()), + - * / %, comparisons, && || !, min, max, select, clamp, abs and casts.
+        Comments, blank lines, `using namespace weft;` and weft:: are allowed.
+
+        On any error — text that does not read as such C++, an unknown Func, call, loop or
+        name, a wrong number of arguments, a compute_at / store_at at a Func that does not use
+        this one (directly or through others) or at a loop it never has, a call the API refuses
+        — every Func keeps the schedule it had, and the weft::Error says "schedule line N:" and
+        what is wrong there. Text of more than 1 MiB is refused. What only lowering checks
+        (e.g. a compute_with the loops cannot fuse) is reported when the pipeline is compiled,
+        as for calls made in C++. */
+    void apply_schedule_source(const std::string &cpp);
     /** Chooses a schedule for the estimated shapes (Func::set_estimates on the outputs,
         ImageParam::set_estimates, Param::set_estimate) and gives it to the pipeline's Funcs, in
         place of the ones they have. A missing estimate is a weft::Error naming the Func or input

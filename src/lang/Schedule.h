@@ -13,6 +13,7 @@
 // unique names (a second Func "f" is "f$2"), and the pointers are unset.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -231,6 +232,25 @@ PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const
 std::string schedule_cpp_source(const PipelineSchedule &s);
 /** The C++ identifier for a weft name ("f$2" -> "f_2"). */
 std::string cpp_identifier(const std::string &name);
+
+// ---------------- C++ read back (ScheduleParse.cpp) ----------------
+/** Reads C++ schedule calls typed by a user: what schedule_cpp_source() prints, and the
+    Halide-style calls people write by hand (tile, vectorize(x, 8), chained calls, calls on
+    Stage variables, comments, Var/RVar declarations or none). Gives the calls of the public
+    API they make, in order, as apply_directives_to() takes them (from the default schedule):
+    the conveniences (tile, vectorize(x, n), gpu_tile, ...) are expanded into the calls weft's
+    Func makes for them, with the same invented names.
+
+    `current` names the pipeline's Funcs (unique names, or their cpp_identifier forms in the
+    text), their Vars and each stage's initial loops. `params` maps the names the text may use
+    in Exprs to the Exprs of the schedule value: each Param's unique name to its Variable, and
+    each input's shape fields ("in.extent.0", read as in.extent(0)) to theirs; the inputs named
+    there are also what prefetch() may name. `lines`, if given, gets the line of the text each
+    call comes from. Anything else is a weft::Error "schedule line N: ..." naming what is
+    wrong; nothing is applied here, so the call's own checks come when the calls are made. */
+std::vector<Directive> parse_schedule_source(const std::string &text, const PipelineSchedule &current,
+                                             const std::map<std::string, Expr> &params,
+                                             std::vector<int> *lines = nullptr);
 
 }  // namespace internal
 }  // namespace weft

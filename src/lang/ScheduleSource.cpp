@@ -48,7 +48,11 @@ protected:
     }
     void visit(const FloatImm *op) override {
         if (op->type.bits() == 16) os << "cast(" << type_expr(op->type) << ", ";
-        os << std::setprecision(17) << op->value;
+        std::ostringstream v;
+        v << std::setprecision(17) << op->value;
+        std::string text = v.str();
+        if (text.find_first_of(".en") == std::string::npos) text += ".0";  // (2.0 is not the int 2; 'n': inf, nan)
+        os << text;
         if (op->type.bits() <= 32) os << "f";
         if (op->type.bits() == 16) os << ")";
     }

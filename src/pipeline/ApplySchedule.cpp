@@ -75,7 +75,7 @@ std::string directive_name(const Directive &d) {
 }
 
 void apply_directives(const Env &env, const std::vector<std::string> &reset, const std::vector<Directive> &calls,
-                      const char *who);
+                      const char *who, size_t *failed = nullptr);
 
 }  // namespace
 
@@ -113,16 +113,16 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
 }
 
 void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
-                         const std::vector<Directive> &calls, const char *who) {
+                         const std::vector<Directive> &calls, const char *who, size_t *failed) {
     Env env = names_env(outputs);
     std::vector<std::string> reset;
     for (auto &f : env.given.funcs) reset.push_back(f.func);
-    apply_directives(env, reset, calls, who);
+    apply_directives(env, reset, calls, who, failed);
 }
 
 namespace {
 void apply_directives(const Env &env, const std::vector<std::string> &reset, const std::vector<Directive> &calls,
-                      const char *who) {
+                      const char *who, size_t *failed) {
     std::vector<std::string> all;
     for (auto &f : env.given.funcs) all.push_back(f.func);
     ToUser to_user;
@@ -258,6 +258,7 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
         }
     } catch (Error &e) {
         restore();
+        if (failed) *failed = current ? (size_t)(current - calls.data()) : calls.size();
         std::string msg = e.what();
         if (msg.rfind("weft: ", 0) == 0) msg = msg.substr(6);
         throw Error("weft: " + std::string(who) + ": " + (current ? directive_name(*current) + ": " : std::string()) + msg);

@@ -15,9 +15,10 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
 
 /** Resets every Func reached from `outputs` to the default schedule, then makes `calls`
     through the public API (names are the pipeline's unique names). On an error every Func
-    keeps the schedule it had, and the Error (prefixed by `who`) names the call. */
+    keeps the schedule it had, and the Error (prefixed by `who`) names the call; `failed`, if
+    given, gets the index of that call in `calls` (calls.size() for an error before any). */
 void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
-                         const std::vector<Directive> &calls, const char *who);
+                         const std::vector<Directive> &calls, const char *who, size_t *failed = nullptr);
 
 }  // namespace internal
 }  // namespace weft

@@ -1,5 +1,6 @@
 // Pipeline, Callable, Func::realize: binding arguments, the shape-keyed lookup, JIT at first call.
 #include "weft/Pipeline.h"
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <set>
 #include "cache/DiskCache.h"
 #include "cache/KernelCache.h"
 #include "cuda/CudaPipelineKernel.h"
@@ -21,6 +23,7 @@
 #include "ir/Stack.h"
 #include "ir/Warnings.h"
 #include "lower/Lower.h"
+#include "lower/RealizationOrder.h"
 #include "pipeline/ApplySchedule.h"
 #include "pipeline/PipelineInternal.h"
 #include "runtime/Runtime.h"
@@ -800,6 +803,95 @@ Schedule Pipeline::get_schedule() const {
 void Pipeline::apply_schedule(const Schedule &s) {
     check_pipeline(c_);
     apply_schedule_to(c_->outputs, s.value());
+}
+
+/** compute_at(g, v) / store_at(g, v) from schedule text: g must use the Func, directly or
+    through other Funcs, and g must have loops (not be inlined), else lowering would refuse
+    the schedule; said here, with the line. Only the levels that stand at the end count (a
+    later call replaces an earlier one). (`env` is a reference snapshot: every Func in it.) */
+static void check_levels(const Env &env, const std::vector<Directive> &calls, const std::vector<int> &lines) {
+    std::map<std::string, std::set<std::string>> callees;
+    for (auto &f : env.funcs)
+        for (auto &s : f.stages)
+            for (auto &c : funcs_called(s)) callees[f.name].insert(c);
+    auto uses = [&](const std::string &g, const std::string &f) {
+        std::set<std::string> seen{g};
+        std::vector<std::string> todo{g};
+        while (!todo.empty()) {
+            std::string n = todo.back();
+            todo.pop_back();
+            for (auto &c : callees[n]) {
+                if (c == f) return true;
+                if (seen.insert(c).second) todo.push_back(c);
+            }
+        }
+        return false;
+    };
+    // Each Func's last compute-level and store-level call (compute_inline resets both).
+    std::map<std::string, size_t> compute, store;
+    for (size_t i = 0; i < calls.size(); i++) {
+        Directive::Op op = calls[i].op;
+        if (op == Directive::ComputeRoot || op == Directive::ComputeInline || op == Directive::ComputeAt)
+            compute[calls[i].func] = i;
+        if (op == Directive::StoreRoot || op == Directive::StoreAt || op == Directive::ComputeInline)
+            store[calls[i].func] = i;
+    }
+    std::vector<size_t> levels;
+    for (auto *m : {&compute, &store})
+        for (auto &[f, i] : *m)
+            if (calls[i].op == Directive::ComputeAt || calls[i].op == Directive::StoreAt) levels.push_back(i);
+    std::sort(levels.begin(), levels.end());  // (the first line first)
+    for (size_t i : levels) {
+        const Directive &d = calls[i];
+        const std::string &g = d.names[0];
+        if (g == d.func) continue;  // (the call itself refuses it)
+        std::string head = "weft: schedule line " + std::to_string(lines[i]) + ": Func \"" + d.func + "\"." +
+                           (d.op == Directive::ComputeAt ? "compute_at(" : "store_at(") + g + ", " + d.names[1] + "): ";
+        if (!uses(g, d.func))
+            throw Error(head + "Func \"" + g + "\" does not use \"" + d.func +
+                        "\" (directly or through other Funcs), so \"" + d.func +
+                        "\" cannot be computed or stored inside its loops; use one of its consumers");
+        const FuncScheduleValue *gv = env.given.find(g);
+        bool output = std::find(env.outputs.begin(), env.outputs.end(), g) != env.outputs.end();
+        auto c = compute.find(g);
+        bool inlined = c == compute.end() || calls[c->second].op == Directive::ComputeInline;
+        if (gv && gv->stages.size() == 1 && inlined && !output)
+            throw Error(head + "Func \"" + g + "\" is inlined (it has no loops); schedule it with compute_root() or "
+                        "compute_at() first");
+    }
+}
+
+void Pipeline::apply_schedule_source(const std::string &cpp) {
+    check_pipeline(c_);
+    static const std::string head = "weft: apply_schedule_source(): ";
+    // The Funcs (all of them: a reference snapshot), Params and inputs, by the pipeline's unique names.
+    Env env = on_large_stack<Env>([&] { return build_env(c_->outputs, true); });
+    std::map<std::string, Expr> names;
+    for (auto &p : env.params) names[p.name] = Variable::make(p.param->type, p.name);
+    for (auto &in : env.inputs)
+        for (int k = 0; k < in.dims; k++)
+            for (const char *f : {"min", "extent", "stride"}) {
+                std::string n = buffer_field(in.name, f, k);
+                names[n] = Variable::make(Int(32), n);
+            }
+    std::vector<int> lines;
+    std::vector<Directive> calls;
+    try {
+        calls = parse_schedule_source(cpp, env.given, names, &lines);
+        check_levels(env, calls, lines);
+    } catch (const Error &e) {
+        std::string m = e.what();
+        throw Error(head + (m.rfind("weft: ", 0) == 0 ? m.substr(6) : m));
+    }
+    size_t failed = calls.size();
+    try {
+        apply_directives_to(c_->outputs, calls, "apply_schedule_source()", &failed);
+    } catch (const Error &e) {
+        if (failed >= lines.size()) throw;
+        std::string m = e.what();
+        if (m.rfind(head, 0) == 0) m = m.substr(head.size());
+        throw Error(head + "schedule line " + std::to_string(lines[failed]) + ": " + m);
+    }
 }
 
 // ---------------- Callable ----------------
