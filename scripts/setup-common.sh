@@ -1,7 +1,9 @@
 # Shared by demo.sh and test.sh: installs what is missing (apt-get; sudo if not root),
 # then configures and builds weft with Ninja into $BUILD_DIR (default build/).
 PACKAGES=(build-essential cmake ninja-build ccache llvm-19-dev libeigen3-dev libxxhash-dev libgtest-dev googletest
-          clang-14 libclang-rt-14-dev)
+          clang-14 libclang-rt-14-dev
+          libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libjs-chart.js pkg-config
+          chromium python3-websocket)
 
 install_missing() {
     local missing=()
