@@ -1,6 +1,27 @@
 # Writes a C++ header holding a text file as a raw string literal:
-#   cmake -DINPUT=page.html -DOUTPUT=page_html.h -DNAME=kPageHtml -P embed_text.cmake
+#   cmake -DINPUT=page.html -DOUTPUT=page_html.h -DNAME=kPageHtml [-DPARTS=a=file1;b=file2] -P embed_text.cmake
+# PARTS: each line of INPUT that is exactly a part's placeholder (/*WEFT_<a>*/ or <!--WEFT_<a>-->,
+# with <a> upper-cased) is replaced by that file's contents, so that text shared by several
+# embedded files is written once in the sources.
 file(READ "${INPUT}" content)
+foreach(part ${PARTS})
+  string(REPLACE "=" ";" kv "${part}")
+  list(GET kv 0 key)
+  list(GET kv 1 path)
+  string(TOUPPER "${key}" key)
+  file(READ "${path}" text)
+  set(found FALSE)
+  foreach(ph "/*WEFT_${key}*/" "<!--WEFT_${key}-->")
+    string(FIND "${content}" "${ph}" at)
+    if(NOT at EQUAL -1)
+      string(REPLACE "${ph}\n" "${text}" content "${content}")
+      set(found TRUE)
+    endif()
+  endforeach()
+  if(NOT found)
+    message(FATAL_ERROR "${INPUT} has no placeholder for the part ${key}")
+  endif()
+endforeach()
 string(FIND "${content}" ")WEFTEMBED\"" clash)
 if(NOT clash EQUAL -1)
   message(FATAL_ERROR "${INPUT} contains the raw string's delimiter")

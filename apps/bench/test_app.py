@@ -60,6 +60,37 @@ def test_cli(tmp):
     rc, out, err = run(["run", "sgemm", "--size", "n=64"] + QUICK)
     check(rc == 0 and re.search(r"Eigen \d+\.\d+x", out) is not None, "sgemm against Eigen: " + out + err)
 
+    # A peer in a process of its own, as bench/run builds them (here a stand-in that speaks the
+    # protocol of bench/peers/bench_common.h and says each call took 1 ms), and a broken one.
+    peers = os.path.join(tmp, "peers")
+    os.mkdir(peers)
+    fake = os.path.join(peers, "bench_halide")
+    open(fake, "w").write("#!" + sys.executable + "\n" + """import json, sys
+for line in sys.stdin:
+    w = line.split()
+    if w and w[0] == "setup":
+        print(json.dumps({"ok": w[1] == "sgemm_rm" and w[2] == "manual", "error": "not " + w[1], "call_ms": 1}), flush=True)
+    elif w and w[0] == "time":
+        print(json.dumps({"ok": True, "ms": [1.0] * int(w[1])}), flush=True)
+    elif w and w[0] == "quit":
+        break
+""")
+    os.chmod(fake, 0o755)
+    broken = os.path.join(peers, "bench_onednn")
+    open(broken, "w").write("#!/bin/sh\nexit 3\n")
+    os.chmod(broken, 0o755)
+    env = dict(os.environ, WEFT_BENCH_PEERS=peers)
+    p = subprocess.run([EXE, "run", "sgemm", "--size", "n=64"] + QUICK, capture_output=True, text=True, env=env, timeout=300)
+    check(p.returncode == 0 and re.search(r"Halide 14 \d+\.\d+x", p.stdout) is not None, "a peer in its own process: " + p.stdout + p.stderr)
+    p = subprocess.run([EXE, "run", "conv", "--size", "size=8", "--json", os.path.join(tmp, "c.json")] + QUICK,
+                       capture_output=True, text=True, env=env, timeout=300)
+    check(p.returncode == 0 and "oneDNN error" in p.stdout and "Halide 14 error" in p.stdout, "broken peers are errors: " + p.stdout + p.stderr)
+    cj = json.load(open(os.path.join(tmp, "c.json")))["weft_runs"][0]
+    errs = {q["name"]: q.get("error", "") for q in cj["peers"]}
+    check("stopped" in errs.get("oneDNN", "") and "not conv" in errs.get("Halide 14", ""), "the peers' errors say why: %s" % errs)
+    p = subprocess.run([EXE, "list"], capture_output=True, text=True, env=env)
+    check("peers: oneDNN, Halide 14" in p.stdout, "listed peers include the built programs: " + p.stdout[:600])
+
     sched = os.path.join(tmp, "s.txt")
     open(sched, "w").write("// strips of 8 rows\nblur_y.split(y, yo, yi, 8).parallel(yo).vectorize(x, 8);\n")
     js2 = os.path.join(tmp, "b.json")

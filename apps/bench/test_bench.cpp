@@ -157,6 +157,45 @@ TEST(BenchRun, ChecksTimesAndComparesWithPeers) {
     EXPECT_FALSE(profile_enabled());  // the profiled call leaves profiling as it was
 }
 
+TEST(BenchRun, APeerTimedElsewhereIsTimedInBatches) {
+    register_test_benchmarks();
+    static std::vector<int> asked;
+    static bool registered = false;
+    if (!registered) {
+        registered = true;
+        bench::register_benchmark({"test_elsewhere", "a peer timed in another process", {{"width", 32}, {"height", 8}},
+                                   {}, {"elsewhere", "broken"}, [](const Sizes &s) {
+                                       bench::Instance in = scale_instance(s, false);
+                                       in.peers.clear();
+                                       bench::Peer p;
+                                       p.name = "elsewhere";
+                                       p.time = [](int reps) {
+                                           asked.push_back(reps);
+                                           return std::vector<double>((size_t)reps, 2.0);  // 2 ms a call
+                                       };
+                                       in.peers.push_back(p);
+                                       bench::Peer broken;
+                                       broken.name = "broken";
+                                       broken.time = [](int) -> std::vector<double> { throw Error("it crashed"); };
+                                       in.peers.push_back(broken);
+                                       return in;
+                                   }});
+    }
+    bench::Options o = quick();
+    o.min_seconds = 0.2;  // 200 ms of the peer's own time: 100 calls of 2 ms, in batches of about 50
+    o.max_reps = 1000;
+    bench::Result r = bench::run(*bench::find_benchmark("test_elsewhere"), {}, o);
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    ASSERT_EQ(r.peers.size(), 2u);
+    EXPECT_EQ(r.peers[0].time.reps, 100);
+    EXPECT_DOUBLE_EQ(r.peers[0].time.median, 2.0);
+    EXPECT_NEAR(r.peers[0].speedup, 2.0 / r.time.median, 1e-9);
+    ASSERT_GE(asked.size(), 3u);
+    EXPECT_EQ(asked[0], 1);  // warm-up: one call at a time
+    EXPECT_GT(asked.back(), 1);  // then batches
+    EXPECT_NE(r.peers[1].error.find("it crashed"), std::string::npos);
+}
+
 TEST(BenchRun, AMismatchIsReportedWithThePlace) {
     register_test_benchmarks();
     bench::Result r = bench::run(*bench::find_benchmark("test_scale_wrong"), {}, quick());

@@ -1,7 +1,10 @@
 // weft-bench: the built-in benchmarking app (weft/bench.h). It registers the pipelines of
 // bench/run (SGEMM, blur, unsharp, conv, softmax, layer norm, with the expert schedules of
 // bench/weft_schedules.h) and Halide's app suite (apps/suite, Halide's expert schedules
-// translated), each with a reference, and Eigen as the peer where Eigen has the operation.
+// translated), each with a reference. Peers: Eigen (and OpenBLAS where libopenblas-dev is
+// installed) in this process; in processes of their own, the programs bench/run builds into
+// build/bench-peers where they are built (OpenBLAS, oneDNN, and Halide 14 with its expert
+// schedules: see peer_process.h).
 #include <weft/bench.h>
 
 #include <Eigen/Dense>
@@ -16,6 +19,7 @@
 #include <cblas.h>
 #endif
 
+#include "peer_process.h"
 #include "weft_schedules.h"
 #include "weft_suite.h"
 
@@ -24,6 +28,8 @@ namespace {
 using namespace weft;
 using bench::Instance;
 using bench::Sizes;
+using weft_bench_app::add_process_peer;
+using weft_bench_app::peer_built;
 
 /** Deterministic values in [-1, 1). */
 Buffer<float> input(std::vector<int> extents, uint64_t seed) {
@@ -82,7 +88,10 @@ Instance sgemm(const Sizes &s) {
                             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, A.data(), n, B.data(),
                                         n, 0.0f, oc->data(), n);
                         }});
+#else
+    add_process_peer(in, "OpenBLAS", "bench_openblas", "sgemm_rm", "-", n);
 #endif
+    add_process_peer(in, "Halide 14", "bench_halide", "sgemm_rm", "manual", n);
     in.reference = [A, B, n](std::vector<Buffer<void>> &e) {
         Eigen::Map<const Mat> a(A.data(), n, n), b(B.data(), n, n);
         Eigen::Map<Mat> c(Buffer<float>(e[0]).data(), n, n);
@@ -140,6 +149,7 @@ Instance blur(const Sizes &s) {
     Buffer<float> src = input({W + 2, H + 2}, 1), out(W, H);
     src.set_min(-1, -1);
     bind_instance(in, weft_bench::blur(), {src}, out);
+    if (W == H) add_process_peer(in, "Halide 14", "bench_halide", "blur", "manual", W);  // square images only
     in.reference = [src, W, H](std::vector<Buffer<void>> &e) {
         Buffer<float> o(e[0]);
         std::vector<float> bx((size_t)W * (H + 2));
@@ -161,6 +171,7 @@ Instance unsharp(const Sizes &s) {
     Instance in;
     Buffer<float> src = input({W, W}, 1), out(W, W);
     bind_instance(in, weft_bench::unsharp(), {src}, out);
+    add_process_peer(in, "Halide 14", "bench_halide", "unsharp", "manual", W);
     in.work = {0, 8.0 * W * W};
     return in;
 }
@@ -170,6 +181,8 @@ Instance conv(const Sizes &s) {
     Instance in;
     Buffer<float> x = input({C, P, P, N}, 1), w = input({C, 3, 3, C}, 2), b = input({C}, 3), out(C, S, S, N);
     bind_instance(in, weft_bench::conv(C), {x, w, b}, out);
+    add_process_peer(in, "oneDNN", "bench_onednn", "conv", "-", S);
+    add_process_peer(in, "Halide 14", "bench_halide", "conv", "manual", S);
     in.work = {2.0 * N * S * S * C * C * 9, 4.0 * ((double)C * P * P * N + 9.0 * C * C + (double)C * S * S * N)};
     return in;
 }
@@ -193,13 +206,23 @@ Instance suite_app(const suite::WeftApp &app, const Sizes &s) {
     };
     in.atol = info.atol;
     in.rtol = info.rtol;
+    add_process_peer(in, "Halide 14", "bench_halide_apps", "app_" + info.name, "manual", s["size"]);
     return in;
 }
 
 void register_all() {
-    std::vector<std::string> sgemm_peers = {"Eigen"};
+    // The peers each builder adds, by name (those in processes of their own where built).
+    auto peers = [](std::vector<std::string> in_process,
+                    std::vector<std::pair<std::string, std::string>> programs) {
+        for (auto &p : programs)
+            if (peer_built(p.second)) in_process.push_back(p.first);
+        return in_process;
+    };
 #ifdef WEFT_BENCH_OPENBLAS
-    sgemm_peers.push_back("OpenBLAS");
+    std::vector<std::string> sgemm_peers = peers({"Eigen", "OpenBLAS"}, {{"Halide 14", "bench_halide"}});
+#else
+    std::vector<std::string> sgemm_peers =
+        peers({"Eigen"}, {{"OpenBLAS", "bench_openblas"}, {"Halide 14", "bench_halide"}});
 #endif
     bench::register_benchmark({"sgemm", "C = A B, n x n float32 matrices, row-major", {{"n", 1024}},
                                {{{"n", 256}}, {{"n", 512}}, {{"n", 1024}}, {{"n", 2048}}}, sgemm_peers, sgemm});
@@ -214,17 +237,17 @@ void register_all() {
                                 {{"width", 1024}, {"height", 1024}},
                                 {{"width", 2048}, {"height", 2048}},
                                 {{"width", 4096}, {"height", 4096}}},
-                               {},
+                               peers({}, {{"Halide 14", "bench_halide"}}),
                                blur});
     bench::register_benchmark({"unsharp", "unsharp mask (Gaussian blur, sharpen), float32, width x width",
                                {{"width", 2048}},
                                {{{"width", 512}}, {{"width", 1024}}, {{"width", 2048}}},
-                               {},
+                               peers({}, {{"Halide 14", "bench_halide"}}),
                                unsharp});
     bench::register_benchmark({"conv", "3x3 convolution + bias + ReLU, 64 -> 64 channels, batch 4, size x size",
                                {{"size", 56}},
                                {{{"size", 14}}, {{"size", 28}}, {{"size", 56}}},
-                               {},
+                               peers({}, {{"oneDNN", "bench_onednn"}, {"Halide 14", "bench_halide"}}),
                                conv});
     for (const suite::WeftApp &a : suite::weft_apps()) {
         suite::AppInfo info = a.info();
@@ -235,7 +258,7 @@ void register_all() {
         bench::register_benchmark({"app_" + info.name, info.description + " (size: " + info.size_meaning + ")",
                                    {{"size", info.default_size}},
                                    sweep,
-                                   {},
+                                   peers({}, {{"Halide 14", "bench_halide_apps"}}),
                                    [ap](const Sizes &s) { return suite_app(*ap, s); }});
     }
 }

@@ -68,10 +68,14 @@ struct Work {
 };
 
 /** Another implementation of the same computation (a library, a hand-written loop), timed
-    exactly as the pipeline is. */
+    exactly as the pipeline is: warm-up calls, then repetitions to the time budget. */
 struct Peer {
     std::string name;
     std::function<void()> run;
+    /** For a peer that runs in a process of its own (one that cannot share weft's, as Halide 14
+        with its LLVM 14): makes `reps` calls there and returns each one's time in ms (a
+        weft::Error where the peer fails). When set, `run` is not used. */
+    std::function<std::vector<double>(int reps)> time;
 };
 
 /** A benchmark at given sizes, made by its builder: the algorithm with its inputs bound, the
@@ -210,7 +214,8 @@ using ProgressFn = std::function<void(const Progress &)>;
     peers. A failure (a bad schedule, a mismatch is not one) is a Result with `error` set. */
 Result run(const Definition &d, const Sizes &sizes, const Options &o = {}, const ProgressFn &progress = {});
 
-/** The threads parallel loops run on in this process (WEFT_NUM_THREADS, else the hardware's). */
+/** The threads parallel loops run on in this process: the thread pool's size (WEFT_NUM_THREADS, else
+    the hardware's), fixed when the pool starts (at the first parallel loop, or here). */
 int threads();
 
 /** The machine, for the roofline: peak GFLOP/s of float multiply-adds and memory bandwidth

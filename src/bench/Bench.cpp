@@ -9,8 +9,8 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
-#include <thread>
 
+#include "runtime/Runtime.h"
 #include "weft/Float16.h"
 
 namespace weft {
@@ -168,14 +168,7 @@ double mann_whitney_p(const std::vector<double> &a, const std::vector<double> &b
     return std::min(1.0, std::max(0.0, p));
 }
 
-int threads() {
-    if (const char *s = std::getenv("WEFT_NUM_THREADS")) {
-        int n = std::atoi(s);
-        if (n >= 1) return std::min(n, 1024);
-    }
-    int n = (int)std::thread::hardware_concurrency();
-    return n >= 1 ? n : 1;
-}
+int threads() { return weft_rt_num_threads(); }  // the pool's size (started now if it was not)
 
 // ---------------------------------------------------------------- measuring
 
@@ -324,6 +317,39 @@ Stats measure(F &&call, const Options &o, Tick &&tick) {
     return summarize(std::move(samples));
 }
 
+/** measure() for a peer timed in its own process: warm-up calls there, then batches of about
+    0.1 s until the budget is spent, each call's time as the peer measured it. */
+template <typename Tick>
+Stats measure_elsewhere(const std::function<std::vector<double>(int)> &time, const Options &o, Tick &&tick) {
+    auto w0 = Clock::now();
+    double per_call = 0;
+    for (int warm = 0; ms_since(w0) < o.warmup_seconds * 1000.0 || warm < 1; warm++) {
+        std::vector<double> t = time(1);
+        if (t.size() != 1) throw Error("the peer answered " + std::to_string(t.size()) + " times for 1 call");
+        per_call = t[0];
+        if (warm + 1 >= o.max_reps) break;
+    }
+    std::vector<double> samples;
+    int min_reps = std::max(1, o.min_reps), max_reps = std::max(min_reps, o.max_reps);
+    double spent = 0;
+    while ((int)samples.size() < min_reps ||
+           ((int)samples.size() < max_reps && spent < o.min_seconds * 1000.0)) {
+        int left = max_reps - (int)samples.size();
+        int batch = per_call > 0 ? (int)std::min<double>(left, std::max(1.0, 100.0 / per_call)) : 1;
+        batch = std::max(batch, std::min(left, min_reps - (int)samples.size()));
+        std::vector<double> t = time(batch);
+        if ((int)t.size() != batch)
+            throw Error("the peer answered " + std::to_string(t.size()) + " times for " + std::to_string(batch) + " calls");
+        for (double v : t) {
+            samples.push_back(v);
+            spent += v;
+        }
+        if (!t.empty()) per_call = spent / (double)samples.size();
+        tick((double)samples.size(), spent);
+    }
+    return summarize(std::move(samples));
+}
+
 const char *variant_name(Options::Mode m) {
     switch (m) {
     case Options::Mode::Default: return "default";
@@ -466,9 +492,10 @@ Result run(const Definition &d, const Sizes &given, const Options &o, const Prog
                 PeerResult pr;
                 pr.name = p.name;
                 try {
-                    if (!p.run) throw Error("the peer has no run function");
                     report("peers", 0.05 + base, "warming up " + p.name);
-                    pr.time = measure(p.run, o, timing(p.name, base));
+                    if (p.time) pr.time = measure_elsewhere(p.time, o, timing(p.name, base));
+                    else if (p.run) pr.time = measure(p.run, o, timing(p.name, base));
+                    else throw Error("the peer has neither run nor time");
                     pr.speedup = r.time.median > 0 ? pr.time.median / r.time.median : 0.0;
                 } catch (const std::exception &e) {
                     pr.error = e.what();

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -95,6 +96,15 @@ ChildResult run_child(const std::vector<std::string> &args, const std::function<
         dup2(po[1], 1);
         dup2(pe[1], 2);
         setpgid(0, 0);
+        // Sizes typed into the page can ask for more memory than the machine has: with the
+        // address space capped at 80% of it, such a run fails with an error (std::bad_alloc)
+        // instead of waking the out-of-memory killer.
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0) {
+            rlim_t cap = (rlim_t)((double)pages * (double)page * 0.8);
+            rlimit rl{cap, cap};
+            setrlimit(RLIMIT_AS, &rl);
+        }
         execv("/proc/self/exe", argv.data());
         _exit(127);
     }

@@ -68,4 +68,24 @@ void fill_pattern(weft::Buffer<T> &b, uint32_t seed, int lo = 0, int hi = 100) {
     });
 }
 
+/** A small algorithm for schedule tests: a producer, an output with an update over an RDom, a
+    Param and an input; built anew each time (so each test gets Funcs of its own). */
+struct ScheduleTestAlgo {
+    weft::ImageParam in{weft::Float(32), 2, "in"};
+    weft::Param<int> k{"k", 3};
+    weft::Var x{"x"}, y{"y"};
+    weft::Func blur{"blur"}, out{"out"};
+    weft::RDom r{0, 3, "r"};
+    weft::Buffer<float> input{90, 40};
+    ScheduleTestAlgo() {
+        blur(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) * 0.25f;
+        out(x, y) = blur(x, y) * 2.0f + weft::cast<float>(k);
+        out(x, y) += in(x, weft::clamp(y + r, 0, 37)) * 0.5f;
+        for (int j = 0; j < 40; j++)
+            for (int i = 0; i < 90; i++) input(i, j) = (float)((i * 7 + j * 13) % 17) - 3.5f;
+        in.set(input);
+    }
+    weft::Buffer<float> run() { return out.realize({64, 36}); }
+};
+
 }  // namespace weft_test

@@ -12,25 +12,7 @@ using weft_test::error_of;
 
 namespace {
 
-/** A producer, an output with an update over an RDom, a Param and an input; built anew each
-    time (each test gets Funcs of its own). */
-struct Blur {
-    ImageParam in{Float(32), 2, "in"};
-    Param<int> k{"k", 3};
-    Var x{"x"}, y{"y"};
-    Func blur{"blur"}, out{"out"};
-    RDom r{0, 3, "r"};
-    Buffer<float> input{90, 40};
-    Blur() {
-        blur(x, y) = (in(x, y) + in(x + 1, y) + in(x + 2, y)) * 0.25f;
-        out(x, y) = blur(x, y) * 2.0f + cast<float>(k);
-        out(x, y) += in(x, clamp(y + r, 0, 37)) * 0.5f;
-        for (int j = 0; j < 40; j++)
-            for (int i = 0; i < 90; i++) input(i, j) = (float)((i * 7 + j * 13) % 17) - 3.5f;
-        in.set(input);
-    }
-    Buffer<float> run() { return out.realize({64, 36}); }
-};
+using Blur = weft_test::ScheduleTestAlgo;
 
 /** A chain a -> b -> out, two Funcs f and g read side by side (for compute_with), an update
     over a 2-D RDom, a Param. */
