@@ -168,6 +168,36 @@ const WeftUI = (function () {
     }
   }
 
+  // erfc(x) for x >= 0 (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7).
+  function erfc(x) {
+    const t = 1 / (1 + 0.3275911 * x);
+    const poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return poly * Math.exp(-x * x);
+  }
+  // The two-sided p-value of the Mann-Whitney U test, as weft::bench::mann_whitney_p (normal
+  // approximation with tie and continuity corrections); null with fewer than 2 samples a side.
+  function mannWhitneyP(a, b) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length < 2 || b.length < 2) return null;
+    const all = a.map(function (v) { return [Number(v), 0]; }).concat(b.map(function (v) { return [Number(v), 1]; }));
+    if (all.some(function (p) { return !isFinite(p[0]); })) return null;
+    all.sort(function (p, q) { return p[0] - q[0]; });
+    const n = all.length, n1 = a.length, n2 = b.length;
+    let r1 = 0, ties = 0;
+    for (let i = 0; i < n;) {
+      let j = i;
+      while (j < n && all[j][0] === all[i][0]) j++;
+      const rank = (i + j + 1) / 2, t = j - i;
+      ties += t * t * t - t;
+      for (let k = i; k < j; k++) if (all[k][1] === 0) r1 += rank;
+      i = j;
+    }
+    const u1 = r1 - n1 * (n1 + 1) / 2, u = Math.max(u1, n1 * n2 - u1);
+    const variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)));
+    if (!(variance > 0)) return 1;
+    const z = (u - n1 * n2 / 2 - 0.5) / Math.sqrt(variance);
+    return Math.min(1, Math.max(0, z <= 0 ? 1 : erfc(z / Math.SQRT2)));
+  }
+
   // Ratio of medians of the selected runs: the first selected is the baseline.
   function renderCompare(container, runs, selectedIds) {
     clear(container);
@@ -186,6 +216,11 @@ const WeftUI = (function () {
       if (ratio !== null) {
         verdict = ratio < 1 ? other.id + ' is ' + fmtNum(1 / ratio, 3) + '\u00d7 faster than ' + base.id
           : ratio > 1 ? other.id + ' is ' + fmtNum(ratio, 3) + '\u00d7 slower than ' + base.id : 'same median';
+      }
+      const p = mannWhitneyP(timeOf(base).samples, timeOf(other).samples);
+      if (verdict && p !== null) {
+        verdict += p < 0.05 ? ' (significant: Mann-Whitney p = ' + fmtNum(p, 3) + ')'
+          : ' (not significant: Mann-Whitney p = ' + fmtNum(p, 3) + ')';
       }
       const differs = [];
       if (other.benchmark !== base.benchmark) differs.push('benchmark');
@@ -454,6 +489,7 @@ const WeftUI = (function () {
     PHASES: PHASES, isNum: isNum, num: num, fmtNum: fmtNum, fmtPos: fmtPos, fmtCompact: fmtCompact, fmtDuration: fmtDuration,
     str: str, el: el, clear: clear, byId: byId, setText: setText, domId: domId,
     sizesLabel: sizesLabel, sizesTitle: sizesTitle, elementsOf: elementsOf, medianOf: medianOf, runLabel: runLabel, findRun: findRun,
+    mannWhitneyP: mannWhitneyP,
     renderResults: renderResults, renderCompare: renderCompare, renderDetails: renderDetails,
     chartAvailable: chartAvailable, setupChartDefaults: setupChartDefaults,
     drawSpeedup: drawSpeedup, drawSize: drawSize, drawRoofline: drawRoofline

@@ -57,6 +57,12 @@ def test_cli(tmp):
     lines = open(csv).read().splitlines()
     check(lines[0].startswith("id,benchmark,sizes,threads") and lines[1].startswith("r1,blur,128x96,"), "CSV: %s" % lines[:2])
 
+    js3 = os.path.join(tmp, "auto.json")
+    rc, out, err = run(["run", "blur", "--size", "width=96", "--size", "height=64", "--mode", "auto", "--flush", "--json", js3] + QUICK)
+    r3 = json.load(open(js3))["weft_runs"][0] if rc == 0 else {}
+    check(rc == 0 and r3.get("variant") == "auto" and r3.get("check", {}).get("status") == "ok" and r3.get("schedule"),
+          "the automatic scheduler's schedule, caches flushed: " + out + err)
+
     rc, out, err = run(["run", "sgemm", "--size", "n=64"] + QUICK)
     check(rc == 0 and re.search(r"Eigen \d+\.\d+x", out) is not None, "sgemm against Eigen: " + out + err)
 

@@ -366,6 +366,12 @@ def test_page(c, port, shot):
     check(bool(loop_nest.strip()) and "blur_y" in loop_nest, "#loop-nest shows the loop nest: %r" % loop_nest[:200])
     check(c.eval("document.getElementById('run-schedule').textContent.trim() !== ''"), "#run-schedule shows the schedule used")
 
+    # The page's significance test is the library's (weft::bench::mann_whitney_p): scipy's
+    # mannwhitneyu([1..5], [6..10], method="asymptotic") gives p = 0.012186.
+    p = c.eval("WeftUI.mannWhitneyP([1, 2, 3, 4, 5], [6, 7, 8, 9, 10])")
+    check(p is not None and abs(p - 0.012186) < 2e-6, "the page's Mann-Whitney p-value: %r" % p)
+    check(c.eval("WeftUI.mannWhitneyP([1], [2, 3])") is None, "no p-value from one sample")
+
     # A bad schedule: the error names line 2 and the gutter marks it.
     set_value(c, "schedule", "blur_y.split(y, yo, yi, 8);\nblur_y.bogus();")
     check(c.eval("document.getElementById('mode').value") == "custom", "editing the schedule switches to custom")

@@ -337,8 +337,8 @@ void check_request(const json &q, const json &benchmarks, int threads_max) {
         if (!it.value().is_number_integer() || it.value().get<int64_t>() < 1 || it.value().get<int64_t>() > (1 << 30))
             throw Error("size " + it.key() + " must be an integer from 1 to 2^30");
     }
-    if (q.contains("threads") && (!q.at("threads").is_number_integer() || q.at("threads").get<int>() < 1 ||
-                                  q.at("threads").get<int>() > std::max(1, threads_max) * 4))
+    if (q.contains("threads") && (!q.at("threads").is_number_integer() || q.at("threads").get<int64_t>() < 1 ||
+                                  q.at("threads").get<int64_t>() > std::max(1, threads_max) * 4))
         throw Error("threads must be an integer from 1 to " + std::to_string(std::max(1, threads_max) * 4));
     std::string mode = q.value("schedule_mode", std::string("default"));
     (void)parse_mode(mode);

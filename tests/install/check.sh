@@ -27,3 +27,10 @@ echo "== building the consumer"
 cmake --build "$tmp/build" -j 2
 echo "== running the consumer"
 "$tmp/build/weft_consumer"
+if [ -x "$tmp/build/weft_bench_consumer" ]; then
+  echo "== running the benchmarking app built from weft/bench.h"
+  "$tmp/build/weft_bench_consumer" list | grep -q brighten
+  out=$("$tmp/build/weft_bench_consumer" run --size width=64 --size height=32 --min-time 0.01 --warmup 0 --min-reps 3 --no-profile)
+  echo "$out"
+  grep -Eq '^brighten +64x32 .* ok +C\+\+ loop [0-9.]+x' <<< "$out"
+fi
