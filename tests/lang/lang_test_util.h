@@ -68,6 +68,17 @@ void fill_pattern(weft::Buffer<T> &b, uint32_t seed, int lo = 0, int hi = 100) {
     });
 }
 
+/** Two 2-D buffers equal element for element (the first three differences reported). */
+template <typename T>
+void expect_same(const weft::Buffer<T> &a, const weft::Buffer<T> &b, const std::string &what) {
+    ASSERT_EQ(a.width(), b.width());
+    ASSERT_EQ(a.height(), b.height());
+    int bad = 0;
+    for (int j = 0; j < a.height(); j++)
+        for (int i = 0; i < a.width(); i++)
+            if (a(i, j) != b(i, j) && bad++ < 3) ADD_FAILURE() << what << ": differs at (" << i << ", " << j << ")";
+}
+
 /** A small algorithm for schedule tests: a producer, an output with an update over an RDom, a
     Param and an input; built anew each time (so each test gets Funcs of its own). */
 struct ScheduleTestAlgo {

@@ -35,15 +35,7 @@ struct Chain {
     Buffer<int> run() { return out.realize({64, 48}); }
 };
 
-template <typename T>
-void expect_same(const Buffer<T> &a, const Buffer<T> &b, const std::string &what) {
-    ASSERT_EQ(a.width(), b.width());
-    ASSERT_EQ(a.height(), b.height());
-    int bad = 0;
-    for (int j = 0; j < a.height(); j++)
-        for (int i = 0; i < a.width(); i++)
-            if (a(i, j) != b(i, j) && bad++ < 3) ADD_FAILURE() << what << ": differs at (" << i << ", " << j << ")";
-}
+using weft_test::expect_same;
 
 /** Most directives on Blur, all legal together and all run on the CPU. */
 void schedule_blur(Blur &a) {

@@ -16,14 +16,7 @@ namespace {
 
 using Algo = weft_test::ScheduleTestAlgo;
 
-void expect_same(const Buffer<float> &a, const Buffer<float> &b, const std::string &what) {
-    ASSERT_EQ(a.width(), b.width());
-    ASSERT_EQ(a.height(), b.height());
-    int bad = 0;
-    for (int j = 0; j < a.height(); j++)
-        for (int i = 0; i < a.width(); i++)
-            if (a(i, j) != b(i, j) && bad++ < 3) ADD_FAILURE() << what << ": differs at (" << i << ", " << j << ")";
-}
+using weft_test::expect_same;
 
 /** Schedules the algorithm with most directives (all legal together, all run on the CPU). */
 void schedule_all(Algo &a) {
