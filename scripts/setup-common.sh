@@ -3,7 +3,7 @@
 PACKAGES=(build-essential cmake ninja-build ccache llvm-19-dev libeigen3-dev libxxhash-dev libgtest-dev googletest
           clang-14 libclang-rt-14-dev
           libcli11-dev nlohmann-json3-dev libcpp-httplib-dev libjs-chart.js pkg-config
-          chromium python3-websocket)
+          chromium python3-websocket libbenchmark-tools python3-scipy)
 
 install_missing() {
     local missing=()

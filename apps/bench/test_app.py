@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""weft-bench used as a person would: test_app.py cli|terminal|server <path to weft-bench>.
+"""weft-bench used as a person would: test_app.py cli|terminal|server|gbench <path to weft-bench>.
 
 cli:      run (table, JSON in Google Benchmark's format, CSV), a custom schedule, a bad one,
           compare, report, list, and bad arguments (clear errors, exit status 2).
 terminal: the live progress line under a pseudo-terminal; plain lines without one.
 server:   `serve --port 0` on 127.0.0.1, then its API as the page uses it.
+gbench:   Google Benchmark's compare.py reads the JSON; its U test agrees with `compare`.
 Only the Python standard library."""
 import json
 import os
@@ -169,6 +170,38 @@ def test_terminal(tmp):
           "plain progress lines without a terminal: " + p.stderr)
 
 
+def test_gbench(tmp):
+    """Google Benchmark's own compare.py (Debian's libbenchmark-tools, with scipy) reads the JSON
+    files, and its U test's p-value is weft-bench compare's."""
+    compare_py = "/usr/share/benchmark/compare.py"
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import scipy.stats"], capture_output=True)
+    if not os.path.exists(compare_py) or probe.returncode != 0:
+        print("SKIPPED: needs %s and python3-scipy (Debian: libbenchmark-tools, python3-scipy)" % compare_py)
+        sys.exit(77)
+    files = []
+    for k in range(2):
+        f = os.path.join(tmp, "g%d.json" % k)
+        rc, out, err = run(["run", "blur", "--size", "width=64", "--size", "height=64", "--min-time", "0",
+                            "--min-reps", "40", "--max-reps", "40", "--warmup", "0", "--no-peers", "--json", f])
+        check(rc == 0, "run for compare.py: " + out + err)
+        files.append(f)
+    p = subprocess.run(["/usr/bin/python3", compare_py, "--no-color", "benchmarks", files[0], files[1]],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r"blur/64x64/default/threads:\d+_pvalue\s+([0-9.]+)\s+([0-9.]+)\s+U Test, Repetitions: 40 vs 40", p.stdout)
+    check(p.returncode == 0 and m is not None, "compare.py reads the files and runs its U test: " + p.stdout[-1500:] + p.stderr[-1500:])
+    rc, out, err = run(["compare", files[0], files[1]])
+    mine = re.search(r"blur +64x64 .* ([0-9.eE+-]+)  ", out + "  ")
+    ref = subprocess.run(["/usr/bin/python3", "-c", """import json, sys
+from scipy.stats import mannwhitneyu
+s = [[b["real_time"] for b in json.load(open(f))["benchmarks"] if b["run_type"] == "iteration"] for f in sys.argv[1:]]
+print(mannwhitneyu(s[0], s[1], alternative="two-sided", method="asymptotic").pvalue)""", files[0], files[1]],
+                         capture_output=True, text=True)
+    check(rc == 0 and mine is not None and ref.returncode == 0, "compare and scipy ran: " + out + err + ref.stderr)
+    if mine and ref.returncode == 0:
+        a, b = float(mine.group(1)), float(ref.stdout)
+        check(abs(a - b) <= 1e-4 + 1e-3 * b, "weft-bench compare's p-value %g is scipy's %g" % (a, b))
+
+
 def http(port, path, body=None, expect=200):
     url = "http://127.0.0.1:%d%s" % (port, path)
     req = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None,
@@ -249,7 +282,7 @@ def main():
     global EXE
     mode, EXE = sys.argv[1], os.path.abspath(sys.argv[2])
     with tempfile.TemporaryDirectory() as tmp:
-        {"cli": test_cli, "terminal": test_terminal, "server": test_server}[mode](tmp)
+        {"cli": test_cli, "terminal": test_terminal, "server": test_server, "gbench": test_gbench}[mode](tmp)
     if FAILURES:
         print("%d checks failed" % len(FAILURES))
         sys.exit(1)

@@ -180,7 +180,7 @@ std::string comparison_table(const std::vector<Comparison> &cs) {
                       "new/old   p-value\n";
     for (auto &c : cs) {
         char b[400];
-        std::snprintf(b, sizeof b, "%-31s %-13s %-4d %-9s %-12s %-12s %-9s %.4f%s\n", c.benchmark.c_str(),
+        std::snprintf(b, sizeof b, "%-31s %-13s %-4d %-9s %-12s %-12s %-9s %.4g%s\n", c.benchmark.c_str(),
                       c.size_label.c_str(), c.threads, c.variant.c_str(), ms_text(c.old_ms).c_str(),
                       ms_text(c.new_ms).c_str(), fmt("%.3f", c.ratio).c_str(), c.p_value,
                       c.significant ? (c.ratio < 1 ? "  faster" : "  slower") : "  (no significant change)");
