@@ -1,5 +1,6 @@
-// Peers in processes of their own: the programs bench/run builds into <build>/bench-peers/
-// (bench_openblas, bench_onednn, bench_halide, bench_halide_apps), driven through their line
+// Peers in processes of their own: the programs of bench/peers, built into <build>/bench-peers/
+// where their libraries are installed (bench_openblas, bench_onednn, bench_halide,
+// bench_halide_apps; bench/run races them too), driven through their line
 // protocol (bench/peers/bench_common.h: "setup <kernel> <variant> <size> -", then
 // "time <reps>" answers each call's milliseconds). Halide 14 links LLVM 14 and weft LLVM 19,
 // so Halide can only ever be timed this way. A peer whose program is not built is left out.

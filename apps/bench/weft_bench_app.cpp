@@ -2,9 +2,9 @@
 // bench/run (SGEMM, blur, unsharp, conv, softmax, layer norm, with the expert schedules of
 // bench/weft_schedules.h) and Halide's app suite (apps/suite, Halide's expert schedules
 // translated), each with a reference. Peers: Eigen (and OpenBLAS where libopenblas-dev is
-// installed) in this process; in processes of their own, the programs bench/run builds into
-// build/bench-peers where they are built (OpenBLAS, oneDNN, and Halide 14 with its expert
-// schedules: see peer_process.h).
+// installed) in this process; in processes of their own, the programs of bench/peers, built
+// into build/bench-peers where their libraries are installed (OpenBLAS, oneDNN, and Halide 14
+// with its expert schedules: see peer_process.h).
 #include <weft/bench.h>
 
 #include <Eigen/Dense>
