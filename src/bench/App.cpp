@@ -233,12 +233,11 @@ int cmd_run(const RunArgs &a) {
     auto list = select(a.names, a.filter);
     Options o;
     o.mode = parse_mode(a.mode);
-    if (o.mode == Options::Mode::Custom) {
-        if (a.schedule_file.empty()) throw Error("weft-bench: --mode custom needs --schedule-file (C++ schedule calls)");
-        o.schedule = read_file(a.schedule_file);
-    } else if (!a.schedule_file.empty()) {
+    if (!a.schedule_file.empty()) {
         o.mode = Options::Mode::Custom;
         o.schedule = read_file(a.schedule_file);
+    } else if (o.mode == Options::Mode::Custom) {
+        throw Error("weft-bench: --mode custom needs --schedule-file (C++ schedule calls)");
     }
     o.target = Target::from_string(a.target);
     o.auto_budget_seconds = a.auto_budget;

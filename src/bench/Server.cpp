@@ -177,6 +177,32 @@ json child_json(const ChildResult &c, const std::string &what) {
                 (err.empty() ? std::string() : ":\n" + err));
 }
 
+/** Text in a temporary file (a schedule for a child), removed with this object. */
+struct TempFile {
+    std::string path;
+    explicit TempFile(const std::string &text) {
+        char tmpl[] = "/tmp/weft-bench-schedule-XXXXXX";
+        int fd = mkstemp(tmpl);
+        if (fd < 0) throw Error("weft-bench: cannot write a temporary file");
+        path = tmpl;
+        bool ok = ::write(fd, text.data(), text.size()) == (ssize_t)text.size();
+        close(fd);
+        if (!ok) {
+            unlink(tmpl);
+            throw Error("weft-bench: cannot write a temporary file");
+        }
+    }
+    ~TempFile() { unlink(path.c_str()); }
+    TempFile(const TempFile &) = delete;
+    TempFile &operator=(const TempFile &) = delete;
+};
+
+/** A request's sizes as the child's --size arguments. */
+void add_size_args(std::vector<std::string> &args, const json &sizes) {
+    for (auto it = sizes.begin(); it != sizes.end(); ++it)
+        args.push_back("--size"), args.push_back(it.key() + "=" + std::to_string(it.value().get<int>()));
+}
+
 // ---------------------------------------------------------------- the server's state
 
 struct Job {
@@ -257,27 +283,19 @@ private:
 
     void execute(Job &job) {
         const json &q = job.request;
-        std::string sched_path;
         try {
             std::vector<std::string> args = {"child-run", q.at("benchmark").get<std::string>(), "--threads",
                                              std::to_string(q.value("threads", 1)), "--target",
                                              q.value("target", std::string("host")), "--mode",
                                              q.value("schedule_mode", std::string("default")), "--min-time",
                                              std::to_string(q.value("min_seconds", 1.0))};
-            for (auto it = q.at("sizes").begin(); it != q.at("sizes").end(); ++it)
-                args.push_back("--size"), args.push_back(it.key() + "=" + std::to_string(it.value().get<int>()));
+            add_size_args(args, q.at("sizes"));
             if (!q.value("peers", true)) args.push_back("--no-peers");
             if (q.value("flush_cache", false)) args.push_back("--flush");
+            std::unique_ptr<TempFile> schedule;
             if (q.value("schedule_mode", std::string("default")) == "custom") {
-                char tmpl[] = "/tmp/weft-bench-schedule-XXXXXX";
-                int fd = mkstemp(tmpl);
-                if (fd < 0) throw Error("weft-bench: cannot write a temporary file");
-                sched_path = tmpl;
-                std::string text = q.value("schedule", std::string());
-                bool ok = ::write(fd, text.data(), text.size()) == (ssize_t)text.size();
-                close(fd);
-                if (!ok) throw Error("weft-bench: cannot write a temporary file");
-                args.push_back("--schedule-file"), args.push_back(sched_path);
+                schedule = std::make_unique<TempFile>(q.value("schedule", std::string()));
+                args.push_back("--schedule-file"), args.push_back(schedule->path);
             }
             ChildResult c = run_child(
                 args,
@@ -312,7 +330,6 @@ private:
             job.error = e.what();
             job.state = "failed";
         }
-        if (!sched_path.empty()) unlink(sched_path.c_str());
     }
 };
 
@@ -392,18 +409,10 @@ int serve(int port, bool measure_machine) {
             json benches = st->describe();
             json probe = {{"benchmark", name}, {"sizes", q.value("sizes", json::object())}};
             check_request(probe, benches, 1 << 20);
-            char tmpl[] = "/tmp/weft-bench-schedule-XXXXXX";
-            int fd = mkstemp(tmpl);
-            if (fd < 0) throw Error("cannot write a temporary file");
-            bool ok = ::write(fd, text.data(), text.size()) == (ssize_t)text.size();
-            close(fd);
-            std::vector<std::string> args = {"check", name, "--schedule-file", tmpl};
-            for (auto it = probe["sizes"].begin(); it != probe["sizes"].end(); ++it)
-                args.push_back("--size"), args.push_back(it.key() + "=" + std::to_string(it.value().get<int>()));
-            json r = ok ? child_json(run_child(args, nullptr, 120), "checking the schedule")
-                        : json{{"ok", false}, {"error", "cannot write a temporary file"}, {"line", 0}};
-            unlink(tmpl);
-            send_json(res, r);
+            TempFile file(text);
+            std::vector<std::string> args = {"check", name, "--schedule-file", file.path};
+            add_size_args(args, probe["sizes"]);
+            send_json(res, child_json(run_child(args, nullptr, 120), "checking the schedule"));
         } catch (const std::exception &e) {
             send_json(res, {{"ok", false}, {"error", e.what()}, {"line", 0}}, 400);
         }

@@ -114,7 +114,10 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
 
 void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
                          const std::vector<Directive> &calls, const char *who, size_t *failed) {
-    Env env = names_env(outputs);
+    apply_directives_to(names_env(outputs), calls, who, failed);
+}
+
+void apply_directives_to(const Env &env, const std::vector<Directive> &calls, const char *who, size_t *failed) {
     std::vector<std::string> reset;
     for (auto &f : env.given.funcs) reset.push_back(f.func);
     apply_directives(env, reset, calls, who, failed);

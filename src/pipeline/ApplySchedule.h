@@ -1,6 +1,7 @@
 // A pipeline's schedule read as a value, and a value applied to a pipeline's Funcs.
 #pragma once
 #include "lang/Function.h"
+#include "lower/Env.h"
 
 namespace weft {
 namespace internal {
@@ -19,6 +20,9 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
     given, gets the index of that call in `calls` (calls.size() for an error before any). */
 void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
                          const std::vector<Directive> &calls, const char *who, size_t *failed = nullptr);
+/** The same with the outputs' reference snapshot already made (build_env(outputs, true)). */
+void apply_directives_to(const Env &env, const std::vector<Directive> &calls, const char *who,
+                         size_t *failed = nullptr);
 
 }  // namespace internal
 }  // namespace weft

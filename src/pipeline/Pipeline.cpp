@@ -885,7 +885,7 @@ void Pipeline::apply_schedule_source(const std::string &cpp) {
     }
     size_t failed = calls.size();
     try {
-        apply_directives_to(c_->outputs, calls, "apply_schedule_source()", &failed);
+        apply_directives_to(env, calls, "apply_schedule_source()", &failed);  // (the snapshot read above)
     } catch (const Error &e) {
         if (failed >= lines.size()) throw;
         std::string m = e.what();
