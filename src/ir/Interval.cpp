@@ -639,6 +639,79 @@ protected:
     }
 };
 
+/** In a sum, min(x + c, y) - min(x, y) -> clamp(y - x, 0, c) and max(x + c, y) - max(x, y) ->
+    clamp(x + c - y, 0, c) (c >= 0; for c < 0 the negated pair): the extent of a region clipped
+    at both ends (a tile at an image's edge: min(t + 1, M) - min(t, M) + 1) then has the constant
+    bound c + 1, which interval arithmetic, losing the correlation of the two sides, cannot see. */
+class PairClipped : public IRMutator {
+    struct Term {
+        Expr e;
+        int sign;
+    };
+    void flatten(const Expr &e, int sign, std::vector<Term> &out) {
+        if (auto *a = e.as<Add>()) {
+            flatten(a->a, sign, out);
+            flatten(a->b, sign, out);
+        } else if (auto *s = e.as<Sub>()) {
+            flatten(s->a, sign, out);
+            flatten(s->b, -sign, out);
+        } else {
+            out.push_back({mutate(e), sign});
+        }
+    }
+    static Expr clamp0(const Expr &v, i128 c) {
+        Type t = v.type();
+        return Min::make(Max::make(v, mkc(t, 0)), mkc(t, c));
+    }
+    /** plus - minus as one clamp, or undefined. */
+    static Expr pair(const Expr &plus, const Expr &minus) {
+        bool is_min = plus.as<Min>() != nullptr;
+        if (is_min ? !minus.as<Min>() : !(plus.as<Max>() && minus.as<Max>())) return Expr();
+        auto *pb = static_cast<const BinaryExprNode *>(plus.get());
+        auto *mb = static_cast<const BinaryExprNode *>(minus.get());
+        const Expr pops[2] = {pb->a, pb->b}, mops[2] = {mb->a, mb->b};
+        for (int i = 0; i < 2; i++) {
+            for (int j = 0; j < 2; j++) {
+                if (!equal(pops[1 - i], mops[1 - j])) continue;
+                const Expr &xa = pops[i], &xb = mops[j], &y = pops[1 - i];
+                i128 c;
+                if (!cint(simplify(Sub::make(xa, xb)), &c)) continue;
+                // xa = xb + c.
+                Expr zero = mkc(y.type(), 0);
+                if (is_min) return c >= 0 ? clamp0(Sub::make(y, xb), c) : Sub::make(zero, clamp0(Sub::make(y, xa), -c));
+                return c >= 0 ? clamp0(Sub::make(xa, y), c) : Sub::make(zero, clamp0(Sub::make(xb, y), -c));
+            }
+        }
+        return Expr();
+    }
+    Expr sum(const Expr &e) {
+        std::vector<Term> terms;
+        flatten(e, 1, terms);
+        for (size_t i = 0; i < terms.size(); i++) {
+            if (!terms[i].e.defined()) continue;
+            for (size_t j = 0; j < terms.size(); j++) {
+                if (i == j || !terms[j].e.defined() || terms[i].sign != 1 || terms[j].sign != -1) continue;
+                Expr p = pair(terms[i].e, terms[j].e);
+                if (!p.defined()) continue;
+                terms[i].e = p;
+                terms[j].e = Expr();
+                break;
+            }
+        }
+        Expr r;
+        for (auto &t : terms) {
+            if (!t.e.defined()) continue;
+            if (!r.defined()) r = t.sign > 0 ? t.e : Sub::make(mkc(t.e.type(), 0), t.e);
+            else r = t.sign > 0 ? Add::make(r, t.e) : Sub::make(r, t.e);
+        }
+        return r.defined() ? r : mkc(e.type(), 0);
+    }
+
+protected:
+    Expr visit(const Add *op, const Expr &e) override { return strict(e.type()) && e.type().is_scalar() ? sum(e) : IRMutator::visit(op, e); }
+    Expr visit(const Sub *op, const Expr &e) override { return strict(e.type()) && e.type().is_scalar() ? sum(e) : IRMutator::visit(op, e); }
+};
+
 }  // namespace
 
 bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *out) {
@@ -693,13 +766,19 @@ bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *o
 bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     if (auto c = e.as<Cast>())
         if (c->value.type().is_int_or_uint()) e = c->value;
-    e = simplify(e);
+    e = simplify(PairClipped().mutate(simplify(e)));
     if (is_const_int(e, out)) return true;
     e = simplify(Distribute().mutate(e));
     if (is_const_int(e, out)) return true;
     Interval I = bounds_of_expr_in_scope(e, scope);
     int64_t bound = 0, exact = 0;
     bool ok = I.max.defined() && is_const_int(simplify(I.max), &bound);
+    // Variables the scope does not bound stay symbolic in I: a bound from the structure alone.
+    int64_t sb;
+    if (structural_bound(I.max.defined() ? simplify(I.max) : e, true, &sb)) {
+        bound = ok ? std::min(bound, sb) : sb;
+        ok = true;
+    }
     // Where the interval bound may be loose and the variables take few values: the exact one.
     if (enumerated_max(e, scope, 64, &exact)) {
         bound = ok ? std::min(bound, exact) : exact;

@@ -1313,6 +1313,13 @@ Stmt simplify(const Stmt &st) {
     return s.mutate(st);
 }
 
+bool structural_bound(const Expr &e, bool upper, int64_t *out) {
+    i128 v;
+    if (!e.defined() || !e.type().is_int() || !cbound(e, upper, &v) || v > INT64_MAX || v < INT64_MIN) return false;
+    *out = (int64_t)v;
+    return true;
+}
+
 bool can_prove(const Expr &e, const Scope &bounds) {
     Expr r = simplify(e, bounds);
     return is_true(r);

@@ -20,6 +20,10 @@ Expr simplify(const Expr &e, const Scope &bounds);
     constant or a variable; uses loop bounds (For min/extent) as known ranges for the loop
     variable while simplifying its body. */
 Stmt simplify(const Stmt &s);
+/** A constant upper (upper = true) or lower bound of a signed integer e from its structure
+    alone (constants, min/max, select, + and -, * by a constant), whatever its variables are:
+    min(max(v, 0), 7) + 1 is at most 8. False where there is none. */
+bool structural_bound(const Expr &e, bool upper, int64_t *out);
 /** True if e (a Bool) simplifies to constant true. */
 bool can_prove(const Expr &e, const Scope &bounds = Scope());
 

@@ -521,3 +521,49 @@ TEST(Simplify, MonotoneFloorDivision) {
     EXPECT_GT(decided, 400);  // most are decided
 }
 }  // namespace
+
+namespace {
+using namespace weft;
+using namespace weft::internal;
+
+// The extent of a region clipped at both ends (min(t + c, m) - min(t, m) + 1, a tile at an
+// image's edge inside a window whose position is known only when run) has the constant bound
+// c + 1: storage computed at such a tile is a constant size (on the stack), not a malloc per tile.
+// Each bound found holds at every point tried, and is reached.
+TEST(Bounds, RegionsClippedAtBothEndsHaveAConstantExtentBound) {
+    Expr t = Variable::make(Int(32), "t"), m = Variable::make(Int(32), "m"), s = Variable::make(Int(32), "s");
+    auto I = [](int64_t x) { return IntImm::make(Int(32), x); };
+    struct Case {
+        Expr e;
+        int64_t want;
+    };
+    std::vector<Case> cases;
+    for (int c : {0, 1, 3, 7}) {
+        Expr hi = t + s * 2 + I(c), lo = t + s * 2;
+        cases.push_back({Max::make(Min::make(hi, m) - Min::make(lo, m) + I(1), I(0)), c + 1});
+        cases.push_back({Max::make(Min::make(m, hi) - Min::make(lo, m) + I(1), I(0)), c + 1});  // operands swapped
+        cases.push_back({Max::make(hi, m) - Max::make(lo, m) + I(1), c + 1});
+        // Reversed: the lower end above the upper one gives an empty (0) or negative extent.
+        cases.push_back({Max::make(Min::make(lo, m) - Min::make(hi, m) + I(1), I(0)), 1});
+    }
+    Scope none;
+    for (auto &k : cases) {
+        int64_t b = -1;
+        ASSERT_TRUE(constant_upper_bound_in_scope(k.e, none, &b)) << to_string(k.e) << " simplified " << to_string(simplify(k.e));
+        EXPECT_EQ(b, k.want) << to_string(k.e);
+        int64_t seen = INT64_MIN;
+        for (int tv = -6; tv <= 6; tv++)
+            for (int mv = -6; mv <= 6; mv++)
+                for (int sv = -2; sv <= 2; sv++) {
+                    int64_t v = evaluate_int(k.e, {{"t", tv}, {"m", mv}, {"s", sv}});
+                    ASSERT_LE(v, b) << to_string(k.e) << " at t = " << tv << ", m = " << mv << ", s = " << sv;
+                    seen = std::max(seen, v);
+                }
+        EXPECT_EQ(seen, b) << to_string(k.e);
+    }
+    // Different clipping values: no such bound.
+    int64_t b;
+    EXPECT_FALSE(constant_upper_bound_in_scope(Min::make(t + I(1), m) - Min::make(t, s), none, &b));
+}
+
+}  // namespace
