@@ -213,13 +213,56 @@ constexpr int kMinShift = 6;   // 64 bytes
 constexpr int kMaxShift = 30;  // 1 GiB
 constexpr int64_t kMaxBytes = int64_t(1) << 40;
 
-struct MemPool {
+// The free lists are sharded: each thread takes and returns blocks through a shard of its own
+// (threads beyond kShards share), so that pipelines allocating inside parallel loops do not
+// serialise on one lock. The byte counts are atomics, shared by all.
+constexpr int kShards = 16;
+struct alignas(64) PoolShard {
     std::mutex mu;
     std::vector<void *> free_lists[kMaxShift + 1];  // block bases, by size class
+    std::atomic<int64_t> blocks{0};                  // in the lists (read without the lock)
+    char *take(int cls) {
+        if (blocks.load(std::memory_order_relaxed) == 0) return nullptr;
+        std::lock_guard<std::mutex> lk(mu);
+        auto &fl = free_lists[cls];
+        if (fl.empty()) return nullptr;
+        char *b = (char *)fl.back();
+        fl.pop_back();
+        blocks.fetch_sub(1, std::memory_order_relaxed);
+        return b;
+    }
+    void put(int cls, void *base) {
+        std::lock_guard<std::mutex> lk(mu);
+        free_lists[cls].push_back(base);
+        blocks.fetch_add(1, std::memory_order_relaxed);
+    }
+};
+struct MemPool {
+    PoolShard shards[kShards];
     // Bytes of blocks held by running pipelines, the most ever held (since the last reset), and
-    // the bytes kept in the free lists for reuse (under mu).
-    int64_t in_use = 0, peak = 0, pooled = 0;
-    int64_t allocations = 0;  // blocks taken from the system
+    // the bytes kept in the free lists for reuse.
+    std::atomic<int64_t> in_use{0}, peak{0}, pooled{0};
+    std::atomic<int64_t> allocations{0};  // blocks taken from the system
+    std::atomic<int> next_shard{0};
+    void add_in_use(int64_t bytes) {
+        int64_t now = in_use.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+        int64_t p = peak.load(std::memory_order_relaxed);
+        while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+        }
+    }
+    int my_shard() {
+        thread_local int shard = -1;
+        if (shard < 0) shard = next_shard.fetch_add(1, std::memory_order_relaxed) % kShards;
+        return shard;
+    }
+    /** A pooled block of the class: from this thread's shard, else from another's (so that
+        blocks freed by other threads are reused before the system is asked). */
+    char *take(int cls) {
+        int me = my_shard();
+        for (int k = 0; k < kShards; k++)
+            if (char *b = shards[(me + k) % kShards].take(cls)) return b;
+        return nullptr;
+    }
 };
 
 constexpr size_t kHeader = 64;
@@ -311,14 +354,9 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     int cls = kMinShift;
     while (cls <= kMaxShift && (int64_t(1) << cls) < bytes) cls++;
     if (cls <= kMaxShift) {
-        std::lock_guard<std::mutex> lk(mp.mu);
-        auto &fl = mp.free_lists[cls];
-        if (!fl.empty()) {
-            char *base = (char *)fl.back();
-            fl.pop_back();
-            mp.pooled -= int64_t(1) << cls;
-            mp.in_use += int64_t(1) << cls;
-            mp.peak = std::max(mp.peak, mp.in_use);
+        if (char *base = mp.take(cls)) {
+            mp.pooled.fetch_sub(int64_t(1) << cls, std::memory_order_relaxed);
+            mp.add_in_use(int64_t(1) << cls);
             return base + kHeader;
         }
     }
@@ -333,12 +371,8 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     h->magic = kMagic;
     h->cls = cls <= kMaxShift ? cls : -1;
     h->size = (int64_t)sz;
-    {
-        std::lock_guard<std::mutex> lk(mp.mu);
-        mp.in_use += (int64_t)sz;
-        mp.peak = std::max(mp.peak, mp.in_use);
-        mp.allocations++;
-    }
+    mp.add_in_use((int64_t)sz);
+    mp.allocations.fetch_add(1, std::memory_order_relaxed);
     return base + kHeader;
 }
 
@@ -348,15 +382,13 @@ void weft_rt_free(weft_context_t *, void *q) {
     BlockHeader *h = (BlockHeader *)base;
     if (h->magic != kMagic) return;  // not ours
     MemPool &mp = mem_pool();
-    std::unique_lock<std::mutex> lk(mp.mu);
-    mp.in_use -= h->size;
+    mp.in_use.fetch_sub(h->size, std::memory_order_relaxed);
     if (h->cls < 0) {
-        lk.unlock();  // (a large block goes back to the system outside the pool's lock)
-        std::free(base);
+        std::free(base);  // a large block goes back to the system
         return;
     }
-    mp.pooled += h->size;
-    mp.free_lists[h->cls].push_back(base);
+    mp.pooled.fetch_add(h->size, std::memory_order_relaxed);
+    mp.shards[mp.my_shard()].put(h->cls, base);
 }
 
 int32_t weft_rt_assert_fail(weft_context_t *ctx, const char *msg, const int64_t *args, int32_t nargs) {
@@ -441,16 +473,14 @@ extern "C" void weft_rt_profile_reset() {
 
 extern "C" void weft_rt_memory_stats(int64_t *in_use, int64_t *peak, int64_t *pooled, int64_t *allocations) {
     MemPool &mp = mem_pool();
-    std::lock_guard<std::mutex> lk(mp.mu);
-    *allocations = mp.allocations;
-    *in_use = mp.in_use;
-    *peak = mp.peak;
-    *pooled = mp.pooled;
+    *allocations = mp.allocations.load();
+    *in_use = mp.in_use.load();
+    *peak = mp.peak.load();
+    *pooled = mp.pooled.load();
 }
 extern "C" void weft_rt_reset_peak_memory() {
     MemPool &mp = mem_pool();
-    std::lock_guard<std::mutex> lk(mp.mu);
-    mp.peak = mp.in_use;
+    mp.peak.store(mp.in_use.load());
 }
 
 // ---------------- print ----------------

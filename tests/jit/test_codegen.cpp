@@ -520,6 +520,50 @@ TEST(CodeGenLLVM, RuntimeMallocAndErrors) {
     EXPECT_EQ(std::strlen(ctx.error), sizeof(ctx.error) - 1);
 }
 
+// Many threads allocating and freeing at once (blocks allocated inside parallel loops): every
+// block is whole and its own (no two threads get the same one), the byte counts return to where
+// they were, and a block one thread frees is reused by another before the system is asked.
+TEST(CodeGenLLVM, RuntimeMallocFromManyThreads) {
+    int64_t in_use0, peak0, pooled0, allocs0;
+    weft_rt_memory_stats(&in_use0, &peak0, &pooled0, &allocs0);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 8; t++)
+        ts.emplace_back([&, t] {
+            weft_context_t ctx;
+            std::memset(&ctx, 0, sizeof(ctx));
+            for (int rep = 0; rep < 2000; rep++) {
+                int64_t bytes = 64 + ((rep * 7 + t * 13) % 9) * 500;
+                unsigned char *p = (unsigned char *)weft_rt_malloc(&ctx, bytes);
+                if (!p) {
+                    bad++;
+                    continue;
+                }
+                std::memset(p, t + 1, (size_t)bytes);
+                std::this_thread::yield();
+                for (int64_t i = 0; i < bytes; i += 61)
+                    if (p[i] != t + 1) bad++;
+                weft_rt_free(&ctx, p);
+            }
+        });
+    for (auto &th : ts) th.join();
+    EXPECT_EQ(bad.load(), 0);
+    int64_t in_use, peak, pooled, allocs;
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0);
+    EXPECT_LE(allocs - allocs0, 8 * 9) << "more blocks from the system than threads times sizes";
+    // A block freed on another thread is taken here.
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof(ctx));
+    void *q = nullptr;
+    std::thread([&] { q = weft_rt_malloc(&ctx, 1 << 20); }).join();
+    weft_rt_free(&ctx, q);  // into this thread's shard
+    void *r = nullptr;
+    std::thread([&] { r = weft_rt_malloc(&ctx, 1 << 20); }).join();
+    EXPECT_EQ(r, q);
+    weft_rt_free(&ctx, r);
+}
+
 TEST(CodeGenLLVM, ParallelForFirstError) {
     weft_context_t ctx;
     std::memset(&ctx, 0, sizeof(ctx));
