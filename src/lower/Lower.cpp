@@ -13,6 +13,7 @@
 #include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
 #include "lower/PlanMemory.h"
+#include "lower/FuseParallel.h"
 #include "lower/StorageFlattening.h"
 #include "lower/UnrollLoops.h"
 #include "lower/VectorizeLoops.h"
@@ -206,6 +207,8 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     if (!cuda) {
         s = plan_memory(s, log);
         log_pass(log, "plan_memory", s);
+        s = fuse_parallel_nests(s);
+        log_pass(log, "fuse_parallel_nests", s);
     }
 
     if (cuda) {

@@ -585,3 +585,31 @@ TEST(Schedules, ChainingReturnsSelf) {
 }
 
 }  // namespace
+
+namespace {
+// Perfectly nested parallel loops run as one parallel loop over their product (every thread
+// finds work where the outer loop alone has fewer iterations than threads); a nest with storage
+// between the two loops stays as it is (the storage belongs to one outer iteration). Both
+// compute the same values as the serial schedule, at sizes that divide and do not.
+TEST(Schedules, NestedParallelLoopsFuse) {
+    for (int variant = 0; variant < 2; variant++) {
+        for (auto sz : {std::array<int, 2>{16, 8}, std::array<int, 2>{13, 7}, std::array<int, 2>{1, 1}}) {
+            SCOPED_TRACE(variant);
+            Pipe p(sz[0], sz[1]);
+            Var yo("yo"), yi("yi");
+            // Loops, outermost first: yo, x, yi.
+            p.out.split(p.y, yo, yi, 2).reorder(yi, p.x, yo).parallel(yo).parallel(p.x);
+            p.out.update().parallel(p.y);
+            if (variant == 0) p.mid.compute_at(p.out, p.x);  // inside the inner loop: fusable
+            else p.mid.compute_at(p.out, yo);  // between the two loops: not
+            Buffer<int> o = p.out.realize({sz[0], sz[1]});
+            for (int j = 0; j < sz[1]; j++)
+                for (int i = 0; i < sz[0]; i++) ASSERT_EQ(o(i, j), p.O(i, j)) << i << "," << j;
+            std::string ir = Pipeline(p.out).lowered_ir({16, 8});
+            std::string last = ir.substr(ir.find("after fuse_parallel_nests"));
+            last = last.substr(0, last.find("// ----", 10));
+            EXPECT_EQ(last.find(".fused") != std::string::npos, variant == 0) << last;
+        }
+    }
+}
+}  // namespace
