@@ -69,10 +69,12 @@ struct WeftRunner {
     std::vector<weft::internal::CallArg> call_args;  // bufs as the call's arguments (made once)
     weft::AutoScheduleResult autos;  // Variant::Auto: what auto_schedule said
     double auto_ms = 0;              // Variant::Auto: the time auto_schedule took
+    double build_ms = 0;             // building the pipeline (auto_schedule included), not the data
     WeftRunner(const WeftApp &app, int size, bool scheduled)
         : WeftRunner(app, size, scheduled ? Variant::Manual : Variant::None) {}
     WeftRunner(const WeftApp &app, int size, Variant v, double budget = 0) {
         p = app.make(size);
+        auto b0 = std::chrono::steady_clock::now();
         def = app.build(size, v == Variant::Manual);
         if (def.inputs.size() != p.inputs.size())
             throw weft::Error(app.info().name + ": the pipeline takes " + std::to_string(def.inputs.size()) +
@@ -96,6 +98,7 @@ struct WeftRunner {
         std::vector<weft::Argument> args(def.inputs.begin(), def.inputs.end());
         fn = weft::Pipeline(def.out).compile_to_callable(args);
         for (auto &b : bufs) call_args.push_back(weft::internal::make_call_arg(b));
+        build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count();
     }
     void run() {
         int rc = fn.call(call_args.data(), call_args.size());

@@ -6,7 +6,8 @@
 //       builds the kernel (JIT included), runs it twice, writes its output buffer to <outfile>
 //       (raw float32, the layout of the kernel's definition below), answers
 //       {"ok":true,"setup_ms":..,"call_ms":..,"compile_ms":..} or {"ok":false,"error":".."}
-//       (setup_ms: building and the first call; compile_ms: the compilation ahead of the first
+//       (setup_ms: building and the first call; first_ms: the same without making the data, or
+//       negative; compile_ms: the compilation ahead of the first
 //       call where there is one (Halide's compile_jit), else negative)
 //   time <reps>      runs the current kernel reps times (steady state, no warm-up needed: setup
 //                    already ran it), answers {"ok":true,"ms":[..],"minflt":..} (minor page
@@ -125,6 +126,10 @@ struct Kernel {
     /** Where the implementation compiles ahead of the first call (Halide's compile_jit): how
         long that took, reported as compile_ms; negative where compilation is in the first call. */
     virtual double compile_ms() const { return -1; }
+    /** Building the computation and its first call (JIT compilation included), without making
+        the problem's data, where the kernel times them apart (after its first run()), reported as
+        first_ms; negative where it does not (setup_ms then stands for it). */
+    virtual double first_call_ms() const { return -1; }
 };
 
 /** Makes a kernel, or returns null when this executable does not implement it. */
@@ -196,8 +201,9 @@ inline int serve(const Factory &make) {
                     continue;
                 }
                 char buf[256];
-                std::snprintf(buf, sizeof buf, "{\"ok\":true,\"setup_ms\":%.3f,\"call_ms\":%.4f,\"n\":%zu,\"compile_ms\":%.3f}",
-                              t1 - t0, t2 - t1, k->out_size(), k->compile_ms());
+                std::snprintf(buf, sizeof buf,
+                              "{\"ok\":true,\"setup_ms\":%.3f,\"call_ms\":%.4f,\"n\":%zu,\"compile_ms\":%.3f,\"first_ms\":%.3f}",
+                              t1 - t0, t2 - t1, k->out_size(), k->compile_ms(), k->first_call_ms());
                 reply(buf);
             } else if (cmd == "time") {
                 int reps = 1;
