@@ -2,21 +2,30 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include <optional>
+#include <set>
 
 namespace weft {
 namespace internal {
 namespace {
 
-/** Counts min/max nodes of vector type that mix a Ramp with a clamp bound (vector clamps). */
+/** Counts the min/max nodes of integer vector type (vector clamps of indices) whose operands
+    depend on the loop variable `var`, directly or through lets and the bounds of inner loops:
+    only those can become no-ops in the middle of var's range. (Clamps of values, floats, are
+    not decided by the ranges of loop variables; a clamp that does not move with var is the
+    same in every part of its loop. Bounding either costs much and gains nothing.) */
 class CountClamps : public IRVisitor {
 public:
-    std::string var;  // only clamps that depend on this loop variable
+    std::set<std::string> tainted;  // var, and what is defined from it
     int count = 0;
 
 protected:
+    bool uses(const Expr &e) {
+        for (auto &n : tainted)
+            if (expr_uses_var(e, n)) return true;
+        return false;
+    }
     void check(const Expr &a, const Expr &b, Type t) {
-        // (Dependence on the loop variable may go through lets: count every vector clamp.)
-        if (t.is_vector()) count++;
+        if (t.is_vector() && t.is_int_or_uint() && (uses(a) || uses(b))) count++;
     }
     void visit(const Min *op) override {
         check(op->a, op->b, op->type);
@@ -26,11 +35,23 @@ protected:
         check(op->a, op->b, op->type);
         IRVisitor::visit(op);
     }
+    void visit(const LetStmt *op) override {
+        if (uses(op->value)) tainted.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Let *op) override {
+        if (uses(op->value)) tainted.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const For *op) override {
+        if (uses(op->min) || uses(op->extent)) tainted.insert(op->name);
+        IRVisitor::visit(op);
+    }
 };
 
 int clamps(const Stmt &s, const std::string &var) {
     CountClamps c;
-    c.var = var;
+    c.tainted.insert(var);
     c.include(s);
     return c.count;
 }

@@ -613,3 +613,38 @@ TEST(Schedules, NestedParallelLoopsFuse) {
     }
 }
 }  // namespace
+
+namespace {
+// partition_loops: a loop whose vectorized body clamps indices that move with it is split into
+// edges and a middle with no clamp; clamps that do not move with a loop (an index computed from
+// an outer loop only) leave that loop whole. Values as the plain C++ computes them.
+TEST(Schedules, PartitionLoopsPeelsOnlyLoopsItsClampsMoveWith) {
+    const int W = 100, H = 6;
+    Buffer<float> in(W, H);
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) in(i, j) = (float)(i * 7 + j);
+    Var x("x"), y("y"), k("k");
+    Func f("f");
+    // The row index is clamped with y only: not a clamp that the k loop moves.
+    f(x, y, k) = in(clamp(x - 1, 0, W - 1), clamp(y * 2 - 1, 0, H - 1)) * 2.0f + in(clamp(x + 1, 0, W - 1), 0) + k;
+    f.vectorize(x, 8).reorder(x, k, y);
+    Buffer<float> o = f.realize({W, H, 2});
+    for (int kk = 0; kk < 2; kk++)
+        for (int j = 0; j < H; j++)
+            for (int i = 0; i < W; i++) {
+                float want = in(std::clamp(i - 1, 0, W - 1), std::clamp(j * 2 - 1, 0, H - 1)) * 2.0f +
+                             in(std::clamp(i + 1, 0, W - 1), 0) + kk;
+                ASSERT_EQ(o(i, j, kk), want) << i << "," << j << "," << kk;
+            }
+    std::string ir = Pipeline(f).lowered_ir({W, H, 2});
+    std::string after = ir.substr(ir.find("after partition_loops"));
+    after = after.substr(0, after.find("// ----", 10));
+    auto count = [&](const std::string &s) {
+        size_t n = 0;
+        for (size_t p = after.find(s); p != std::string::npos; p = after.find(s, p + 1)) n++;
+        return n;
+    };
+    EXPECT_EQ(count("for (f.s0.x, "), 3u) << after;  // the x loop: edges and middle
+    EXPECT_EQ(count("for (f.s0.k, "), 1u) << after;  // the k loop: whole
+}
+}  // namespace
