@@ -15,9 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 namespace {
 
@@ -269,7 +266,6 @@ struct MemPool {
 };
 
 constexpr size_t kHeader = 64;
-constexpr size_t kHugePage = size_t(2) << 20;
 constexpr uint64_t kMagic = 0x7765667462756621ull;
 struct BlockHeader {
     uint64_t magic;
@@ -366,20 +362,7 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     }
     // Each block has a 64-byte header in front of it that records its size class.
     size_t sz = cls <= kMaxShift ? (size_t(1) << cls) : (size_t)((bytes + 63) & ~int64_t(63));
-    char *base;
-    if (sz + kHeader >= 2 * kHugePage) {
-        // A large block: aligned to huge pages and marked for them (where transparent huge pages
-        // are "madvise"), so that its first touch faults once per 2 MiB instead of per 4 KiB
-        // (a pipeline's first call writes its intermediates into fresh memory: 7,000 faults for
-        // 28 MB, tens of milliseconds on a virtual machine).
-        size_t total = (sz + kHeader + kHugePage - 1) & ~(kHugePage - 1);
-        base = (char *)std::aligned_alloc(kHugePage, total);
-#ifdef __linux__
-        if (base) madvise(base, total, MADV_HUGEPAGE);  // (a hint: failure changes nothing)
-#endif
-    } else {
-        base = (char *)std::aligned_alloc(64, sz + kHeader);
-    }
+    char *base = (char *)std::aligned_alloc(64, sz + kHeader);
     if (!base) {
         set_error(ctx, -1, "out of memory");
         return nullptr;
