@@ -666,7 +666,7 @@ class PairClipped : public IRMutator {
     /** plus - minus as one clamp, or undefined. */
     static Expr pair(const Expr &plus, const Expr &minus) {
         bool is_min = plus.as<Min>() != nullptr;
-        if (is_min ? !minus.as<Min>() : !(plus.as<Max>() && minus.as<Max>())) return Expr();
+        if (!(is_min || plus.as<Max>()) || plus.get()->node_type != minus.get()->node_type) return Expr();
         auto *pb = static_cast<const BinaryExprNode *>(plus.get());
         auto *mb = static_cast<const BinaryExprNode *>(minus.get());
         const Expr pops[2] = {pb->a, pb->b}, mops[2] = {mb->a, mb->b};
@@ -772,10 +772,11 @@ bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     if (is_const_int(e, out)) return true;
     Interval I = bounds_of_expr_in_scope(e, scope);
     int64_t bound = 0, exact = 0;
-    bool ok = I.max.defined() && is_const_int(simplify(I.max), &bound);
+    Expr hi = I.max.defined() ? simplify(I.max) : Expr();
+    bool ok = hi.defined() && is_const_int(hi, &bound);
     // Variables the scope does not bound stay symbolic in I: a bound from the structure alone.
     int64_t sb;
-    if (structural_bound(I.max.defined() ? simplify(I.max) : e, true, &sb)) {
+    if (!ok && structural_bound(hi.defined() ? hi : e, true, &sb)) {
         bound = ok ? std::min(bound, sb) : sb;
         ok = true;
     }

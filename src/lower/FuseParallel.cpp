@@ -14,7 +14,8 @@ class FuseParallel : public IRMutator {
 protected:
     Stmt visit(const For *op, const Stmt &s) override {
         Stmt body = mutate(op->body);
-        if (op->for_type != ForType::Parallel) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+        Stmt same = body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
+        if (op->for_type != ForType::Parallel) return same;
         // The lets between the two loops, then the inner loop.
         std::vector<const LetStmt *> lets;
         Stmt at = body;
@@ -24,17 +25,16 @@ protected:
         }
         const For *in = at.as<For>();
         int64_t n, m;
-        auto rebuilt = [&] { return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body); };
         if (!in || in->for_type != ForType::Parallel || !is_const_int(op->extent, &n) || !is_const_int(in->extent, &m) ||
             n < 1 || m < 1 || n * m > INT_MAX)
-            return rebuilt();
+            return same;
         auto uses_outer = [&](const Expr &e) {
             if (expr_uses_var(e, op->name)) return true;
             for (auto *l : lets)
                 if (expr_uses_var(e, l->name)) return true;
             return false;
         };
-        if (uses_outer(in->min)) return rebuilt();
+        if (uses_outer(in->min)) return same;
         Type t = Int(32);
         std::string f = op->name + ".fused" + std::to_string(counter++);
         Expr fv = Variable::make(t, f), mc = make_const(t, m);

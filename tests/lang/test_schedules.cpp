@@ -611,6 +611,18 @@ TEST(Schedules, NestedParallelLoopsFuse) {
             EXPECT_EQ(last.find(".fused") != std::string::npos, variant == 0) << last;
         }
     }
+    // Extents whose product passes 2^31 - 1 (the fused loop's counter is 32-bit: an atomic
+    // update over a 2^16 x 2^16 domain, both loops parallel): left nested.
+    Var x("x");
+    RDom r(0, 1 << 16, 0, 1 << 16, "r");
+    Func big("big");
+    big(x) = 0;
+    big(r.x % 4) += 1;
+    big.update().atomic().parallel(r.y).parallel(r.x);
+    std::string ir = Pipeline(big).lowered_ir({4});
+    std::string last = ir.substr(ir.find("after fuse_parallel_nests"));
+    EXPECT_NE(last.find("parallel (big.s1.r.y"), std::string::npos) << last.substr(0, 600);
+    EXPECT_EQ(last.find(".fused"), std::string::npos) << last.substr(0, 600);
 }
 }  // namespace
 
