@@ -155,7 +155,13 @@ struct Builder {
                 bool child = overshoot[sp.outer] || overshoot[sp.inner];
                 overshoot[sp.old_var] = !guard && (child || (it->tail == TailStrategy::RoundUp &&
                                                              !can_prove(simplify(it->oext % F) == 0)));
-                if (shift) base = Max::make(Min::make(base, it->omax - F + 1), it->omin);
+                // The last iteration moves down to end at the max. Where the extent is known to be
+                // at least the factor, that start is never below the min (o >= 0): no max with the
+                // min, which would stay in every index of the loop (a clamp per vector).
+                if (shift) {
+                    base = Min::make(base, it->omax - F + 1);
+                    if (guard) base = Max::make(base, it->omin);
+                }
                 if (guard) {
                     // The let may exceed the range until the guard right after it. Near INT32_MAX
                     // the let wraps, and `let <= omax` alone admits lanes beyond the buffer: the
