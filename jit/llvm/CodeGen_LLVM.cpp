@@ -959,8 +959,12 @@ private:
         llvm::Align al = access_align(s, t.element_of(), 0);
         llvm::Value *a = tag(b.CreateAlignedLoad(llvm::FixedVectorType::get(elem, L), b.CreateInBoundsGEP(elem, s.value, lo), al), s);
         llvm::Value *last = tag(b.CreateAlignedLoad(elem, b.CreateInBoundsGEP(elem, s.value, hi), al), s);
+        // a's lanes, then the last element, in a vector of a power-of-two width: the shuffles
+        // below are then one permute each (of L + 1 lanes, they were many narrow ones).
+        int P = 1;
+        while (P < L + 1) P *= 2;
         std::vector<int> widen;
-        for (int i = 0; i <= L; i++) widen.push_back(i < L ? i : L);  // a's lanes, then a poison lane
+        for (int i = 0; i < P; i++) widen.push_back(i < L ? i : L);  // lanes from L on: poison
         llvm::Value *all = b.CreateShuffleVector(a, llvm::PoisonValue::get(a->getType()), widen);
         all = b.CreateInsertElement(all, last, (uint64_t)L);
         llvm::Value *result = nullptr;

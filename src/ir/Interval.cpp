@@ -665,6 +665,16 @@ class PairClipped : public IRMutator {
     }
     /** plus - minus as one clamp, or undefined. */
     static Expr pair(const Expr &plus, const Expr &minus) {
+        // (x + c) / k - x / k == (x % k + c) / k for k > 0 (division rounds down, the
+        // remainder is in [0, k)): bounded by (k - 1 + c) / k whatever x is (the rows an
+        // upsampling read y / 2 and (y + 1) / 2 needs).
+        if (auto *pd = plus.as<Div>()) {
+            auto *md = minus.as<Div>();
+            i128 k, c;
+            if (md && cint(pd->b, &k) && k > 0 && equal(pd->b, md->b) && cint(simplify(Sub::make(pd->a, md->a)), &c))
+                return Div::make(Add::make(Mod::make(md->a, pd->b), mkc(md->a.type(), c)), pd->b);
+            return Expr();
+        }
         bool is_min = plus.as<Min>() != nullptr;
         if (!(is_min || plus.as<Max>()) || plus.get()->node_type != minus.get()->node_type) return Expr();
         auto *pb = static_cast<const BinaryExprNode *>(plus.get());

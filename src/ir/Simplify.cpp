@@ -299,6 +299,18 @@ bool cbound_(const Expr &e, bool upper, i128 *v, int depth) {
         }
         return false;
     }
+    if (auto *p = e.as<Mod>()) {  // a % k is in [0, k) for k > 0 (Euclidean)
+        i128 k;
+        if (!cint(p->b, &k) || k <= 0) return false;
+        *v = upper ? k - 1 : 0;
+        return true;
+    }
+    if (auto *p = e.as<Div>()) {  // rounds down: monotone in a for k > 0
+        i128 k;
+        if (!cint(p->b, &k) || k <= 0 || !cbound(p->a, upper, &a, depth + 1)) return false;
+        *v = a >= 0 ? a / k : -((-a + k - 1) / k);
+        return true;
+    }
     return false;
 }
 

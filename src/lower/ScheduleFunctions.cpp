@@ -7,6 +7,7 @@
 #include <set>
 #include <iostream>
 #include "ir/IRVisitor.h"
+#include "ir/Interval.h"
 #include "ir/Simplify.h"
 #include "lower/BoxesTouched.h"
 #include "lower/ComputeWith.h"
@@ -436,10 +437,17 @@ struct Builder {
                     int64_t w = 0;
                     bool exact = !prov.empty() && prov[fold_dim].is_bounded() && u.is_bounded();
                     if (exact) {
+                        // The window may vary from one iteration to the next (a consumer reading
+                        // rows y / 2 and (y + 1) / 2 needs one or two): the ring holds the widest,
+                        // bounded over the loop's range, where what is computed is the window.
+                        Scope scope;
+                        scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
                         auto forms = iteration_forms(op, {u.max - u.min + 1, prov[fold_dim].max - prov[fold_dim].min + 1});
                         for (size_t i = 0; exact && i < forms.size(); i++) {
-                            int64_t wi, pwi;
-                            exact = is_const_int(simplify(forms[i][0]), &wi) && is_const_int(simplify(forms[i][1]), &pwi) && wi == pwi;
+                            Expr we = simplify(forms[i][0]), pwe = simplify(forms[i][1]);
+                            int64_t wi = 0, pwi = 0;
+                            if (is_const_int(we, &wi) && is_const_int(pwe, &pwi)) exact = wi == pwi;
+                            else exact = can_prove(simplify(we == pwe)) && constant_upper_bound_in_scope(we, scope, &wi);
                             w = std::max(w, exact ? wi : 0);
                         }
                     }

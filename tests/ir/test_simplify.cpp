@@ -545,6 +545,9 @@ TEST(Bounds, RegionsClippedAtBothEndsHaveAConstantExtentBound) {
         cases.push_back({Max::make(hi, m) - Max::make(lo, m) + I(1), c + 1});
         // Reversed: the lower end above the upper one gives an empty (0) or negative extent.
         cases.push_back({Max::make(Min::make(lo, m) - Min::make(hi, m) + I(1), I(0)), 1});
+        // Rows read by a y / k and (y + c) / k upsampling consumer: (c + k - 1) / k + 1.
+        for (int k : {2, 3, 4})
+            cases.push_back({((lo + I(c)) / I(k) + m) - (lo / I(k) + m) + I(1), (c + k - 1) / k + 1});
     }
     Scope none;
     for (auto &k : cases) {

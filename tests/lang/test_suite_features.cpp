@@ -72,6 +72,32 @@ TEST(SlidingWindow, SlidesDownAChainOfStages) {
     }
 }
 
+TEST(SlidingWindow, FoldsAWindowThatVariesWithTheRow) {
+    // Upsampling: row y of `up` reads rows y / 2 and (y + 1) / 2 of `half` (one or two rows,
+    // by the parity of y). Stored per strip and computed per row, `half` slides; its ring holds
+    // the widest window (2 rows), not the strip.
+    for (auto wh : {std::pair<int, int>{64, 64}, {37, 45}}) {
+        Buffer<float> in(std::vector<int>{wh.first, wh.second}, "fin");
+        for (int j = 0; j < wh.second; j++)
+            for (int i = 0; i < wh.first; i++) in(i, j) = (float)((i * 7 + j * 13) % 29);
+        Var x("x"), y("y"), yo("yo"), yi("yi");
+        Func clamped = BoundaryConditions::repeat_edge(in);
+        Func half("half"), up("up");
+        half(x, y) = clamped(x, 2 * y) + clamped(x, 2 * y + 1);
+        up(x, y) = half(x, y / 2) + 2.0f * half(x, (y + 1) / 2);
+        up.split(y, yo, yi, 16).parallel(yo).vectorize(x, 8);
+        half.store_at(up, yo).compute_at(up, yi).vectorize(x, 8);
+        Buffer<float> got(std::vector<int>{wh.first, wh.second}, "got"), want(std::vector<int>{wh.first, wh.second}, "want");
+        up.realize(got);
+        internal::interpret_pipeline(Pipeline(up), {want});
+        for (int j = 0; j < wh.second; j++)
+            for (int i = 0; i < wh.first; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+        auto a = allocations(up, {wh.first, wh.second});
+        ASSERT_TRUE(a.count("half"));
+        EXPECT_LE(a["half"], 2L * ((wh.first + 7) / 8 * 8)) << "half is not folded to a ring of 2 rows";
+    }
+}
+
 TEST(FoldStorage, SetsTheRingAndChecksItHoldsAWindow) {
     Chain c(64, 40, 1);
     c.schedule(32);
