@@ -15,6 +15,8 @@
 #include <sstream>
 
 #include "ir/IRVisitor.h"
+#include "ir/Interval.h"
+#include "ir/Simplify.h"
 #include "ir/Stack.h"
 #include "ir/Warnings.h"
 #include "weft/Func.h"
@@ -221,6 +223,7 @@ struct Sym {
     /** A buffer's type-based alias tag: each allocation of the pipeline's own has one of its
         own (its memory overlaps no other buffer's), the buffers passed in share one. */
     llvm::MDNode *tbaa = nullptr;
+    int64_t known_elems = -1;  // elements of an allocation of constant size, else -1
 };
 
 struct FnState {
@@ -1054,6 +1057,84 @@ private:
         return true;
     }
 
+    bool has_features(std::initializer_list<const char *> fs) const {
+        for (const char *f : fs) {
+            std::string want = std::string("+") + f;
+            size_t at = 0;
+            bool found = false;
+            while (!found && (at = target.features.find(want, at)) != std::string::npos) {
+                size_t end = at + want.size();
+                found = end == target.features.size() || target.features[end] == ',';
+                at = end;
+            }
+            if (!found) return false;
+        }
+        return true;
+    }
+
+    /** A gather of bytes from a table of the pipeline's own of constant size (a tone curve, a
+        histogram's map), where the index is known to stay in at most 1024 of its elements and
+        the target has AVX-512 VBMI: the elements the index can reach are loaded as vectors of 64
+        bytes (masked to that range, nothing else read) and each 64 lanes are looked up with one
+        vpermi2b per 128 bytes and a blend by the index's high bits, instead of a load per lane
+        (about 24 instructions for 64 lanes instead of about 190). Null where not so. */
+    llvm::Value *table_lookup(const Load *op, const Sym &s) {
+        Type t = op->type;
+        int n = t.lanes();
+        if (t.bits() != 8 || t.is_bool() || s.known_elems <= 0 || !(n == 16 || n == 32 || n % 64 == 0) ||
+            op->index.type().bits() != 32 || !has_features({"avx512bw", "avx512vbmi"}))
+            return nullptr;
+        Interval I = bounds_of_expr_in_scope(op->index, Scope());
+        int64_t lo = 0, hi = 0;
+        if (!I.min.defined() || !I.max.defined() || !is_const_int(simplify(I.min), &lo) ||
+            !is_const_int(simplify(I.max), &hi) || lo < 0 || hi >= s.known_elems || lo > hi)
+            return nullptr;
+        int64_t base = lo & ~int64_t(127);
+        int64_t groups = (hi - base) / 128 + 1;
+        if (groups > 8) return nullptr;
+        auto *v64 = llvm::FixedVectorType::get(i8, 64);
+        llvm::Value *zero = llvm::Constant::getNullValue(v64);
+        std::vector<llvm::Value *> chunk;
+        for (int64_t j = 0; j < 2 * groups; j++) {
+            int64_t start = base + 64 * j;
+            if (start > hi || start + 63 < lo) {
+                chunk.push_back(zero);
+                continue;
+            }
+            llvm::Value *p = b.CreateInBoundsGEP(i8, s.value, b.getInt64(start));
+            if (start >= lo && start + 63 <= hi) {
+                chunk.push_back(tag(b.CreateAlignedLoad(v64, p, llvm::Align(start % 64 == 0 && s.align >= 64 ? 64 : 1)), s));
+                continue;
+            }
+            std::vector<llvm::Constant *> m;
+            for (int64_t i = 0; i < 64; i++) m.push_back(b.getInt1(start + i >= lo && start + i <= hi));
+            chunk.push_back(tag(b.CreateMaskedLoad(v64, p, llvm::Align(1), llvm::ConstantVector::get(m), zero), s));
+        }
+        llvm::Function *perm = llvm::Intrinsic::getDeclaration(&mod, llvm::Intrinsic::x86_avx512_vpermi2var_qi_512);
+        llvm::Value *idx = b.CreateSub(codegen(op->index), splat(n, b.getInt32((uint32_t)base)));
+        std::vector<llvm::Value *> blocks;
+        for (int k = 0; k < std::max(1, n / 64); k++) {
+            std::vector<int> lanes;
+            for (int i = 0; i < 64; i++) lanes.push_back(n >= 64 ? 64 * k + i : (i < n ? i : 0));
+            llvm::Value *blk = b.CreateShuffleVector(idx, lanes);
+            llvm::Value *idx8 = b.CreateTrunc(blk, v64);
+            llvm::Value *grp8 = b.CreateTrunc(b.CreateLShr(blk, splat(64, b.getInt32(7))), v64);
+            llvm::Value *r = b.CreateCall(perm, {chunk[0], idx8, chunk[1]});
+            for (int64_t g = 1; g < groups; g++) {
+                llvm::Value *rg = b.CreateCall(perm, {chunk[2 * g], idx8, chunk[2 * g + 1]});
+                r = b.CreateSelect(b.CreateICmpEQ(grp8, splat(64, b.getInt8((uint8_t)g))), rg, r);
+            }
+            blocks.push_back(r);
+        }
+        llvm::Value *r = blocks.size() == 1 ? blocks[0] : llvm::concatenateVectors(b, blocks);
+        if (n < 64) {
+            std::vector<int> first;
+            for (int i = 0; i < n; i++) first.push_back(i);
+            r = b.CreateShuffleVector(r, first);
+        }
+        return r;
+    }
+
     /** A vector load lane by lane (each lane's index computed). */
     llvm::Value *gather(const Load *op, const Sym &s) {
         Type t = op->type;
@@ -1103,6 +1184,7 @@ private:
             phi->addIncoming(dense, in_end);
             phi->addIncoming(gathered, edge_end);
             result = phi;
+        } else if ((result = table_lookup(op, s))) {
         } else {
             warn_lanes(true, op->name);
             result = gather(op, s);
@@ -1653,7 +1735,7 @@ private:
         llvm::Value *cl = fn->getArg(closure_arg);
         for (size_t i = 0; i < captured.size(); i++) {
             llvm::Value *v = b.CreateLoad(fields[i], b.CreateStructGEP(cty, cl, (unsigned)i), captured[i].first);
-            push(captured[i].first, {v, captured[i].second.align, captured[i].second.tbaa});
+            push(captured[i].first, {v, captured[i].second.align, captured[i].second.tbaa, captured[i].second.known_elems});
         }
         for (auto &c : constants) push(c.first, c.second);
         gen(fn);
@@ -1737,7 +1819,7 @@ private:
         }
         if (stack) {
             llvm::Value *p = entry_alloca(elem, b.getInt64(std::max<int64_t>(n, 1)), 64, op->name);
-            push(op->name, {p, 64, new_allocation_tbaa(op->name)});
+            push(op->name, {p, 64, new_allocation_tbaa(op->name), n});
             codegen(op->body);
             pop(op->name);
             return;
@@ -1762,7 +1844,7 @@ private:
         b.CreateStore(p, slot);
         fs->heap.push_back(slot);
         fs->heap_slots[op->name].push_back(slot);
-        push(op->name, {p, 64, new_allocation_tbaa(op->name)});
+        push(op->name, {p, 64, new_allocation_tbaa(op->name), is_k && n >= 0 ? n : -1});
         codegen(op->body);
         pop(op->name);
         fs->heap_slots[op->name].pop_back();

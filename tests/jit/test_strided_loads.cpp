@@ -178,3 +178,80 @@ TEST(AliasTags, AllocationsHaveTagsOfTheirOwn) {
             ASSERT_FLOAT_EQ(o(i, j), s * 2.0f) << i << ", " << j;
         }
 }
+
+namespace {
+
+/** Does the host have AVX-512 VBMI (vpermi2b)? */
+bool host_has_vbmi() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+TEST(TableLookups, ByteTablesAreLookedUpInRegisters) {
+    // A byte table of the pipeline's own read at a clamped index (a tone curve): on AVX-512 VBMI
+    // each 64 lanes are vpermi2b lookups, not a load per lane; everywhere the values are exact,
+    // for tables that start and end inside a 64-byte vector (masked loads) and signed bytes.
+    struct Case {
+        int size, lo, hi, lanes;
+        bool is_signed;
+    };
+    std::vector<Case> cases = {{1024, 0, 1023, 64}, {1024, 0, 1023, 16}, {1024, 0, 1023, 32},
+                               {200, 37, 199, 64}, {300, 130, 131, 32},
+                               {256, 0, 255, 64}, {96, 5, 90, 16}};
+    for (const Case &k : cases)
+        for (bool is_signed : {false, true}) {
+            SCOPED_TRACE("table " + std::to_string(k.size) + " [" + std::to_string(k.lo) + ", " +
+                         std::to_string(k.hi) + "] lanes " + std::to_string(k.lanes) + (is_signed ? " int8" : " uint8"));
+            const int W = 1000;
+            Buffer<uint16_t> in(std::vector<int>{W}, "lut_in");
+            for (int i = 0; i < W; i++) in(i) = (uint16_t)((i * 7919 + 13) % 1400);
+            Var x("x");
+            Func table("table"), out("looked_up");
+            Type et = is_signed ? Int(8) : UInt(8);
+            // From an input, so that the table is loaded at run time (not folded by LLVM).
+            Buffer<int16_t> values(std::vector<int>{k.size}, "lut_values");
+            for (int i = 0; i < k.size; i++) values(i) = (int16_t)((i * 37 + 11) % 251 - (is_signed ? 125 : 0));
+            table(x) = cast(et, values(x));
+            table.compute_root().bound(x, 0, k.size);
+            out(x) = table(clamp(cast<int>(in(x)), k.lo, k.hi));
+            out.vectorize(x, k.lanes);
+            std::string ir = llvm_ir_of(out, {W});
+            ASSERT_FALSE(ir.empty());
+            if (host_has_vbmi()) {
+                EXPECT_NE(ir.find("vpermi2var.qi.512"), std::string::npos) << ir;
+                EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+            }
+            auto check = [&](auto got) {
+                for (int i = 0; i < W; i++) {
+                    int j = std::min(std::max((int)in(i), k.lo), k.hi);
+                    int want = (j * 37 + 11) % 251 - (is_signed ? 125 : 0);
+                    ASSERT_EQ((int)got(i), (int)(is_signed ? (int8_t)want : (uint8_t)want)) << "at " << i;
+                }
+            };
+            if (is_signed) check(Buffer<int8_t>(out.realize({W})));
+            else check(Buffer<uint8_t>(out.realize({W})));
+        }
+    // A uint8 index reaches the whole of a 256-byte table: looked up as well. A table of 4096
+    // bytes is more than the registers hold: a gather, as before. Both exact.
+    for (int size : {256, 4096}) {
+        Buffer<uint16_t> idx(std::vector<int>{512}, "lut_idx");
+        for (int i = 0; i < 512; i++) idx(i) = (uint16_t)((i * 977) % size);
+        Var x("x");
+        Func table("table_big"), out("by_index");
+        table(x) = cast<uint8_t>(x ^ 0x5a);
+        table.compute_root().bound(x, 0, size);
+        Expr at = size == 256 ? cast<int>(cast<uint8_t>(idx(x))) : clamp(cast<int>(idx(x)), 0, size - 1);
+        out(x) = table(at);
+        out.vectorize(x, 64);
+        std::string ir = llvm_ir_of(out, {512});
+        if (host_has_vbmi()) EXPECT_EQ(ir.find("vpermi2var.qi.512") != std::string::npos, size == 256) << ir;
+        Buffer<uint8_t> r = out.realize({512});
+        for (int i = 0; i < 512; i++) ASSERT_EQ(r(i), (uint8_t)(((i * 977) % size) ^ 0x5a)) << i;
+    }
+}
