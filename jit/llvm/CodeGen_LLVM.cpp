@@ -1660,6 +1660,7 @@ private:
         llvm::Value *mn = codegen(op->min);
         llvm::Value *ext = codegen(op->extent);
         if (op->for_type == ForType::Parallel) return codegen_parallel(op, mn, ext);
+        if (op->for_type == ForType::Serial && transposed_loop(op, mn)) return;
         llvm::Function *fn = fs->fn;
         llvm::BasicBlock *pre = b.GetInsertBlock();
         auto *loop_bb = llvm::BasicBlock::Create(ctx, op->name + ".loop", fn);
@@ -1689,6 +1690,80 @@ private:
             back->setMetadata(llvm::LLVMContext::MD_loop, id);
         }
         b.SetInsertPoint(after_bb);
+    }
+
+    /** A serial loop over y whose body stores a dense vector of V lanes read at a constant
+        stride S, where the read moves by one element with y: `out[d(y) + i] = in[b + y + S*i]`
+        for lanes i (a transpose: each iteration's vector is a column of the source). Its
+        iterations in blocks of V are V dense loads (the elements the block reads, no other), a
+        V x V transpose in registers (log2(V) rounds of two-vector interleaves) and V dense
+        stores, instead of a gather of V lanes per iteration. The loop's extent must be a
+        constant multiple of V (4, 8 or 16); source and destination are different buffers, so
+        the block's loads may all come before its stores. False (nothing emitted) otherwise. */
+    bool transposed_loop(const For *op, llvm::Value *mn) {
+        const Store *st = op->body.as<Store>();
+        int64_t extent = 0;
+        if (!st || st->atomic || !is_const_int(op->extent, &extent) || !dense_ramp(st->index)) return false;
+        const Load *ld = st->value.as<Load>();
+        Type t = st->value.type();
+        int V = t.lanes();
+        if (!ld || ld->name == st->name || t.is_bool() || !(V == 4 || V == 8 || V == 16) || extent < V || extent % V)
+            return false;
+        const Ramp *lr = ld->index.as<Ramp>();
+        int64_t S = 0, step = 0;
+        if (!lr || lr->base.type().lanes() != 1 || !is_const_int(lr->stride, &S) || (S >= -V && S <= V)) return false;
+        Expr y = Variable::make(Int(32), op->name);
+        if (!is_const_int(simplify(substitute(op->name, y + 1, lr->base) - lr->base), &step) || step != 1) return false;
+        const Ramp *sr = st->index.as<Ramp>();
+        if (expr_uses_var(lr->stride, op->name) || expr_uses_var(sr->stride, op->name)) return false;
+        Sym src = lookup(ld->name), dst = lookup(st->name);
+        llvm::Type *elem = mem_type(t.element_of()), *vt = mem_type(t);
+        llvm::Function *fn = fs->fn;
+        llvm::BasicBlock *pre = b.GetInsertBlock();
+        auto *loop_bb = llvm::BasicBlock::Create(ctx, op->name + ".block", fn);
+        auto *after_bb = llvm::BasicBlock::Create(ctx, op->name + ".end", fn);
+        b.CreateBr(loop_bb);
+        b.SetInsertPoint(loop_bb);
+        llvm::PHINode *blk = b.CreatePHI(mn->getType(), 2, op->name + ".blk");
+        blk->addIncoming(llvm::ConstantInt::get(mn->getType(), 0), pre);
+        llvm::Value *y0 = b.CreateAdd(mn, b.CreateMul(blk, llvm::ConstantInt::get(mn->getType(), V)), "", false, true);
+        std::vector<llvm::Value *> v(V);
+        push(op->name, {y0, 0});
+        for (int i = 0; i < V; i++) {
+            Expr at = simplify(lr->base + make_const(lr->base.type(), S * i));
+            llvm::Value *p = b.CreateInBoundsGEP(elem, src.value, index64(codegen_index(at)));
+            v[i] = tag(b.CreateAlignedLoad(vt, p, access_align(src, t.element_of(), 0)), src);
+        }
+        pop(op->name);
+        // Out-shuffles: after log2(V) rounds, v[j] holds lane j of every row.
+        int h = V / 2;
+        std::vector<int> lo, hi;
+        for (int p = 0; p < h; p++) {
+            lo.push_back(p);
+            lo.push_back(p + V);
+            hi.push_back(p + h);
+            hi.push_back(p + h + V);
+        }
+        for (int round = 1; round < V; round *= 2) {
+            std::vector<llvm::Value *> n(V);
+            for (int k = 0; k < h; k++) {
+                n[2 * k] = b.CreateShuffleVector(v[k], v[k + h], lo);
+                n[2 * k + 1] = b.CreateShuffleVector(v[k], v[k + h], hi);
+            }
+            v = n;
+        }
+        for (int j = 0; j < V; j++) {
+            llvm::Value *yj = b.CreateAdd(y0, llvm::ConstantInt::get(mn->getType(), j), "", false, true);
+            push(op->name, {yj, 0});
+            llvm::Value *p = b.CreateInBoundsGEP(elem, dst.value, index64(codegen_index(sr->base)));
+            pop(op->name);
+            tag(b.CreateAlignedStore(v[j], p, access_align(dst, t.element_of(), st->alignment)), dst);
+        }
+        llvm::Value *next = b.CreateAdd(blk, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);
+        blk->addIncoming(next, b.GetInsertBlock());
+        b.CreateCondBr(b.CreateICmpNE(next, llvm::ConstantInt::get(mn->getType(), extent / V)), loop_bb, after_bb);
+        b.SetInsertPoint(after_bb);
+        return true;
     }
 
     /** Whether a loop just generated holds more instructions than LLVM's loop passes are worth

@@ -255,3 +255,44 @@ TEST(TableLookups, ByteTablesAreLookedUpInRegisters) {
         for (int i = 0; i < 512; i++) ASSERT_EQ(r(i), (uint8_t)(((i * 977) % size) ^ 0x5a)) << i;
     }
 }
+
+namespace {
+
+template <typename T>
+void check_transposes(const char *tname) {
+    for (int V : {4, 8, 16})
+        for (bool flip : {false, true})
+            for (int W : {48, 37}) {  // 37: the transpose's tiles do not divide the rows
+                SCOPED_TRACE(std::string(tname) + " lanes " + std::to_string(V) + (flip ? " flipped" : "") +
+                             " width " + std::to_string(W));
+                const int H = 64;
+                size_t n = (size_t)W * H;  // the source ends at a page that cannot be read
+                Guarded<T> g(n, true);
+                for (size_t i = 0; i < n; i++) g.data[i] = (T)(i * 7 + 3);
+                Buffer<T> in(g.data, {W, H}, "tr_in");
+                Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+                Func f("transposed");
+                f(x, y) = flip ? in(y, H - 1 - x) : in(y, x);
+                f.tile(x, y, xo, yo, xi, yi, V, 2 * V).vectorize(xi);
+                std::string ir = llvm_ir_of(f, {H, W});
+                if (W % (2 * V) == 0) {
+                    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+                    EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+                }
+                Buffer<T> out = f.realize({H, W});
+                for (int j = 0; j < W; j++)
+                    for (int i = 0; i < H; i++)
+                        ASSERT_EQ(out(i, j), in(j, flip ? H - 1 - i : i)) << "at " << i << "," << j;
+            }
+}
+
+}  // namespace
+
+TEST(Transposes, AreDenseLoadsAndShufflesReadingOnlyTheElementsAccessed) {
+    // f(x, y) = in(y, x) vectorized along x: each iteration of the loop over y reads a column of
+    // in. A block of V iterations is V dense rows transposed in registers.
+    check_transposes<float>("float");
+    check_transposes<uint8_t>("uint8");
+    check_transposes<int16_t>("int16");
+    check_transposes<double>("double");
+}
