@@ -35,7 +35,9 @@ struct Builder {
             bool per_thread = f.contents->schedule.memory == MemoryType::Register &&
                               std::any_of(sched.dims.begin(), sched.dims.end(),
                                           [](const Dim &d) { return d.for_type == ForType::GPUThread; });
-            if (k == 0 && !is_rvar && !per_thread && can_prove(simplify(oext >= F))) return TailStrategy::ShiftInwards;
+            if (!is_rvar && !per_thread && can_prove(simplify(oext >= F)) &&
+                (k == 0 || recomputing_is_harmless(f, k, sched, sp)))
+                return TailStrategy::ShiftInwards;
             return TailStrategy::GuardWithIf;
         }
         if (t == TailStrategy::ShiftInwards && (k > 0 || is_rvar))
@@ -45,6 +47,74 @@ struct Builder {
             user_error("weft: " + stage_name(*f.contents, k) + ".split(" + sp.old_var +
                        ", RoundUp): the reduction domain's extent is not a multiple of the factor; use GuardWithIf");
         return t;
+    }
+
+    /** Whether an update may compute some points of its pure Var sp.old_var twice (a tail
+        shifted inwards) with the same result: every read of the Func in its value is at that
+        Var itself in its dimension, and, in some dimension, at a point an earlier iteration of
+        the stage's outermost reduction loop wrote (`f(x, r) = g(f(x, r - 1), f(x + 0, r - 1))`
+        with r the outer reduction loop: a scan, pyramid slices). So a point is never read where
+        it is written, nor before it is written; a second computation reads what the first read.
+        Along that dimension the outer loop's variable alone moves the point, one step per
+        iteration, so each coordinate there is written in one iteration only. Not where the
+        Var's loops are parallel (two threads would write what a third reads), nor where a
+        reduction loop of the stage is split or fused (its order is then not the dimension's). */
+    bool recomputing_is_harmless(const LFunc &f, int k, const StageSchedule &sched, const Split &sp) {
+        const LStage &st = f.stages[k];
+        int p = -1;
+        for (size_t i = 0; i < st.args.size(); i++) {
+            auto *v = st.args[i].as<Variable>();
+            if (v && v->name == sp.old_var) p = (int)i;
+        }
+        if (p < 0 || st.rvars.empty()) return false;
+        std::set<std::string> rvar_names;
+        for (auto &rv : st.rvars) rvar_names.insert(rv.var);
+        for (auto &other : sched.splits)
+            if (rvar_names.count(other.old_var) || rvar_names.count(other.inner) || rvar_names.count(other.outer)) return false;
+        std::string outer_r;
+        for (auto &d : sched.dims) {
+            if (d.is_rvar) outer_r = d.var;
+            if ((d.var == sp.outer || d.var == sp.inner) && d.for_type != ForType::Serial && d.for_type != ForType::Vectorized &&
+                d.for_type != ForType::Unrolled)
+                return false;
+        }
+        if (!rvar_names.count(outer_r)) return false;
+        class SelfCalls : public IRVisitor {
+        public:
+            std::string name;
+            std::vector<const Call *> calls;
+
+        protected:
+            void visit(const Call *op) override {
+                if (op->call_type != Call::Intrinsic && op->name == name) calls.push_back(op);
+                IRVisitor::visit(op);
+            }
+        } sc;
+        sc.name = f.name;
+        sc.include(st.value);
+        for (auto &a : st.args) sc.include(a);
+        if (st.predicate.defined()) sc.include(st.predicate);
+        if (sc.calls.empty()) return false;
+        Expr r = Variable::make(Int(32), outer_r);
+        for (const Call *c : sc.calls) {
+            if (c->args.size() != st.args.size() || !equal(c->args[p], st.args[p])) return false;
+            bool earlier = false;
+            for (size_t d = 0; d < st.args.size() && !earlier; d++) {
+                int64_t diff = 0, slope = 0;
+                const Expr &L = st.args[d];
+                if (!expr_uses_var(L, outer_r) || !is_const_int(simplify(L - c->args[d]), &diff) ||
+                    !is_const_int(simplify(substitute(outer_r, r + 1, L) - substitute(outer_r, r, L)), &slope))
+                    continue;
+                // Each coordinate along d is written by one iteration of r only (no other
+                // reduction variable in L, slope 1 or -1): what is read there is final.
+                bool only_r = true;
+                for (auto &rv : st.rvars)
+                    if (rv.var != outer_r && expr_uses_var(L, rv.var)) only_r = false;
+                earlier = only_r && diff != 0 && (slope == 1 || slope == -1) && (diff > 0) == (slope > 0);
+            }
+                if (!earlier) return false;
+        }
+        return true;
     }
 
     /** The stage's loop nest; with specializations, a chain of branches on their conditions. */

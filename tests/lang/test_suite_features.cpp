@@ -267,3 +267,53 @@ TEST(Undef, MisusesAreErrors) {
     EXPECT_CONTAINS(error_of([&] { h.realize({4}); }), "no update definitions");
     EXPECT_CONTAINS(error_of([&] { undef(Float(32, 4)); }), "scalar");
 }
+
+TEST(TailStrategyAuto, AnUpdateReadingEarlierIterationsShiftsItsTailInwards) {
+    // f(x, r) = h(f(x, r -/+ 1), ...): a point is recomputed from final values, so the vector
+    // tail of x may be shifted inwards (no scalar tail); an update reading the point it writes,
+    // or one the loop writes later, keeps the guard. Each against the interpreter.
+    const int W = 37, H = 12;
+    Buffer<float> in(std::vector<int>{W, H}, "tin");
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) in(i, j) = (float)((i * 5 + j * 3) % 11) - 4.0f;
+    Var x("x"), y("y");
+    for (int kind = 0; kind < 5; kind++) {
+        SCOPED_TRACE(kind);
+        Func f("scan");
+        RDom r(1, H - 1, "r");
+        f(x, y) = in(x, y);
+        bool shifts = true;
+        switch (kind) {
+        case 0: f(x, r) = f(x, r - 1) * 0.5f + in(x, r); break;                        // down
+        case 1: f(x, H - 1 - r) = f(x, H - r) * 0.5f + in(x, 0); break;                 // up
+        case 2: {
+            RDom r2(2, H - 2, "r2");
+            f(x, r2) = max(f(x, r2 - 1), f(x, r2 - 2)) + 1.0f;  // two reads
+            break;
+        }
+        case 3: f(x, r) = f(x, r) * 0.5f + 1.0f; shifts = false; break;                 // in place
+        case 4: f(x, r) = f(x, min(r + 1, H - 1)) + 1.0f; shifts = false; break;        // a later row
+        }
+        f.vectorize(x, 8);
+        f.update().vectorize(x, 8);
+        Buffer<float> got(std::vector<int>{W, H}, "got"), want(std::vector<int>{W, H}, "want");
+        f.realize(got);
+        internal::interpret_pipeline(Pipeline(f), {want});
+        for (int j = 0; j < H; j++)
+            for (int i = 0; i < W; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+        std::string ir = Pipeline(f).lowered_ir({W, H});
+        std::string upd = ir.substr(ir.rfind("---- after fuse_parallel"));
+        upd = upd.substr(upd.find("scan.s1"));
+        EXPECT_EQ(upd.find("likely") == std::string::npos, shifts) << upd;
+    }
+    // Parallel: the guard stays (two threads would write what a third reads).
+    Func g("pscan");
+    RDom r(1, H - 1, "r");
+    Var xo("xo"), xi("xi");
+    g(x, y) = in(x, y);
+    g(x, r) = g(x, r - 1) + in(x, r);
+    g.update().split(x, xo, xi, 8).parallel(xo).vectorize(xi);
+    std::string ir = Pipeline(g).lowered_ir({W, H});
+    std::string upd = ir.substr(ir.rfind("---- after fuse_parallel"));
+    EXPECT_NE(upd.find("likely"), std::string::npos) << upd;
+}
