@@ -1057,18 +1057,11 @@ private:
         return true;
     }
 
+    /** Does the target's LLVM feature string ("+avx2,-amx-tile,...") enable each of fs? */
     bool has_features(std::initializer_list<const char *> fs) const {
-        for (const char *f : fs) {
-            std::string want = std::string("+") + f;
-            size_t at = 0;
-            bool found = false;
-            while (!found && (at = target.features.find(want, at)) != std::string::npos) {
-                size_t end = at + want.size();
-                found = end == target.features.size() || target.features[end] == ',';
-                at = end;
-            }
-            if (!found) return false;
-        }
+        std::string all = "," + target.features + ",";
+        for (const char *f : fs)
+            if (all.find(std::string(",+") + f + ",") == std::string::npos) return false;
         return true;
     }
 
@@ -1715,7 +1708,6 @@ private:
         Expr y = Variable::make(Int(32), op->name);
         if (!is_const_int(simplify(substitute(op->name, y + 1, lr->base) - lr->base), &step) || step != 1) return false;
         const Ramp *sr = st->index.as<Ramp>();
-        if (expr_uses_var(lr->stride, op->name) || expr_uses_var(sr->stride, op->name)) return false;
         Sym src = lookup(ld->name), dst = lookup(st->name);
         llvm::Type *elem = mem_type(t.element_of()), *vt = mem_type(t);
         llvm::Function *fn = fs->fn;

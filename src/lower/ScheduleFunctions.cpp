@@ -112,7 +112,7 @@ struct Builder {
                     if (rv.var != outer_r && expr_uses_var(L, rv.var)) only_r = false;
                 earlier = only_r && diff != 0 && (slope == 1 || slope == -1) && (diff > 0) == (slope > 0);
             }
-                if (!earlier) return false;
+            if (!earlier) return false;
         }
         return true;
     }

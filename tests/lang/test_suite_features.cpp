@@ -22,6 +22,15 @@ std::map<std::string, long> allocations(Func f, std::vector<int> sizes) {
     return r;
 }
 
+/** f realized at w x h equals the interpreter's result, element for element. */
+void expect_same_as_interpreter(Func f, int w, int h) {
+    Buffer<float> got(std::vector<int>{w, h}, "got"), want(std::vector<int>{w, h}, "want");
+    f.realize(got);
+    internal::interpret_pipeline(Pipeline(f), {want});
+    for (int j = 0; j < h; j++)
+        for (int i = 0; i < w; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+}
+
 /** A chain of n vertical 5-tap stencils over a uint16 image, each stored at the output's tile
     loop and computed at its row loop (Halide's stencil_chain schedule). */
 struct Chain {
@@ -87,11 +96,7 @@ TEST(SlidingWindow, FoldsAWindowThatVariesWithTheRow) {
         up(x, y) = half(x, y / 2) + 2.0f * half(x, (y + 1) / 2);
         up.split(y, yo, yi, 16).parallel(yo).vectorize(x, 8);
         half.store_at(up, yo).compute_at(up, yi).vectorize(x, 8);
-        Buffer<float> got(std::vector<int>{wh.first, wh.second}, "got"), want(std::vector<int>{wh.first, wh.second}, "want");
-        up.realize(got);
-        internal::interpret_pipeline(Pipeline(up), {want});
-        for (int j = 0; j < wh.second; j++)
-            for (int i = 0; i < wh.first; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+        expect_same_as_interpreter(up, wh.first, wh.second);
         auto a = allocations(up, {wh.first, wh.second});
         ASSERT_TRUE(a.count("half"));
         EXPECT_LE(a["half"], 2L * ((wh.first + 7) / 8 * 8)) << "half is not folded to a ring of 2 rows";
@@ -173,11 +178,7 @@ TEST(InlineReductions, AreVectorizedWithTheirConsumer) {
     f.vectorize(x, 8);
     std::string ir = Pipeline(f).lowered_ir({100, 10});
     EXPECT_NE(ir.find("vectorized (maximum"), std::string::npos) << ir.substr(0, 3000);
-    Buffer<float> got = f.realize({100, 10});
-    Buffer<float> want(std::vector<int>{100, 10}, "want");
-    internal::interpret_pipeline(Pipeline(f), {want});
-    for (int j = 0; j < 10; j++)
-        for (int i = 0; i < 100; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+    expect_same_as_interpreter(f, 100, 10);
 }
 
 TEST(InlineReductions, InAFuncWhoseEveryLoopIsVectorized) {
@@ -296,11 +297,7 @@ TEST(TailStrategyAuto, AnUpdateReadingEarlierIterationsShiftsItsTailInwards) {
         }
         f.vectorize(x, 8);
         f.update().vectorize(x, 8);
-        Buffer<float> got(std::vector<int>{W, H}, "got"), want(std::vector<int>{W, H}, "want");
-        f.realize(got);
-        internal::interpret_pipeline(Pipeline(f), {want});
-        for (int j = 0; j < H; j++)
-            for (int i = 0; i < W; i++) ASSERT_EQ(got(i, j), want(i, j)) << i << "," << j;
+        expect_same_as_interpreter(f, W, H);
         std::string ir = Pipeline(f).lowered_ir({W, H});
         std::string upd = ir.substr(ir.rfind("---- after fuse_parallel"));
         upd = upd.substr(upd.find("scan.s1"));
