@@ -81,7 +81,10 @@ protected:
         else include_args(op->args);
         if (op->call_type == Call::Intrinsic) {
             static const std::set<std::string> costly = {"exp", "log", "pow", "sin", "cos"};
-            ops += costly.count(op->name) || is_libm_call(op->name) ? 20 : op->name == "sqrt" ? 4 : 1;
+            // pow(x, 2) is a multiply (LLVM rewrites it exactly).
+            auto square = op->name == "pow" && op->args.size() == 2 ? op->args[1].as<FloatImm>() : nullptr;
+            if (square && square->value == 2.0) ops += 1;
+            else ops += costly.count(op->name) || is_libm_call(op->name) ? 20 : op->name == "sqrt" ? 4 : 1;
             return;
         }
         auto it = inlined->find(op->name);
@@ -102,10 +105,12 @@ bool pointwise_args(const std::vector<Expr> &args, const std::vector<std::string
 
 /** How well the innermost loop over `x` vectorizes the calls in a stage: 1 dense, lower for
     strided loads and gathers. */
-double vector_efficiency(const StageInfo &s, const std::string &x) {
+double vector_efficiency(const StageInfo &s, const std::string &x, const std::string &self) {
     double eff = 1.0;
     for (auto &[callee, args] : s.calls) {
-        if (args.empty()) continue;
+        // (An update's reads of its own Func follow its storage, whose innermost dimension is
+        // the vectorized one.)
+        if (args.empty() || callee == self) continue;
         bool dense_somewhere = false, uses = false;
         for (size_t d = 0; d < args.size(); d++) {
             if (!expr_uses_var(args[d], x)) continue;
@@ -175,6 +180,11 @@ struct Emitter {
         for (auto &n : order) d.rvars.push_back(rvars.count(n) > 0);
         calls.push_back(d);
     }
+    void reorder_storage(const std::string &f, const std::vector<std::string> &dims) {
+        Directive d = base(Directive::ReorderStorage, f, 0);
+        d.names = dims;
+        calls.push_back(d);
+    }
     void loop(const std::string &f, int stage, const std::string &v, ForType t) {
         Directive d = base(Directive::Loop, f, stage);
         d.names = {v};
@@ -196,6 +206,7 @@ struct GroupConfig {
     enum Kind { AllRoot, Strip, Slide, Tile, Block } kind = AllRoot;
     int64_t f0 = 0, f1 = 0;  // tile factors: Strip/Slide rows; Tile/Block dims 0 and 1
     std::string blocked;     // Block: the reduction register-blocked in the root's tiles
+    bool small_inside = false;  // Tile: dimensions 2, 3, ... of at most 4 points looped inside each tile
     std::map<std::string, Placement> where;
     double cost_ns = 0;
     std::string describe() const {
@@ -203,7 +214,9 @@ struct GroupConfig {
         case AllRoot: return "every member at root";
         case Strip: return "strips of " + std::to_string(f1) + " rows, members per strip";
         case Slide: return "strips of " + std::to_string(f1) + " rows, members a sliding window per row";
-        case Tile: return std::to_string(f0) + "x" + std::to_string(f1) + " tiles, members per tile";
+        case Tile:
+            return std::to_string(f0) + "x" + std::to_string(f1) + " tiles" + (small_inside ? " (small outer dimensions inside)" : "") +
+                   ", members per tile";
         case Block: return "register blocks of " + std::to_string(f0) + "x" + std::to_string(f1) + " for \"" + blocked + "\"";
         }
         return "";
@@ -223,6 +236,14 @@ public:
     std::vector<PlanCandidate> run(int max) {
         decide_inlining();
         form_groups();
+        for (auto &g : groups)
+            for (auto &mb : g.members) {
+                int v = choose_vector_dim(info.func(mb));
+                if (v != 0) {
+                    vdim[mb] = v;
+                    log << "vectorize " << mb << " along " << info.func(mb).f->args[v] << " (its loads are dense there)\n";
+                }
+            }
         for (auto &g : groups) cost_group(g);
         std::vector<std::vector<int>> choices;
         std::vector<int> best(groups.size(), 0);
@@ -294,7 +315,51 @@ private:
     std::set<std::string> inlined;
     std::vector<Group> groups;
     std::map<std::string, int> group_of;
+    std::map<std::string, int> vdim;  // materialized Func -> the dimension its loops vectorize
     std::ostringstream log;
+
+    int vd(const FuncInfo &f) const {
+        auto it = vdim.find(f.name);
+        return it == vdim.end() ? 0 : it->second;
+    }
+
+    /** The dimension to vectorize f along: the one whose loads are densest (dense in the
+        callee's innermost dimension), dimension 0 unless another is strictly better. Outputs
+        (their layout is the caller's) and roots tiled with members keep dimension 0; another
+        dimension is made f's innermost in storage too (reorder_storage), so its stores and its
+        consumers' reads along it stay dense. */
+    int choose_vector_dim(const FuncInfo &f) const {
+        size_t nd = f.f->args.size();
+        if (f.output || nd < 2 || f.f->args.size() != f.region.size()) return 0;
+        auto eff = [&](size_t d) {
+            if (f.region[d].extent < lanes(f)) return -1.0;
+            double e = 1;
+            for (size_t k = 0; k < f.stages.size(); k++) {
+                const StageInfo &s = f.stages[k];
+                if (k > 0 && !(s.loops_over[d] && s.pure_parallel[d])) return -1.0;
+                e = std::min(e, vector_efficiency(s, f.f->args[d], f.name));
+            }
+            return e;
+        };
+        double e0 = eff(0);
+        int best = 0;
+        double be = e0;
+        for (size_t d = 1; d < nd; d++) {
+            double e = eff(d);
+            if (e > be + 0.1) best = (int)d, be = e;
+        }
+        return best;
+    }
+
+    /** The stage's pure loop `args[v]` made innermost (the others in their order after it). */
+    void vector_dim_innermost(Emitter &e, const FuncInfo &f, int k, int v) {
+        if (v == 0) return;
+        std::vector<std::string> order = {f.f->args[v]};
+        for (size_t d = 0; d < f.f->args.size(); d++)
+            if ((int)d != v) order.push_back(f.f->args[d]);
+        if (k == 0) e.reorder_storage(f.name, order);
+        e.reorder(f.name, k, order, {});
+    }
 
     int lanes(const FuncInfo &f) const { return std::max(1, m.vector_bytes / std::max(1, f.f->type.bytes())); }
     double bytes_of(const FuncInfo &f) const { return f.f->type.bytes(); }
@@ -389,10 +454,11 @@ private:
         for (size_t k = 0; k < f.stages.size(); k++) {
             const StageInfo &s = f.stages[k];
             double speed = 1;
-            bool vec = vectorized && !f.f->args.empty() && f.region[0].extent >= lanes(f) &&
-                       (k == 0 || (s.pure_parallel[0] && s.loops_over[0]));
+            int v = vd(f);
+            bool vec = vectorized && !f.f->args.empty() && f.region[v].extent >= lanes(f) &&
+                       (k == 0 || (s.pure_parallel[v] && s.loops_over[v]));
             if (vec) {
-                speed = lanes(f) * vector_efficiency(s, f.f->args[0]);
+                speed = lanes(f) * vector_efficiency(s, f.f->args[v], f.name);
                 // An update whose accumulators stay in memory: a load and a store per step.
                 if (k > 0 && !s.rvars.empty()) speed *= blocked ? 1.0 : 0.5;
             }
@@ -475,7 +541,8 @@ private:
                     r.size() > 1 ? tile_bytes / (double)std::max<int64_t>(1, r[1].extent) * std::min<double>((double)r[1].extent, 4) : tile_bytes;
                 if (c.kind == GroupConfig::Block && f.name == c.blocked) p.kind = Placement::At;
                 else if (f.has_updates() && large_domain(f)) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
-                else if (p.redundancy > 2.0) p.kind = Placement::Root;
+                else if (p.redundancy > 2.0 && !(p.redundancy <= 8.0 && recomputing_pays(f, p.redundancy, tile_bytes, iterations)))
+                    p.kind = Placement::Root;
                 // (A Func with updates is computed per strip, not as a sliding window: lowering
                 // slides pure definitions only.)
                 else p.kind = c.kind == GroupConfig::Slide && !f.has_updates() ? Placement::Slide : Placement::At;
@@ -496,6 +563,13 @@ private:
             if (p.kind != Placement::Root) fp[f.name] = p.footprint;
             c.where[f.name] = p;
         }
+    }
+
+    /** A member that a tile computes more than twice over (at most 8 times: Adams2019's cap):
+        is that cheaper than computing it once at root, writing it out and reading it back? */
+    bool recomputing_pays(const FuncInfo &f, double redundancy, double tile_bytes, double iterations) {
+        double at = compute_ns(f, redundancy, true) + iterations * tile_bytes * 2 / bandwidth_for(tile_bytes * m.threads);
+        return at / cores_for(iterations) < root_ns(f);
     }
 
     /** Does an update of f reduce over more than a few points (a scan, a histogram, a
@@ -550,7 +624,7 @@ private:
         if (root.f->args.size() < 2 || root.has_updates()) return "";
         for (auto &mb : g.members) {
             const FuncInfo &f = info.func(mb);
-            if (!f.has_updates() || f.f->args.size() != root.f->args.size()) continue;
+            if (!f.has_updates() || f.f->args.size() != root.f->args.size() || vd(f) != 0) continue;
             auto cons = real_consumers(mb);
             if (cons.size() != 1 || *cons.begin() != g.root) continue;
             bool pointwise = true, called = false;
@@ -571,12 +645,13 @@ private:
     }
 
     /** Dimensions 2, 3, ... of a root of at most 4 points (colour channels) are looped over
-        inside its strips (and their rows), so that a strip holds all of them: the index of
-        the first dimension looped over outside. (Not inside 2-D tiles, nor register blocks:
-        measured slower there, resize 6x.) */
-    static size_t outer_from(const ConstRegion &r, GroupConfig::Kind kind) {
+        inside its strips (and their rows), and optionally inside 2-D tiles (both tile variants
+        are costed), so that a strip or tile holds all of them: the index of the first dimension
+        looped over outside. (Never inside register blocks.) */
+    static size_t outer_from(const ConstRegion &r, const GroupConfig &c) {
         size_t d = 2;
-        if (kind != GroupConfig::Strip && kind != GroupConfig::Slide) return d;
+        if (c.kind != GroupConfig::Strip && c.kind != GroupConfig::Slide && !(c.kind == GroupConfig::Tile && c.small_inside))
+            return d;
         while (d < r.size() && r[d].extent <= 4) d++;
         return d;
     }
@@ -610,24 +685,27 @@ private:
                     c.f1 = S;
                     ConstRegion tile = R;
                     tile[1] = {R[1].min + (e1 / 2 / S) * S, S};
-                    size_t from = outer_from(R, kind);
+                    size_t from = outer_from(R, c);
                     for (size_t d = from; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
                     place(g, c, tile, tasks_outside(R, from, std::ceil((double)e1 / S)));
                     cs.push_back(c);
                 }
             }
-            for (int64_t tx : {64, 128, 256, 512}) {
+            bool small_outer = nd > 2 && R[2].extent <= 4;
+            for (int64_t tx : {16, 32, 64, 128, 256, 512}) {
                 if (tx >= e0 || tx % W) continue;
-                for (int64_t ty : {8, 16, 32, 64}) {
-                    if (ty >= e1) continue;
+                for (int64_t ty : {8, 16, 32, 64})
+                for (bool inside : {false, true}) {
+                    if (ty >= e1 || (inside && !small_outer)) continue;
                     GroupConfig c;
                     c.kind = GroupConfig::Tile;
                     c.f0 = tx;
                     c.f1 = ty;
+                    c.small_inside = inside;
                     ConstRegion tile = R;
                     tile[0] = {R[0].min + (e0 / 2 / tx) * tx, tx};
                     tile[1] = {R[1].min + (e1 / 2 / ty) * ty, ty};
-                    size_t from = outer_from(R, GroupConfig::Tile);
+                    size_t from = outer_from(R, c);
                     for (size_t d = from; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
                     place(g, c, tile, tasks_outside(R, from, std::ceil((double)e0 / tx) * std::ceil((double)e1 / ty)));
                     cs.push_back(c);
@@ -657,6 +735,14 @@ private:
         for (auto &c : cs) c.cost_ns = config_cost(g, c);
         std::stable_sort(cs.begin(), cs.end(), [](const GroupConfig &a, const GroupConfig &b) { return a.cost_ns < b.cost_ns; });
         g.configs = cs;
+        // The ranking (WEFT_DEBUG): the few cheapest configurations of the group.
+        log << "group " << g.root << ", configurations ranked:\n";
+        for (size_t i = 0; i < cs.size() && i < 40; i++) {
+            int at = 0;
+            for (auto &[name, p] : cs[i].where) at += p.kind != Placement::Root;
+            log << "  " << cs[i].describe() << ": " << cs[i].cost_ns / 1e6 << " ms, " << at << " of "
+                << cs[i].where.size() << " members per tile\n";
+        }
     }
 
     double config_cost(const Group &g, const GroupConfig &c) {
@@ -667,9 +753,9 @@ private:
         if (c.kind == GroupConfig::AllRoot) {
             for (size_t d = 1; d < nd; d++) tasks *= R[d].extent;
         } else if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
-            tasks = iterations = tasks_outside(R, outer_from(R, c.kind), std::ceil((double)R[1].extent / c.f1));
+            tasks = iterations = tasks_outside(R, outer_from(R, c), std::ceil((double)R[1].extent / c.f1));
         } else {
-            size_t from = outer_from(R, c.kind);
+            size_t from = outer_from(R, c);
             iterations = tasks_outside(R, from, std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1));
             tasks = tasks_outside(R, from, std::ceil((double)R[1].extent / c.f1));
         }
@@ -750,11 +836,14 @@ private:
         // Pure stage.
         {
             auto taken = loop_names(f, 0);
-            if (nd >= 1 && R[0].extent >= W) vectorize(e, n, 0, f.f->args[0], W, taken);
+            int v = vd(f);
+            vector_dim_innermost(e, f, 0, v);
+            if (nd >= 1 && R[v].extent >= W) vectorize(e, n, 0, f.f->args[v], W, taken);
             if (parallel) {
                 std::vector<std::string> outer;
                 double tasks = 1;
-                for (int d = (int)nd - 1; d >= 1; d--) {
+                for (int d = (int)nd - 1; d >= 0; d--) {
+                    if (d == v || (d == 0 && v == 0)) continue;
                     outer.insert(outer.begin(), f.f->args[d]);
                     tasks *= R[d].extent;
                     if (tasks >= 8 * m.threads) break;
@@ -772,25 +861,27 @@ private:
         const std::string &n = f.name;
         int W = lanes(f);
         size_t nd = f.f->args.size();
-        if (nd == 0 || !s.loops_over[0] || !s.pure_parallel[0]) return;
+        int v = vd(f);
+        if (nd == 0 || !s.loops_over[v] || !s.pure_parallel[v]) return;
         auto taken = loop_names(f, k);
         std::set<std::string> rv(s.rvars.begin(), s.rvars.end());
-        // Current order (innermost first): the RVars, then the pure Vars it loops over.
-        std::vector<std::string> pure;
+        // Current order (innermost first): the RVars, then the pure Vars it loops over (the
+        // vectorized one first).
+        std::vector<std::string> pure = {f.f->args[v]};
         for (size_t d = 0; d < nd; d++)
-            if (s.loops_over[d]) pure.push_back(f.f->args[d]);
-        bool block = bx > 0 && by > 0 && nd >= 2 && s.loops_over[1] && s.pure_parallel[1] && !s.rvars.empty();
+            if (s.loops_over[d] && (int)d != v) pure.push_back(f.f->args[d]);
+        bool block = v == 0 && bx > 0 && by > 0 && nd >= 2 && s.loops_over[1] && s.pure_parallel[1] && !s.rvars.empty();
         std::vector<std::string> order;
         if (block) {
             order = {f.f->args[0], f.f->args[1]};
             for (auto &r : s.rvars) order.push_back(r);
             for (size_t i = 2; i < pure.size(); i++) order.push_back(pure[i]);
         } else {
-            order = {f.f->args[0]};
+            order = {f.f->args[v]};
             for (auto &r : s.rvars) order.push_back(r);
             for (size_t i = 1; i < pure.size(); i++) order.push_back(pure[i]);
         }
-        if (!s.rvars.empty()) e.reorder(n, k, order, rv);
+        if (!s.rvars.empty() || v != 0) e.reorder(n, k, order, rv);
         if (block) {
             std::string x = f.f->args[0], y = f.f->args[1];
             std::string xv = fresh(x, "v", taken);
@@ -800,7 +891,7 @@ private:
             if (by > 1) e.loop(n, k, y, ForType::Unrolled);
             return;
         }
-        if (f.region[0].extent >= W) vectorize(e, n, k, f.f->args[0], W, taken);
+        if (f.region[v].extent >= W) vectorize(e, n, k, f.f->args[v], W, taken);
         if (parallel) {
             // The pure loops outside the reduction loops that may run in parallel, from the
             // outermost in, fused into one parallel loop.
@@ -842,7 +933,7 @@ private:
             if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
                 e.split(n, 0, y, yo, yi, c.f1);
                 if (R[0].extent >= W) vectorize(e, n, 0, x, W, taken);
-                size_t from = outer_from(R, c.kind);
+                size_t from = outer_from(R, c);
                 if (from > 2) {
                     // The small dimensions inside each row of the strip.
                     std::vector<std::string> order = {x};
@@ -865,7 +956,7 @@ private:
                 std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
                 e.split(n, 0, x, xo, xi, c.f0);
                 e.split(n, 0, y, yo, yi, c.f1);
-                size_t from = outer_from(R, c.kind);
+                size_t from = outer_from(R, c);
                 std::vector<std::string> order = {xi, yi};
                 for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);  // inside each tile
                 order.push_back(xo);
@@ -918,7 +1009,9 @@ private:
                 if (c.f1 > 1) e.loop(mb, 0, y, ForType::Unrolled);
                 for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, c.f0, c.f1);
             } else {
-                if (!p.footprint.empty() && p.footprint[0].extent >= Wf) vectorize(e, mb, 0, f.f->args[0], Wf, taken);
+                int v = vd(f);
+                vector_dim_innermost(e, f, 0, v);
+                if ((int)p.footprint.size() > v && p.footprint[v].extent >= Wf) vectorize(e, mb, 0, f.f->args[v], Wf, taken);
                 for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0);
             }
         }
