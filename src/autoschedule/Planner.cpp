@@ -346,7 +346,7 @@ private:
         double be = e0;
         for (size_t d = 1; d < nd; d++) {
             double e = eff(d);
-            if (e > be + 0.1) best = (int)d, be = e;
+            if (e >= 1.0 && e > be + 0.1) best = (int)d, be = e;
         }
         return best;
     }
@@ -385,6 +385,15 @@ private:
         return out;
     }
 
+    /** Is f's value one load of an input or of a Func not inlined (through casts)? */
+    bool is_one_load(const FuncInfo &f) const {
+        if (f.f->stages.empty()) return false;
+        Expr v = f.f->stages[0].value;
+        while (v.defined() && v.as<Cast>()) v = v.as<Cast>()->value;
+        auto c = v.defined() ? v.as<Call>() : nullptr;
+        return c && (c->call_type == Call::Image || (c->call_type == Call::Func && !inlined.count(c->name)));
+    }
+
     void decide_inlining() {
         for (auto &f : info.funcs) {
             std::vector<double> ops;
@@ -403,14 +412,23 @@ private:
                 }
                 double ratio = reads / std::max(1.0, f.points());
                 bool no_recompute = ratio <= 1.01;
-                bool cheap = ops[0] <= 3;
-                if (no_recompute || cheap) {
+                // Cheap: a few operations, or one load at computed coordinates (a boundary
+                // condition: its index arithmetic mostly leaves the inner loops).
+                bool cheap = ops[0] <= 3 || is_one_load(f);
+                // Read at most 1.5 times per point, for less extra work than storing it and
+                // loading it back (a pyramid's one-dimensional passes, a normalization).
+                bool little_extra = ratio <= 1.51 && (ratio - 1) * ops[0] <= 8;
+                if (no_recompute || cheap || little_extra) {
                     inlined.insert(f.name);
                     inline_cost[f.name] = ops[0];
-                    log << "inline " << f.name << " (" << (no_recompute ? "each point read once" : "cheap: ") <<
-                        (no_recompute ? "" : std::to_string((int)ops[0]) + " ops") << ")\n";
+                    log << "inline " << f.name << " ("
+                        << (no_recompute ? std::string("each point read once")
+                                         : cheap ? "cheap: " + std::to_string(ops[0]) + " ops"
+                                                 : "read " + std::to_string(ratio) + "x per point, " + std::to_string(ops[0]) + " ops")
+                        << ")\n";
                     continue;
                 }
+                log << "keep " << f.name << " (read " << ratio << "x per point, " << ops[0] << " ops)\n";
             }
             stage_ops[f.name] = ops;
         }
@@ -498,6 +516,9 @@ private:
     void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations) {
         std::map<std::string, ConstRegion> fp;
         fp[g.root] = tile;
+        // The group's work computed once (what small members' recomputation is weighed against).
+        double group_ns = compute_ns(info.func(g.root), 1, true);
+        for (auto &mb : g.members) group_ns += compute_ns(info.func(mb), 1, true);
         for (int i = (int)g.members.size() - 1; i >= 0; i--) {
             const FuncInfo &f = info.func(g.members[i]);
             Placement p;
@@ -542,7 +563,10 @@ private:
                 if (c.kind == GroupConfig::Block && f.name == c.blocked) p.kind = Placement::At;
                 else if (f.has_updates() && large_domain(f)) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
                 else if (p.redundancy > 2.0 && !(p.redundancy <= 8.0 && recomputing_pays(f, p.redundancy, tile_bytes, iterations)))
-                    p.kind = Placement::Root;
+                    // Recomputed too often: at root, unless that is negligible; then per strip or
+                    // tile, never per row (a row's share of a coarse level costs a realization for
+                    // next to no work).
+                    p.kind = negligible(f, p.redundancy, group_ns) ? Placement::At : Placement::Root;
                 // (A Func with updates is computed per strip, not as a sliding window: lowering
                 // slides pure definitions only.)
                 else p.kind = c.kind == GroupConfig::Slide && !f.has_updates() ? Placement::Slide : Placement::At;
@@ -570,6 +594,12 @@ private:
     bool recomputing_pays(const FuncInfo &f, double redundancy, double tile_bytes, double iterations) {
         double at = compute_ns(f, redundancy, true) + iterations * tile_bytes * 2 / bandwidth_for(tile_bytes * m.threads);
         return at / cores_for(iterations) < root_ns(f);
+    }
+
+    /** A small member (a coarse level of a pyramid) whose recomputation, however many times
+        over its own points, adds under 2% to its group's work. */
+    bool negligible(const FuncInfo &f, double redundancy, double group_ns) {
+        return compute_ns(f, redundancy - 1, true) < 0.02 * group_ns;
     }
 
     /** Does an update of f reduce over more than a few points (a scan, a histogram, a

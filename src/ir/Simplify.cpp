@@ -632,6 +632,14 @@ public:
             i128 c1;
             if (cint(d->b, &c1) && c1 > 0 && representable(s, c1 * y)) return mk_div(d->a, mkc(t, c1 * y));
         }
+        // (a / c1 + k) / c2 -> (a + k * c1) / (c1 * c2), c1, c2 > 0 (floor division; a pyramid's
+        // coordinates, level after level, stay one division deep)
+        if (auto *ad = a.as<Add>(); ad && strict(s)) {
+            auto *d = ad->a.as<Div>();
+            i128 c1, k;
+            if (d && cint(d->b, &c1) && c1 > 0 && cint(ad->b, &k) && representable(s, c1 * y) && representable(s, k * c1))
+                return mk_div(mk_add(d->a, mkc(t, k * c1)), mkc(t, c1 * y));
+        }
         // With known ranges: a lies within one period.
         i128 lo, hi;
         if (t.is_scalar() && cbounds(a, &lo, &hi) && floordiv(lo, y) == floordiv(hi, y))

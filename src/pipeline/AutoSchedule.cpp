@@ -399,7 +399,9 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
                 apply(cands[i]);
                 chosen = (int)i;
             } catch (Error &e) {
-                if (dbg) std::cerr << "weft: auto_schedule(): candidate " << i << " refused: " << e.what() << "\n";
+                if (dbg)
+                    std::cerr << "weft: auto_schedule(): candidate " << i << " refused: " << e.what() << "\n"
+                              << cands[i].summary << "// its schedule:\n" << get_schedule().cpp_source();
             }
         }
         if (chosen < 0) {
