@@ -1,21 +1,28 @@
 // Automatic scheduling by rules and an analytic cost model (see Planner.h).
 //
 // 1. Inlining: a Func with no update is inlined where that computes nothing twice (each of its
-//    points is read once: pointwise and single-use producers) or where it is cheap (a boundary
-//    condition, a cast): XLA's and Inductor's rule, never duplicate expensive producers.
+//    points is read once: pointwise and single-use producers), where it is cheap (a cast, a
+//    boundary condition: one load at clamped coordinates), or where it is read at most 1.5
+//    times per point for a few operations (a pyramid's one-dimensional pass): XLA's and
+//    Inductor's rule, never duplicate expensive producers.
 // 2. Groups: every other Func whose only consumer is in a group joins that group; outputs and
 //    Funcs read by several consumers start their own (computed at root).
-// 3. For each group, the root's loop nest is tiled (strips of rows, or 2-D tiles), and each
-//    member is computed per tile (or per row of a strip, storing the strip: a sliding window),
-//    unless that computes more than twice its points, its tile does not fit in L2, or it is a
-//    reduction that would be computed more than once; a reduction read pointwise by the root
-//    may instead be register-blocked inside the root's tiles (the GEMM and convolution form).
-//    Each choice is costed: operations over vector width, bytes moved at the bandwidth of the
-//    level they fit in, parallel efficiency of the tasks, and the overhead of each realization.
-// 4. Loop nests: the innermost storage dimension vectorized at the target's natural width,
-//    outer loops fused into one parallel loop with enough tasks, update stages' pure loops
-//    moved inside their reduction loops where that is legal (the reduction order, hence
-//    the floating-point result, is unchanged).
+// 3. For each group, the root's loop nest is tiled (strips of rows, or 2-D tiles; dimensions of
+//    at most 4 points, colour channels, inside or outside them), and each member is computed
+//    per tile (or per row of a strip, storing the strip: a sliding window), unless its tile
+//    does not fit in L2, it is a reduction that would be computed more than once, or it would
+//    compute more than twice its points; up to 8 times (Adams2019's cap) where the model finds
+//    that cheaper than root, and any number of times where that adds under 2% to the group's
+//    work (a coarse pyramid level: then per strip or tile, never per row). A reduction read
+//    pointwise by the root may instead be register-blocked inside the root's tiles (the GEMM
+//    and convolution form). Each choice is costed: operations over vector width, bytes moved
+//    at the bandwidth of the level they fit in, parallel efficiency of the tasks, and the
+//    overhead of each realization.
+// 4. Loop nests: a member vectorized at the target's natural width along the dimension its
+//    loads are dense in (dimension 0 unless another is strictly better; that one is then made
+//    innermost in storage too), outer loops fused into one parallel loop with enough tasks,
+//    update stages' pure loops moved inside their reduction loops where that is legal (the
+//    reduction order, hence the floating-point result, is unchanged).
 #include "autoschedule/Planner.h"
 #include <algorithm>
 #include <cmath>
@@ -414,7 +421,7 @@ private:
                 bool no_recompute = ratio <= 1.01;
                 // Cheap: a few operations, or one load at computed coordinates (a boundary
                 // condition: its index arithmetic mostly leaves the inner loops).
-                bool cheap = ops[0] <= 3 || is_one_load(f);
+                bool cheap = ops[0] <= 3 || (is_one_load(f) && ops[0] <= 6);
                 // Read at most 1.5 times per point, for less extra work than storing it and
                 // loading it back (a pyramid's one-dimensional passes, a normalization).
                 bool little_extra = ratio <= 1.51 && (ratio - 1) * ops[0] <= 8;
@@ -566,7 +573,7 @@ private:
                     // Recomputed too often: at root, unless that is negligible; then per strip or
                     // tile, never per row (a row's share of a coarse level costs a realization for
                     // next to no work).
-                    p.kind = negligible(f, p.redundancy, group_ns) ? Placement::At : Placement::Root;
+                    p.kind = negligible(f, p.redundancy, tile_bytes, iterations, group_ns) ? Placement::At : Placement::Root;
                 // (A Func with updates is computed per strip, not as a sliding window: lowering
                 // slides pure definitions only.)
                 else p.kind = c.kind == GroupConfig::Slide && !f.has_updates() ? Placement::Slide : Placement::At;
@@ -598,8 +605,10 @@ private:
 
     /** A small member (a coarse level of a pyramid) whose recomputation, however many times
         over its own points, adds under 2% to its group's work. */
-    bool negligible(const FuncInfo &f, double redundancy, double group_ns) {
-        return compute_ns(f, redundancy - 1, true) < 0.02 * group_ns;
+    bool negligible(const FuncInfo &f, double redundancy, double tile_bytes, double iterations, double group_ns) {
+        double extra = compute_ns(f, redundancy - 1, true) +
+                       iterations * (tile_bytes * 2 / bandwidth_for(tile_bytes * m.threads) + m.realize_overhead_ns);
+        return extra < 0.02 * group_ns;
     }
 
     /** Does an update of f reduce over more than a few points (a scan, a histogram, a
@@ -767,7 +776,7 @@ private:
         g.configs = cs;
         // The ranking (WEFT_DEBUG): the few cheapest configurations of the group.
         log << "group " << g.root << ", configurations ranked:\n";
-        for (size_t i = 0; i < cs.size() && i < 40; i++) {
+        for (size_t i = 0; i < cs.size() && i < 12; i++) {
             int at = 0;
             for (auto &[name, p] : cs[i].where) at += p.kind != Placement::Root;
             log << "  " << cs[i].describe() << ": " << cs[i].cost_ns / 1e6 << " ms, " << at << " of "

@@ -82,6 +82,28 @@ TEST(Simplify, FoldsIntegerConstantsWithWrapping) {
     EXPECT_SIMP(add(I(INT64_MAX, Int(64)), I(1, Int(64))), I(INT64_MIN, Int(64)));
 }
 
+TEST(Simplify, NestedDivisionsWithAnOffsetBecomeOne) {
+    // (x / c1 + k) / c2 == (x + k c1) / (c1 c2) for floor division with c1, c2 > 0: a pyramid's
+    // coordinates, level after level, stay one division deep.
+    Expr x = V("x");
+    EXPECT_SIMP(dv(add(dv(x, I(2)), I(1)), I(2)), dv(add(x, I(2)), I(4)));
+    for (int c1 : {1, 2, 3, 4})
+        for (int c2 : {2, 3, 5})
+            for (int k : {-3, -1, 0, 1, 2, 7}) {
+                Expr e = dv(add(dv(x, I(c1)), I(k)), I(c2));
+                Expr s = simplify(e);
+                for (int xv = -40; xv <= 40; xv++)
+                    ASSERT_EQ(evaluate_int(s, {{"x", xv}}), evaluate_int(e, {{"x", xv}}))
+                        << to_string(e) << " -> " << to_string(s) << " at x = " << xv;
+            }
+    // Ten levels, each the max of two forms of one coordinate, (a + 1) / 4 and
+    // ((a + 1) / 2 + 1) / 2 (what bounds of a pyramid's upsampling produce): stays small
+    // instead of doubling with each level.
+    Expr a = x;
+    for (int l = 0; l < 10; l++) a = simplify(mx(dv(add(a, I(1)), I(4)), dv(add(dv(add(a, I(1)), I(2)), I(1)), I(2))));
+    EXPECT_LT(to_string(a).size(), 60u) << to_string(a);
+}
+
 TEST(Simplify, FloorDivModAndZero) {
     EXPECT_CONST(dv(I(7), I(2)), 3);
     EXPECT_CONST(dv(I(-7), I(2)), -4);
