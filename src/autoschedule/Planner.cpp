@@ -731,7 +731,7 @@ private:
                 }
             }
             bool small_outer = nd > 2 && R[2].extent <= 4;
-            for (int64_t tx : {16, 32, 64, 128, 256, 512}) {
+            for (int64_t tx : {64, 128, 256, 512}) {
                 if (tx >= e0 || tx % W) continue;
                 for (int64_t ty : {8, 16, 32, 64})
                 for (bool inside : {false, true}) {
