@@ -358,14 +358,15 @@ private:
         return best;
     }
 
-    /** The stage's pure loop `args[v]` made innermost (the others in their order after it). */
-    void vector_dim_innermost(Emitter &e, const FuncInfo &f, int k, int v) {
+    /** f's dimension v made innermost in storage and in its pure stage's loops (the others in
+        their order after it). Its updates order their loops in update_nest. */
+    void vector_dim_innermost(Emitter &e, const FuncInfo &f, int v) {
         if (v == 0) return;
         std::vector<std::string> order = {f.f->args[v]};
         for (size_t d = 0; d < f.f->args.size(); d++)
             if ((int)d != v) order.push_back(f.f->args[d]);
-        if (k == 0) e.reorder_storage(f.name, order);
-        e.reorder(f.name, k, order, {});
+        e.reorder_storage(f.name, order);
+        e.reorder(f.name, 0, order, {});
     }
 
     int lanes(const FuncInfo &f) const { return std::max(1, m.vector_bytes / std::max(1, f.f->type.bytes())); }
@@ -476,10 +477,10 @@ private:
     double compute_ns(const FuncInfo &f, double scale, bool vectorized, bool blocked = false) {
         double t = 0;
         auto &ops = stage_ops[f.name];
+        int v = vd(f);
         for (size_t k = 0; k < f.stages.size(); k++) {
             const StageInfo &s = f.stages[k];
             double speed = 1;
-            int v = vd(f);
             bool vec = vectorized && !f.f->args.empty() && f.region[v].extent >= lanes(f) &&
                        (k == 0 || (s.pure_parallel[v] && s.loops_over[v]));
             if (vec) {
@@ -519,13 +520,11 @@ private:
     }
 
     /** Places the members of g for the root's per-iteration region `tile` (at the compute
-        loop), `iterations` of it; Slide places pure members per row of a strip. */
-    void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations) {
+        loop), `iterations` of it; Slide places pure members per row of a strip. `group_ns`: the
+        group's work computed once (what small members' recomputation is weighed against). */
+    void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations, double group_ns) {
         std::map<std::string, ConstRegion> fp;
         fp[g.root] = tile;
-        // The group's work computed once (what small members' recomputation is weighed against).
-        double group_ns = compute_ns(info.func(g.root), 1, true);
-        for (auto &mb : g.members) group_ns += compute_ns(info.func(mb), 1, true);
         for (int i = (int)g.members.size() - 1; i >= 0; i--) {
             const FuncInfo &f = info.func(g.members[i]);
             Placement p;
@@ -596,18 +595,24 @@ private:
         }
     }
 
+    /** A member's tiles written and read back, `iterations` of `tile_bytes`, at the bandwidth
+        of the level where every thread's `live` bytes fit. */
+    double tile_traffic_ns(double iterations, double tile_bytes, double live) const {
+        return iterations * tile_bytes * 2 / bandwidth_for(live * m.threads);
+    }
+
     /** A member that a tile computes more than twice over (at most 8 times: Adams2019's cap):
         is that cheaper than computing it once at root, writing it out and reading it back? */
     bool recomputing_pays(const FuncInfo &f, double redundancy, double tile_bytes, double iterations) {
-        double at = compute_ns(f, redundancy, true) + iterations * tile_bytes * 2 / bandwidth_for(tile_bytes * m.threads);
+        double at = compute_ns(f, redundancy, true) + tile_traffic_ns(iterations, tile_bytes, tile_bytes);
         return at / cores_for(iterations) < root_ns(f);
     }
 
     /** A small member (a coarse level of a pyramid) whose recomputation, however many times
         over its own points, adds under 2% to its group's work. */
     bool negligible(const FuncInfo &f, double redundancy, double tile_bytes, double iterations, double group_ns) {
-        double extra = compute_ns(f, redundancy - 1, true) +
-                       iterations * (tile_bytes * 2 / bandwidth_for(tile_bytes * m.threads) + m.realize_overhead_ns);
+        double extra = compute_ns(f, redundancy - 1, true) + tile_traffic_ns(iterations, tile_bytes, tile_bytes) +
+                       iterations * m.realize_overhead_ns;
         return extra < 0.02 * group_ns;
     }
 
@@ -707,6 +712,8 @@ private:
         size_t nd = R.size();
         int W = lanes(root);
         std::vector<GroupConfig> cs;
+        double group_ns = compute_ns(root, 1, true);
+        for (auto &mb : g.members) group_ns += compute_ns(info.func(mb), 1, true);
         {
             GroupConfig c;
             c.kind = GroupConfig::AllRoot;
@@ -726,7 +733,7 @@ private:
                     tile[1] = {R[1].min + (e1 / 2 / S) * S, S};
                     size_t from = outer_from(R, c);
                     for (size_t d = from; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
-                    place(g, c, tile, tasks_outside(R, from, std::ceil((double)e1 / S)));
+                    place(g, c, tile, tasks_outside(R, from, std::ceil((double)e1 / S)), group_ns);
                     cs.push_back(c);
                 }
             }
@@ -746,7 +753,7 @@ private:
                     tile[1] = {R[1].min + (e1 / 2 / ty) * ty, ty};
                     size_t from = outer_from(R, c);
                     for (size_t d = from; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
-                    place(g, c, tile, tasks_outside(R, from, std::ceil((double)e0 / tx) * std::ceil((double)e1 / ty)));
+                    place(g, c, tile, tasks_outside(R, from, std::ceil((double)e0 / tx) * std::ceil((double)e1 / ty)), group_ns);
                     cs.push_back(c);
                 }
             }
@@ -766,7 +773,7 @@ private:
                         tile[1] = {R[1].min, c.f1};
                         for (size_t d = 2; d < nd; d++) tile[d] = {R[d].min, 1};
                         place(g, c, tile,
-                              tasks_outside(R, 2, std::ceil((double)e0 / c.f0) * std::ceil((double)e1 / c.f1)));
+                              tasks_outside(R, 2, std::ceil((double)e0 / c.f0) * std::ceil((double)e1 / c.f1)), group_ns);
                         cs.push_back(c);
                     }
             }
@@ -818,7 +825,7 @@ private:
             double tile_bytes = region_points(p.footprint) * bytes_of(f);
             double rows = p.kind == Placement::Slide && p.footprint.size() > 1 ? std::max<int64_t>(1, p.footprint[1].extent) : 1;
             double live = p.kind == Placement::Slide ? tile_bytes / rows * std::min(rows, 4.0) : tile_bytes;
-            mem += iterations * tile_bytes * 2 / bandwidth_for(live * m.threads);
+            mem += tile_traffic_ns(iterations, tile_bytes, live);
             overhead += iterations * m.realize_overhead_ns * (p.kind == Placement::Slide ? 2 : 1);
         }
         double cores = (work + mem) > 20000 ? cores_for(tasks) : 1;
@@ -876,13 +883,13 @@ private:
         {
             auto taken = loop_names(f, 0);
             int v = vd(f);
-            vector_dim_innermost(e, f, 0, v);
+            vector_dim_innermost(e, f, v);
             if (nd >= 1 && R[v].extent >= W) vectorize(e, n, 0, f.f->args[v], W, taken);
             if (parallel) {
                 std::vector<std::string> outer;
                 double tasks = 1;
                 for (int d = (int)nd - 1; d >= 0; d--) {
-                    if (d == v || (d == 0 && v == 0)) continue;
+                    if (d == v) continue;
                     outer.insert(outer.begin(), f.f->args[d]);
                     tasks *= R[d].extent;
                     if (tasks >= 8 * m.threads) break;
@@ -1049,7 +1056,7 @@ private:
                 for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, c.f0, c.f1);
             } else {
                 int v = vd(f);
-                vector_dim_innermost(e, f, 0, v);
+                vector_dim_innermost(e, f, v);
                 if ((int)p.footprint.size() > v && p.footprint[v].extent >= Wf) vectorize(e, mb, 0, f.f->args[v], Wf, taken);
                 for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0);
             }
