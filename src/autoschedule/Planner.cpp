@@ -402,6 +402,13 @@ private:
         return c && (c->call_type == Call::Image || (c->call_type == Call::Func && !inlined.count(c->name)));
     }
 
+    static bool same_args(const std::vector<Expr> &a, const std::vector<Expr> &b) {
+        if (a.size() != b.size()) return false;
+        for (size_t i = 0; i < a.size(); i++)
+            if (!equal(a[i], b[i])) return false;
+        return true;
+    }
+
     void decide_inlining() {
         for (auto &f : info.funcs) {
             std::vector<double> ops;
@@ -413,9 +420,14 @@ private:
                 for (auto &cn : f.consumers) {
                     const FuncInfo &c = info.func(cn);
                     for (auto &s : c.stages) {
-                        int n = 0;
-                        for (auto &call : s.calls) n += call.first == f.name;
-                        reads += n * s.iterations;
+                        // (Calls at the same point, v + k v (1 - v), are one read: the value is
+                        // computed once either way.)
+                        std::vector<const std::vector<Expr> *> at;
+                        for (auto &call : s.calls)
+                            if (call.first == f.name &&
+                                std::none_of(at.begin(), at.end(), [&](const std::vector<Expr> *a) { return same_args(*a, call.second); }))
+                                at.push_back(&call.second);
+                        reads += (double)at.size() * s.iterations;
                     }
                 }
                 double ratio = reads / std::max(1.0, f.points());
@@ -598,7 +610,9 @@ private:
     /** A member's tiles written and read back, `iterations` of `tile_bytes`, at the bandwidth
         of the level where every thread's `live` bytes fit. */
     double tile_traffic_ns(double iterations, double tile_bytes, double live) const {
-        return iterations * tile_bytes * 2 / bandwidth_for(live * m.threads);
+        // L1 and L2 are each core's own; only L3 is shared by the threads.
+        double bw = live <= m.l2_bytes ? bandwidth_for(live) : bandwidth_for(std::max(live * m.threads, m.l2_bytes + 1));
+        return iterations * tile_bytes * 2 / bw;
     }
 
     /** A member that a tile computes more than twice over (at most 8 times: Adams2019's cap):

@@ -773,6 +773,120 @@ bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *o
     return any;
 }
 
+namespace {
+/** An upper bound of a - b over integers, by cases on the min, max and select at the top of
+    either side (each rule sound on its own; the tightest that succeeds is kept):
+      max(x, y) - b <= max(ub(x - b), ub(y - b));  min(x, y) - b <= min(ub(x - b), ub(y - b));
+      a - min(x, y) <= max(ub(a - x), ub(a - y));  a - max(x, y) <= min(ub(a - x), ub(a - y));
+      op(x, c) - op(y, c) <= max(ub(x - y), 0) for op min or max (both move by at most what
+      their operand moves: a window clamped at an edge is no wider than the unclamped one);
+    leaves are simplified and bounded by interval arithmetic in scope. Pairs already bounded are
+    remembered (the sides share subexpressions), and a budget of steps caps the work however
+    large the expressions. */
+class DifferenceBound {
+public:
+    explicit DifferenceBound(const Scope &s) : scope(s) {}
+    bool diff(const Expr &a, const Expr &b, int64_t *out) {
+        auto key = std::make_pair(a.get(), b.get());
+        auto it = memo.find(key);
+        if (it != memo.end()) {
+            if (it->second.first) *out = it->second.second;
+            return it->second.first;
+        }
+        bool r = diff_uncached(a, b, out);
+        if (budget >= 0) memo[key] = {r, r ? *out : 0};
+        return r;
+    }
+    bool diff_uncached(const Expr &a, const Expr &b, int64_t *out) {
+        if (--budget < 0) return false;
+        int64_t c = 0, x = 0, y = 0;
+        if (is_const_int(b, &c)) {
+            if (!upper(a, &x)) return false;
+            *out = x - c;
+            return true;
+        }
+        if (auto *p = a.as<Add>())
+            if (is_const_int(p->b, &c)) return diff(p->a, b, &x) && (*out = x + c, true);
+        if (auto *p = a.as<Sub>())
+            if (is_const_int(p->b, &c)) return diff(p->a, b, &x) && (*out = x - c, true);
+        if (auto *p = b.as<Add>())
+            if (is_const_int(p->b, &c)) return diff(a, p->a, &x) && (*out = x - c, true);
+        if (auto *p = b.as<Sub>())
+            if (is_const_int(p->b, &c)) return diff(a, p->a, &x) && (*out = x + c, true);
+        bool ok = false;
+        int64_t best = 0;
+        auto take = [&](int64_t v) {
+            best = ok ? std::min(best, v) : v;
+            ok = true;
+        };
+        if ((a.as<Min>() || a.as<Max>()) && a.get()->node_type == b.get()->node_type) {
+            auto *pa = static_cast<const BinaryExprNode *>(a.get());
+            auto *pb = static_cast<const BinaryExprNode *>(b.get());
+            const Expr ao[2] = {pa->a, pa->b}, bo[2] = {pb->a, pb->b};
+            for (int i = 0; i < 2; i++)
+                for (int j = 0; j < 2; j++)
+                    if (equal(ao[1 - i], bo[1 - j]) && diff(ao[i], bo[j], &x)) take(std::max<int64_t>(x, 0));
+            if (ok && best == 0) return *out = 0, true;
+        }
+        if (auto *p = a.as<Max>()) {
+            if (diff(p->a, b, &x) && diff(p->b, b, &y)) take(std::max(x, y));
+        } else if (auto *p = a.as<Min>()) {
+            if (diff(p->a, b, &x)) take(x);
+            if (diff(p->b, b, &y)) take(y);
+        } else if (auto *p = a.as<Select>()) {
+            if (diff(p->true_value, b, &x) && diff(p->false_value, b, &y)) take(std::max(x, y));
+        } else if (auto *p = b.as<Min>()) {
+            if (diff(a, p->a, &x) && diff(a, p->b, &y)) take(std::max(x, y));
+        } else if (auto *p = b.as<Max>()) {
+            if (diff(a, p->a, &x)) take(x);
+            if (diff(a, p->b, &y)) take(y);
+        } else if (auto *p = b.as<Select>()) {
+            if (diff(a, p->true_value, &x) && diff(a, p->false_value, &y)) take(std::max(x, y));
+        } else if (leaf(simplify(Sub::make(a, b)), &x)) {
+            take(x);
+        }
+        if (ok) *out = best;
+        return ok;
+    }
+    /** An upper bound of e (a difference at its top is bounded by diff). */
+    bool upper(const Expr &e, int64_t *out) {
+        if (--budget < 0) return false;
+        if (is_const_int(e, out)) return true;
+        int64_t c = 0, x = 0, y = 0;
+        if (auto *p = e.as<Add>()) {
+            if (is_const_int(p->b, &c)) return upper(p->a, &x) && (*out = x + c, true);
+            if (is_const_int(p->a, &c)) return upper(p->b, &x) && (*out = x + c, true);
+        }
+        if (auto *p = e.as<Sub>()) return diff(p->a, p->b, out);
+        if (auto *p = e.as<Max>()) return upper(p->a, &x) && upper(p->b, &y) && (*out = std::max(x, y), true);
+        if (auto *p = e.as<Min>()) {
+            bool ka = upper(p->a, &x), kb = upper(p->b, &y);
+            if (ka && kb) *out = std::min(x, y);
+            else if (ka || kb) *out = ka ? x : y;
+            return ka || kb;
+        }
+        if (auto *p = e.as<Select>()) return upper(p->true_value, &x) && upper(p->false_value, &y) && (*out = std::max(x, y), true);
+        return leaf(e, out);
+    }
+
+private:
+    const Scope &scope;
+    int budget = 4096;
+    std::map<std::pair<const void *, const void *>, std::pair<bool, int64_t>> memo;
+    bool leaf(const Expr &e, int64_t *out) {
+        if (is_const_int(e, out)) return true;
+        Interval I = bounds_of_expr_in_scope(e, scope);
+        return I.max.defined() && is_const_int(simplify(I.max), out);
+    }
+};
+}  // namespace
+
+bool upper_bound_of_difference(const Expr &a, const Expr &b, const Scope &scope, int64_t *out) {
+    if (!a.type().is_int() || !b.type().is_int() || !a.type().is_scalar() || a.type() != b.type() || a.type().bits() != 32) return false;
+    DifferenceBound d(scope);
+    return d.diff(a, b, out);
+}
+
 bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     if (auto c = e.as<Cast>())
         if (c->value.type().is_int_or_uint()) e = c->value;
@@ -788,6 +902,12 @@ bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     int64_t sb;
     if (!ok && structural_bound(hi.defined() ? hi : e, true, &sb)) {
         bound = ok ? std::min(bound, sb) : sb;
+        ok = true;
+    }
+    // Windows clamped at an edge: the difference of two clamps, term by term.
+    int64_t db;
+    if (e.type().is_int() && e.type().bits() == 32 && e.type().is_scalar() && DifferenceBound(scope).upper(e, &db)) {
+        bound = ok ? std::min(bound, db) : db;
         ok = true;
     }
     // Where the interval bound may be loose and the variables take few values: the exact one.

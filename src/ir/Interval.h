@@ -34,6 +34,11 @@ Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope);
     terms (a region's extent: (min(a, b) - c) is taken as min(a - c, b - c), so that the
     linear parts cancel). False where there is none. */
 bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out);
+/** A constant upper bound of a - b (32-bit integers), by cases on the mins, maxes and selects
+    of either side: min(x, c) - min(y, c) <= max(x - y, 0) (likewise max), so that the window
+    of a stencil clamped at an image's edge has the width of the unclamped one. False where a
+    case has no bound (or the work passes a fixed budget). */
+bool upper_bound_of_difference(const Expr &a, const Expr &b, const Scope &scope, int64_t *out);
 /** The largest value of e over every combination of its variables' values, where each is in
     scope with a constant range and there are at most `limit` combinations: exact where
     interval arithmetic loses that two terms move together. False where e has a variable

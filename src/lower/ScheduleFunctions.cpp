@@ -479,10 +479,19 @@ struct Builder {
         int64_t fold_window = 0;       // the rows one iteration needs
         std::string compute_loop;
         std::set<std::string> injected_loops;  // the loops it was put in
+        Scope enclosing;                       // the loops around the one visited
 
     protected:
         Stmt visit(const For *op, const Stmt &s) override {
+            // The ranges of the loops around: a window clamped at the image's edge (a
+            // boundary condition) has a constant width only knowing where the loops run.
+            auto had = enclosing.find(op->name);
+            Interval saved = had != enclosing.end() ? had->second : Interval();
+            bool was = had != enclosing.end();
+            enclosing[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
             Stmt body = mutate(op->body);
+            if (was) enclosing[op->name] = saved;
+            else enclosing.erase(op->name);
             if (!is_loop_of(op->name, func, var)) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
             loops_seen++;
             bool uses = touches(body, f->name);
@@ -510,7 +519,7 @@ struct Builder {
                         // The window may vary from one iteration to the next (a consumer reading
                         // rows y / 2 and (y + 1) / 2 needs one or two): the ring holds the widest,
                         // bounded over the loop's range, where what is computed is the window.
-                        Scope scope;
+                        Scope scope = enclosing;
                         scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
                         auto forms = iteration_forms(op, {u.max - u.min + 1, prov[fold_dim].max - prov[fold_dim].min + 1});
                         for (size_t i = 0; exact && i < forms.size(); i++) {
@@ -622,6 +631,41 @@ struct Builder {
             return false;
         }
 
+        /** Is e a non-decreasing function of v (v itself, sums, positive scalings and
+            divisions, mins, maxes and selects on conditions without v, of such; terms without v
+            subtracted)? dir -1: non-increasing. */
+        static bool nondecreasing_in(const Expr &e, const std::string &v, int dir = 1) {
+            if (!expr_uses_var(e, v)) return true;
+            if (auto *x = e.as<Variable>()) return x->name == v && dir > 0;
+            if (auto *x = e.as<Add>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
+            if (auto *x = e.as<Sub>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, -dir);
+            if (auto *x = e.as<Min>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
+            if (auto *x = e.as<Max>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
+            if (auto *x = e.as<Select>())
+                return !expr_uses_var(x->condition, v) && nondecreasing_in(x->true_value, v, dir) &&
+                       nondecreasing_in(x->false_value, v, dir);
+            int64_t c = 0;
+            if (auto *x = e.as<Mul>()) {
+                if (is_const_int(x->b, &c)) return nondecreasing_in(x->a, v, c >= 0 ? dir : -dir);
+                if (is_const_int(x->a, &c)) return nondecreasing_in(x->b, v, c >= 0 ? dir : -dir);
+                return false;
+            }
+            if (auto *x = e.as<Div>()) return e.type().is_int() && is_const_int(x->b, &c) && c > 0 && nondecreasing_in(x->a, v, dir);
+            return false;
+        }
+
+        /** a <= b where a - b has an upper bound <= 0 knowing the ranges of the loops around
+            and of op (clamps at an image's edge on both sides, which provably_le's
+            term-by-term pairing misses once the simplifier has reshaped one side). */
+        bool le_by_difference(const Expr &a, const Expr &b, const For *op) const {
+            Scope scope = enclosing;
+            scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
+            int64_t d = 0;
+            // Where the loops take few values (after the iteration is fixed, the strips): each.
+            if (enumerated_max(simplify(a - b), scope, 64, &d)) return d <= 0;
+            return upper_bound_of_difference(a, b, scope, &d) && d <= 0;
+        }
+
         /** Sliding window: along the first dimension whose required range moves monotonically
             with this serial loop, an iteration computes only what the previous one did not. */
         void slide_window(const For *op, Box &req) {
@@ -629,9 +673,21 @@ struct Builder {
             // Monotone from one iteration to the next, in its regime and across to the next one.
             auto monotone = [&](const Expr &e) {
                 auto f = iteration_forms(op, {e});
+                std::vector<int64_t> T = thresholds(op, {e});
                 for (size_t i = 0; i < f.size(); i++)
-                    for (size_t j = i; j < f.size() && j <= i + 1; j++)
-                        if (!provably_le(simplify(substitute(op->name, prev, f[i][0])), f[j][0])) return false;
+                    for (size_t j = i; j < f.size() && j <= i + 1; j++) {
+                        // Within a regime: built of operations that never decrease with the loop.
+                        if (i == j && nondecreasing_in(f[i][0], op->name)) continue;
+                        Expr before = simplify(substitute(op->name, prev, f[i][0])), after = f[j][0];
+                        if (provably_le(before, after)) continue;
+                        if (j > i && i < T.size()) {
+                            // From one regime to the next: only at the iteration after its threshold.
+                            Expr at = make_const(op->min.type(), T[i] + 1);
+                            before = simplify(substitute(op->name, at, before));
+                            after = simplify(substitute(op->name, at, after));
+                        }
+                        if (!le_by_difference(before, after, op)) return false;
+                    }
                 return true;
             };
             // Only one dimension of the region may move with the loop: where another one moves
