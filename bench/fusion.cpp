@@ -8,13 +8,18 @@
 //   of calls at root, their memory planned);
 //   mlp_block_TxD: layer norm -> linear (D to 4D) -> bias + GELU -> linear (4D to D) ->
 //   residual add over T tokens, each layer a Callable without a schedule (as an inference
-//   library would ship them), the two linears one Callable each.
+//   library would ship them), the two linears one Callable each;
+//   conv_bias_relu_add_S: a 3x3 convolution + bias + ReLU over 4 x 64 channels x S x S (NHWC,
+//   bench/run's expert schedule: a Callable) then a residual add (a Callable without a
+//   schedule): deferred, the add runs in the convolution's loops (an epilogue); bench/run
+//   races the same chain against oneDNN's post-ops (conv_add).
 // Each result is checked bit for bit against eager before timing. Times are medians of rounds
 // that alternate eager and lazy; peak memory is what the process holds for intermediates: the
 // Buffers eager's caller allocates plus the runtime pool's peak (memory_stats()).
 // Usage: weft_bench_fusion [--quick] [out.json]   (default bench/fusion.json)
 #include <weft/weft.h>
 #include "per_thread_runs.h"
+#include "weft_schedules.h"
 
 #include <algorithm>
 #include <chrono>
@@ -253,6 +258,46 @@ Entry mlp_block(int tokens, int d, int rounds, double target) {
     return e;
 }
 
+/** conv + bias + ReLU (scheduled) -> residual add (unscheduled), N x C x S x S. */
+Entry conv_add(int S, int rounds, double target) {
+    const int N = 4, C = 64, P = S + 2;
+    weft_bench::Def d = weft_bench::conv(C);
+    std::vector<Argument> cargs(d.inputs.begin(), d.inputs.end());
+    Callable conv = Pipeline(d.out).compile_to_callable(cargs);
+    ImageParam a(Float(32), 4, "a"), res(Float(32), 4, "res");
+    Var c("c"), x("x"), y("y"), n("n");
+    Func sum("residual_add");
+    sum(c, x, y, n) = a(c, x, y, n) + res(c, x, y, n);
+    Callable add = Pipeline(sum).compile_to_callable({a, res});
+    auto fill = [](Buffer<float> &b, int seed) {
+        float *p = (float *)b.raw_data();
+        size_t cnt = 1;
+        for (int k = 0; k < b.dimensions(); k++) cnt *= b.dim(k).extent();
+        for (size_t i = 0; i < cnt; i++) p[i] = (float)(((i * 2654435761u + seed * 97) >> 7) % 2001 - 1000) / 1000.0f;
+    };
+    Buffer<float> in(C, P, P, N), w(C, 3, 3, C), bias(C), r(C, S, S, N), t(C, S, S, N), eager(C, S, S, N), lazy(C, S, S, N);
+    fill(in, 1);
+    fill(w, 2);
+    fill(bias, 3);
+    fill(r, 4);
+    const std::vector<int> shape{C, S, S, N};
+    auto run_eager = [&] {
+        conv(in, w, bias, t);
+        add(t, r, eager);
+    };
+    auto run_lazy = [&] { add.defer(shape, conv.defer(shape, in, w, bias), r).realize(lazy); };
+    Entry e;
+    e.name = "conv_bias_relu_add_" + std::to_string(S);
+    e.target = target;
+    run_eager();
+    double t0 = now_ms();
+    run_lazy();
+    e.lazy_first_ms = now_ms() - t0;
+    e.same_bits = std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)N * S * S * C * 4) == 0;
+    race(e, rounds, 4ull * N * S * S * C, run_eager, run_lazy);
+    return e;
+}
+
 std::string entry_json(const Entry &e) {
     std::ostringstream os;
     double speedup = e.eager_ms / e.lazy_ms;
@@ -293,6 +338,7 @@ int main(int argc, char **argv) {
         run("image_chain_scheduled_" + ns, [&] { return image_chain(n, true, rounds, 1.8); });
         const int tokens = quick ? 128 : 256, d = quick ? 256 : 512;
         run("mlp_block_" + std::to_string(tokens) + "x" + std::to_string(d), [&] { return mlp_block(tokens, d, rounds, 1.2); });
+        run("conv_bias_relu_add_56", [&] { return conv_add(56, rounds, 1.0); });
         return 0;
     }
     std::printf("%-28s %7s %10s %10s %8s %8s %12s %12s %s\n", "entry", "threads", "eager ms", "lazy ms", "speedup",

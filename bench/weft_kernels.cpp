@@ -133,6 +133,35 @@ struct Conv : WeftKernel {
     void run() override { check(fn(bufs[0], bufs[1], bufs[2], bufs[3])); }
 };
 
+/** conv + bias + ReLU, then a residual add, as an inference library ships them: the
+    convolution a Callable with its expert schedule, the add a Callable of its own without one,
+    chained with defer(): the add runs in the convolution's loops (an epilogue), against
+    oneDNN's convolution with ReLU and a binary-add post-op. */
+struct ConvAdd : WeftKernel {
+    Callable add_fn;
+    std::vector<int> shape;
+    explicit ConvAdd(int S) {
+        const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
+        bufs.reserve(5);
+        data.reserve(5);
+        add(bench::make_aligned_input((size_t)N * P * P * C, 1), {C, P, P, N});
+        add(bench::make_aligned_input((size_t)C * 9 * C, 2), {C, 3, 3, C});
+        add(bench::make_aligned_input(C, 3), {C});
+        add(bench::make_aligned_input((size_t)N * S * S * C, 4), {C, S, S, N});
+        add(bench::AlignedBuf((size_t)N * S * S * C), {C, S, S, N});
+        shape = {C, S, S, N};
+        weft_bench::Def d = weft_bench::conv(C);
+        std::vector<weft::Argument> args(d.inputs.begin(), d.inputs.end());
+        fn = Pipeline(d.out).compile_to_callable(args);
+        weft::ImageParam a(weft::Float(32), 4, "a"), res(weft::Float(32), 4, "res");
+        weft::Var c("c"), x("x"), y("y"), n("n");
+        weft::Func s("residual_add");
+        s(c, x, y, n) = a(c, x, y, n) + res(c, x, y, n);
+        add_fn = Pipeline(s).compile_to_callable({a, res});
+    }
+    void run() override { add_fn.defer(shape, fn.defer(shape, bufs[0], bufs[1], bufs[2]), bufs[3]).realize(bufs[4]); }
+};
+
 /** An app of the suite (apps/suite): variant "manual" (Halide's expert schedule translated) or
     "none" (no schedule). */
 struct App : bench::Kernel {
@@ -194,6 +223,7 @@ int main(int argc, char **argv) {
         if (k == "softmax") return std::make_unique<Softmax>(size);
         if (k == "layernorm") return std::make_unique<LayerNorm>(size);
         if (k == "conv") return std::make_unique<Conv>(size);
+        if (k == "conv_add") return std::make_unique<ConvAdd>(size);
         return nullptr;
     });
 }

@@ -1,9 +1,12 @@
 // oneDNN 2.6 peer (libdnnl-dev; OpenMP runtime, threads: OMP_NUM_THREADS): 3×3 convolution +
-// bias + ReLU (a post-op) for inference. Source and destination stay in the benchmark's NHWC
+// bias + ReLU (a post-op) for inference ("conv"), and the same with a residual tensor added
+// after the ReLU (a second, binary post-op: "conv_add"). Source and destination stay in the benchmark's NHWC
 // layout (oneDNN has AVX-512 kernels for it); the weights are given in their own layout and
 // reordered once, outside the timed call, into the format oneDNN prefers (as an inference
 // engine would).
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
 
 #include "bench_common.h"
 
@@ -14,10 +17,13 @@ using namespace dnnl;
 struct Conv : bench::Kernel {
     engine eng{engine::kind::cpu, 0};
     stream strm{eng};
-    bench::AlignedBuf src, wts, bias, dst;
-    memory src_m, wts_m, bias_m, dst_m;
+    bench::AlignedBuf src, wts, bias, dst, res;
+    memory src_m, wts_m, bias_m, dst_m, res_m;
     convolution_forward prim;
-    explicit Conv(int S) {
+    bool residual;
+    /** residual: "conv_add", a residual tensor added after the ReLU (a binary post-op, read
+        from its own buffer: relu(conv + bias) + res). */
+    explicit Conv(int S, bool add_residual = false) : residual(add_residual) {
         const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
         src = bench::make_aligned_input((size_t)N * P * P * C, 1);
         wts = bench::make_aligned_input((size_t)C * 9 * C, 2);
@@ -35,6 +41,11 @@ struct Conv : bench::Kernel {
                                     bias_md, dst_md, {1, 1}, {0, 0}, {0, 0});
         post_ops ops;
         ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+        if (residual) {
+            res = bench::make_aligned_input((size_t)N * S * S * C, 4);
+            res_m = memory(dst_md, eng, res.data());
+            ops.append_binary(algorithm::binary_add, dst_md);
+        }
         primitive_attr attr;
         attr.set_post_ops(ops);
         convolution_forward::primitive_desc pd(d, attr, eng);
@@ -53,7 +64,10 @@ struct Conv : bench::Kernel {
         prim = convolution_forward(pd);
     }
     void run() override {
-        prim.execute(strm, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wts_m}, {DNNL_ARG_BIAS, bias_m}, {DNNL_ARG_DST, dst_m}});
+        std::unordered_map<int, memory> args{
+            {DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wts_m}, {DNNL_ARG_BIAS, bias_m}, {DNNL_ARG_DST, dst_m}};
+        if (residual) args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1] = res_m;
+        prim.execute(strm, args);
         strm.wait();
     }
     const float *out() const override { return dst.data(); }
@@ -66,6 +80,7 @@ int main() {
     bench::protect_stdout();
     return bench::serve([](const std::string &k, const std::string &, int size) -> std::unique_ptr<bench::Kernel> {
         if (k == "conv") return std::make_unique<Conv>(size);
+        if (k == "conv_add") return std::make_unique<Conv>(size, true);
         return nullptr;
     });
 }

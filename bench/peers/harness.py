@@ -86,6 +86,10 @@ def make_configs(args):
     for t in args.threads:
         cfgs.append(dict(kernel="conv", size=S, threads=t, peers=["onednn", "halide"], atol=1e-3, rtol=1e-3,
                          flops=2.0 * 4 * S * S * 64 * 64 * 9, bytes=None, target=lambda p: 0.95))
+        # The same, then a residual add from a separately built part (chained with defer()),
+        # against oneDNN's post-ops (ReLU, then a binary add).
+        cfgs.append(dict(kernel="conv_add", size=S, threads=t, peers=["onednn"], atol=1e-3, rtol=1e-3,
+                         flops=2.0 * 4 * S * S * 64 * 64 * 9, bytes=None, target=lambda p: 1.0))
     # The app suite: each app with Halide's expert schedule against Halide's own, and each app
     # unscheduled against Halide unscheduled (at the app's smaller unscheduled size; not run where
     # inlining everything is exponential). Target 1.0; first-call time recorded on both sides.

@@ -284,6 +284,105 @@ std::shared_ptr<ParamContents> param_copy(const ParamContents &p, const LazyArg 
     return c;
 }
 
+
+/** Does f's definition read input `img` only at its own pure Vars, in order (f(x, y) = ...
+    img(x, y) ...), call no Func, and use no Param or RDom named like one of its Vars? A part
+    made of such a Func alone is an epilogue: it can be computed in its producer's loops. */
+bool pointwise_epilogue(const FunctionContents &f, const ImageParamContents *img) {
+    if (!f.defined || !f.updates.empty() || f.init.rdom) return false;
+    class Check : public IRVisitor {
+    public:
+        const FunctionContents *f;
+        const ImageParamContents *img;
+        bool ok = true, reads = false;
+
+    protected:
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func) ok = false;
+            if (op->call_type == Call::Image && op->image.get() == img) {
+                reads = true;
+                if (op->args.size() != f->args.size()) ok = false;
+                for (size_t k = 0; ok && k < op->args.size(); k++) {
+                    auto *v = op->args[k].as<Variable>();
+                    ok = v && !v->param && !v->rdom && v->name == f->args[k];
+                }
+            }
+            IRVisitor::visit(op);
+        }
+        void visit(const Variable *op) override {
+            if ((op->param || op->rdom) && std::find(f->args.begin(), f->args.end(), op->name) != f->args.end()) ok = false;
+        }
+    } c;
+    c.f = &f;
+    c.img = img;
+    c.include(f.init.value);
+    return c.ok && c.reads;
+}
+
+/** Every Func reachable from `roots` through calls. */
+std::vector<std::shared_ptr<FunctionContents>> reachable_funcs(const std::vector<std::shared_ptr<FunctionContents>> &roots) {
+    std::vector<std::shared_ptr<FunctionContents>> out;
+    std::set<const FunctionContents *> seen;
+    class Calls : public IRVisitor {
+    public:
+        std::vector<std::shared_ptr<FunctionContents>> *found;
+
+    protected:
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->func) found->push_back(op->func);
+            IRVisitor::visit(op);
+        }
+    };
+    std::vector<std::shared_ptr<FunctionContents>> todo = roots;
+    while (!todo.empty()) {
+        auto f = todo.back();
+        todo.pop_back();
+        if (!f || !seen.insert(f.get()).second) continue;
+        out.push_back(f);
+        std::vector<std::shared_ptr<FunctionContents>> next;
+        Calls c;
+        c.found = &next;
+        auto defn = [&](const Definition &d) {
+            for (auto &a : d.args) c.include(a);
+            c.include(d.value);
+        };
+        defn(f->init);
+        for (auto &u : f->updates) defn(u);
+        for (auto &[k, w] : f->wrappers) next.push_back(w);
+        todo.insert(todo.end(), next.begin(), next.end());
+    }
+    return out;
+}
+
+/** The epilogue `p` (a pointwise Func, see pointwise_epilogue) takes over the loops of its
+    producer `q` (the scheduled result it reads): p's Vars are renamed to q's, p gets q's
+    schedule, q is inlined into p, and whatever was computed or stored at q's loops is at p's.
+    The values are those of q written out and read back: the same operations in the same order. */
+void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr<FunctionContents> &p_ptr) {
+    std::map<std::string, Expr> rename;
+    for (size_t k = 0; k < p.args.size(); k++)
+        if (p.args[k] != q.args[k]) rename[p.args[k]] = Variable::make(Int(32), q.args[k]);
+    if (!rename.empty()) {
+        p.init.value = substitute(rename, p.init.value);
+        for (auto &a : p.init.args) a = substitute(rename, a);
+    }
+    p.args = q.args;
+    FuncSchedule keep = p.schedule;
+    p.schedule = q.schedule;
+    p.schedule.compute = keep.compute;
+    p.schedule.store = keep.store;
+    p.schedule.store_set = keep.store_set;
+    p.stage_schedules = q.stage_schedules;
+    q.schedule = FuncSchedule{};
+    q.stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(q.args, q.init.args, {}, false), {}});
+    for (auto &f : reachable_funcs({p_ptr}))
+        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store})
+            if (l->kind == LoopLevelSpec::At && l->func.lock().get() == &q) {
+                l->func = p_ptr;
+                l->func_name = p.name;
+            }
+}
+
 std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffer> &values) {
     auto plan = std::make_shared<ChainPlan>();
     const Target target = w.nodes.back()->call->target;
@@ -317,6 +416,40 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
         }
         return leaf_images[j];
     };
+    // Epilogues (not when the chain is scheduled as a whole): a part without a schedule made of
+    // one pointwise Func (bias, activation, residual add, requantisation) whose only reader
+    // of a scheduled part's result is that Func, and which is that result's only reader, is
+    // computed in the result's own loops instead of reading it back from memory.
+    std::map<int, std::pair<int, int>> epilogue;  // consumer node -> (producer node, output)
+    if (!whole) {
+        std::map<std::pair<int, int>, int> reads;  // (node, output) -> number of args reading it
+        for (size_t m = 0; m < w.nodes.size(); m++)
+            for (auto &a : w.nodes[m]->args)
+                if (!a.scalar && !a.node->leaf.defined()) reads[{w.node_index.at(a.node.get()), a.index}]++;
+        for (auto &v : values) reads[{w.node_index.at(v.node().get()), v.index()}] += 2;  // asked for: kept
+        for (size_t m = 0; m < w.nodes.size(); m++) {
+            if (info[m].scheduled || info[m].outputs.size() != 1) continue;
+            const auto &decl = w.nodes[m]->call->args;
+            int from = -1, from_out = 0, img_arg = -1, producers = 0;
+            for (size_t k = 0; k < decl.size(); k++) {
+                const LazyArg &a = w.nodes[m]->args[k];
+                if (!decl[k].image() || a.node->leaf.defined()) continue;
+                producers++;
+                from = w.node_index.at(a.node.get());
+                from_out = a.index;
+                img_arg = (int)k;
+            }
+            if (producers != 1 || !info[from].scheduled || reads[{from, from_out}] != 1) continue;
+            const FunctionContents &q = *info[from].outputs[from_out];
+            const FunctionContents &pf = *info[m].outputs[0];
+            bool fused_with = false;
+            for (auto &ds : q.stage_schedules) fused_with = fused_with || ds.fuse.fused();
+            if (!q.updates.empty() || fused_with || q.args.size() != pf.args.size() || !q.wrappers.empty() ||
+                !pointwise_epilogue(pf, decl[img_arg].image().get()))
+                continue;
+            epilogue[(int)m] = {from, from_out};
+        }
+    }
     std::vector<std::vector<std::shared_ptr<FunctionContents>>> outs(w.nodes.size());
     std::vector<std::vector<std::string>> readers(w.nodes.size());  // per node: parts reading its outputs
     std::vector<Argument> params;
@@ -344,7 +477,8 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
                 param_slots.push_back({-1, (int)i, (int)k});
             }
         }
-        if (!whole && !info[i].scheduled && first_call_autoschedule_enabled() && target.arch() == Target::Arch::Host) {
+        if (!whole && !info[i].scheduled && !epilogue.count((int)i) && first_call_autoschedule_enabled() &&
+            target.arch() == Target::Arch::Host) {
             // This part alone, scheduled as its own first call would for these shapes; then
             // copied again with its inputs replaced.
             Subst alone;
@@ -388,8 +522,14 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
         }
         outs[i] = clone_part(info[i].outputs, sub);
     }
+    std::set<const FunctionContents *> inlined_results;
+    for (auto &[m, src] : epilogue) {
+        auto q = outs[src.first].at(src.second);
+        adopt_loops(*outs[m][0], *q, outs[m][0]);
+        inlined_results.insert(q.get());
+    }
     // The results that later parts read: checked where they are read, and at root unless the
-    // whole chain is scheduled at once.
+    // whole chain is scheduled at once or the result is computed in its epilogue's loops.
     for (size_t i = 0; i < w.nodes.size(); i++) {
         if (readers[i].empty()) continue;
         std::string who;
@@ -401,7 +541,7 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
             seam->producer = w.nodes[i]->part;
             seam->consumers = who;
             outs[i][j]->seam = seam;
-            if (!whole) Func(outs[i][j]).compute_root();
+            if (!whole && !inlined_results.count(outs[i][j].get())) Func(outs[i][j]).compute_root();
         }
     }
     std::vector<Func> result;

@@ -339,6 +339,73 @@ TEST(LazyChain, ConcurrentRealizes) {
     for (auto &g : got) expect_same_bits(g, eager);
 }
 
+/** A 3x3 convolution with a bias and ReLU, register-tiled as a library would ship it: the
+    reduction computed per 16-wide tile of its output. Input with a one-pixel border. */
+struct ConvPart {
+    ImageParam in{Float(32), 2, "conv_in"}, wts{Float(32), 2, "conv_w"};
+    Param<float> bias{"bias"};
+    Func cv{"conv"}, relu{"conv_relu"};
+    Callable fn;
+    ConvPart() {
+        Var x("x"), y("y"), xo("xo"), xi("xi");
+        RDom r(0, 3, 0, 3, "r");
+        cv(x, y) = bias;
+        cv(x, y) += wts(r.x, r.y) * in(x + r.x, y + r.y);
+        relu(x, y) = max(0.0f, cv(x, y));
+        relu.split(x, xo, xi, 16).vectorize(xi, 8).parallel(y);
+        cv.compute_at(relu, xo).vectorize(x, 8);
+        cv.update().reorder(x, r.x, r.y, y).vectorize(x, 8);
+        fn = Pipeline(relu).compile_to_callable({in, wts, bias});
+    }
+};
+/** A residual add, unscheduled, its Vars named unlike the producer's. */
+Callable residual_add() {
+    ImageParam a(Float(32), 2, "a"), res(Float(32), 2, "res");
+    Var i("i"), j("j");
+    Func s("residual");
+    s(i, j) = a(i, j) + 0.5f * res(i, j);
+    return Pipeline(s).compile_to_callable({a, res});
+}
+
+TEST(LazyChain, AnEpilogueRunsInItsScheduledProducersLoops) {
+    // conv + bias + ReLU (scheduled) then a residual add (a pointwise part without a schedule):
+    // the add is computed in the convolution's loops, so the convolution's result never goes
+    // to memory (no buffer of its size is held), and the values are eager's, bit for bit.
+    const int w = 200, h = 150;
+    ConvPart conv;
+    Callable add = residual_add();
+    Buffer<float> in = photo(w + 2, h + 2, 1), res = photo(w, h, 2), wts(3, 3);
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 3; i++) wts(i, j) = 0.1f * (float)(i + 2 * j) - 0.35f;
+    Buffer<float> t(w, h), eager(w, h);
+    conv.fn(in, wts, 0.05f, t);
+    add(t, res, eager);
+    auto chain = [&] { return add.defer({w, h}, conv.fn.defer({w, h}, in, wts, 0.05f), res); };
+    Buffer<float> first = chain().realize();
+    expect_same_bits(first, eager);
+    MemoryStats warm = memory_stats();
+    reset_peak_memory();
+    Buffer<float> again = chain().realize();
+    expect_same_bits(again, eager);
+    EXPECT_LT(memory_stats().peak - warm.in_use, (uint64_t)w * h * 4 / 4) << "the convolution's result was stored";
+    // Asked for as well, the convolution's result is computed at root and both are right.
+    LazyBuffer c = conv.fn.defer({w, h}, in, wts, 0.05f);
+    LazyBuffer s = add.defer({w, h}, c, res);
+    Buffer<float> got_c(w, h), got_s(w, h);
+    weft::realize({c, s}, {got_c, got_s});
+    expect_same_bits(got_c, t);
+    expect_same_bits(got_s, eager);
+    // Read at another point (a shift), the add is no epilogue: still eager's values.
+    ImageParam a(Float(32), 2, "a");
+    Var i("i"), j("j");
+    Func shifted("shifted");
+    shifted(i, j) = a(i, j) + a(min(i + 1, w - 1), j);
+    Callable shift = Pipeline(shifted).compile_to_callable({a});
+    Buffer<float> want(w, h);
+    shift(t, want);
+    expect_same_bits(shift.defer({w, h}, conv.fn.defer({w, h}, in, wts, 0.05f)).realize(), want);
+}
+
 TEST(LazyChainErrors, MismatchesAtTheSeamsNameBothParts) {
     Part a = denoise(false);
     Var x("x"), y("y");
