@@ -286,9 +286,10 @@ std::shared_ptr<ParamContents> param_copy(const ParamContents &p, const LazyArg 
 
 
 /** Does f's definition read input `img` only at its own pure Vars, in order (f(x, y) = ...
-    img(x, y) ...), call no Func, and use no Param or RDom named like one of its Vars? A part
+    img(x, y) ...), call no Func, and use no Param or RDom named like one of its Vars or of
+    `producer`'s (f's Vars are renamed to those)? A part
     made of such a Func alone is an epilogue: it can be computed in its producer's loops. */
-bool pointwise_epilogue(const FunctionContents &f, const ImageParamContents *img) {
+bool pointwise_epilogue(const FunctionContents &f, const ImageParamContents *img, const FunctionContents &producer) {
     if (!f.defined || !f.updates.empty() || f.init.rdom) return false;
     class Check : public IRVisitor {
     public:
@@ -310,10 +311,16 @@ bool pointwise_epilogue(const FunctionContents &f, const ImageParamContents *img
             IRVisitor::visit(op);
         }
         void visit(const Variable *op) override {
-            if ((op->param || op->rdom) && std::find(f->args.begin(), f->args.end(), op->name) != f->args.end()) ok = false;
+            if ((op->param || op->rdom) && (std::find(f->args.begin(), f->args.end(), op->name) != f->args.end() ||
+                                            std::find(q->args.begin(), q->args.end(), op->name) != q->args.end()))
+                ok = false;
         }
+
+    public:
+        const FunctionContents *q;
     } c;
     c.f = &f;
+    c.q = &producer;
     c.img = img;
     c.include(f.init.value);
     return c.ok && c.reads;
@@ -445,7 +452,7 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
             bool fused_with = false;
             for (auto &ds : q.stage_schedules) fused_with = fused_with || ds.fuse.fused();
             if (!q.updates.empty() || fused_with || q.args.size() != pf.args.size() || !q.wrappers.empty() ||
-                !pointwise_epilogue(pf, decl[img_arg].image().get()))
+                !pointwise_epilogue(pf, decl[img_arg].image().get(), q))
                 continue;
             epilogue[(int)m] = {from, from_out};
         }

@@ -395,6 +395,17 @@ TEST(LazyChain, AnEpilogueRunsInItsScheduledProducersLoops) {
     weft::realize({c, s}, {got_c, got_s});
     expect_same_bits(got_c, t);
     expect_same_bits(got_s, eager);
+    // An epilogue whose Vars are the producer's, swapped (its first dimension named "y").
+    {
+        ImageParam b(Float(32), 2, "b");
+        Var y("y"), x("x");
+        Func scaled("scaled");
+        scaled(y, x) = 2.0f * b(y, x) + cast<float>(x);
+        Callable scale = Pipeline(scaled).compile_to_callable({b});
+        Buffer<float> want(w, h);
+        scale(t, want);
+        expect_same_bits(scale.defer({w, h}, conv.fn.defer({w, h}, in, wts, 0.05f)).realize(), want);
+    }
     // Read at another point (a shift), the add is no epilogue: still eager's values.
     ImageParam a(Float(32), 2, "a");
     Var i("i"), j("j");
