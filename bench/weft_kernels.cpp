@@ -121,38 +121,38 @@ struct LayerNorm : WeftKernel {
 
 struct Conv : WeftKernel {
     explicit Conv(int S) {
-        const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
-        bufs.reserve(4);
-        data.reserve(4);
-        add(bench::make_aligned_input((size_t)N * P * P * C, 1), {C, P, P, N});
-        add(bench::make_aligned_input((size_t)C * 9 * C, 2), {C, 3, 3, C});
-        add(bench::make_aligned_input(C, 3), {C});
-        add(bench::AlignedBuf((size_t)N * S * S * C), {C, S, S, N});
-        compile(weft_bench::conv(C));
+        add_conv_buffers(S, false);
+        compile(weft_bench::conv(bench::kConvC));
     }
-    void run() override { check(fn(bufs[0], bufs[1], bufs[2], bufs[3])); }
-};
-
-/** conv + bias + ReLU, then a residual add, as an inference library ships them: the
-    convolution a Callable with its expert schedule, the add a Callable of its own without one,
-    chained with defer(): the add runs in the convolution's loops (an epilogue), against
-    oneDNN's convolution with ReLU and a binary-add post-op. */
-struct ConvAdd : WeftKernel {
-    Callable add_fn;
-    std::vector<int> shape;
-    explicit ConvAdd(int S) {
+    /** The convolution's input (with its border), filter and bias, [a residual,] the output. */
+    void add_conv_buffers(int S, bool residual) {
         const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
         bufs.reserve(5);
         data.reserve(5);
         add(bench::make_aligned_input((size_t)N * P * P * C, 1), {C, P, P, N});
         add(bench::make_aligned_input((size_t)C * 9 * C, 2), {C, 3, 3, C});
         add(bench::make_aligned_input(C, 3), {C});
-        add(bench::make_aligned_input((size_t)N * S * S * C, 4), {C, S, S, N});
+        if (residual) add(bench::make_aligned_input((size_t)N * S * S * C, 4), {C, S, S, N});
         add(bench::AlignedBuf((size_t)N * S * S * C), {C, S, S, N});
+    }
+    void run() override { check(fn(bufs[0], bufs[1], bufs[2], bufs[3])); }
+
+protected:
+    Conv() = default;
+};
+
+/** conv + bias + ReLU, then a residual add, as an inference library ships them: the
+    convolution a Callable with its expert schedule, the add a Callable of its own without one,
+    chained with defer(): the add runs in the convolution's loops (an epilogue), against
+    oneDNN's convolution with ReLU and a binary-add post-op. */
+struct ConvAdd : Conv {
+    Callable add_fn;
+    std::vector<int> shape;
+    explicit ConvAdd(int S) {
+        add_conv_buffers(S, true);
+        const int N = bench::kConvN, C = bench::kConvC;
         shape = {C, S, S, N};
-        weft_bench::Def d = weft_bench::conv(C);
-        std::vector<weft::Argument> args(d.inputs.begin(), d.inputs.end());
-        fn = Pipeline(d.out).compile_to_callable(args);
+        compile(weft_bench::conv(C));
         weft::ImageParam a(weft::Float(32), 4, "a"), res(weft::Float(32), 4, "res");
         weft::Var c("c"), x("x"), y("y"), n("n");
         weft::Func s("residual_add");

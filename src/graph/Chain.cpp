@@ -284,16 +284,15 @@ std::shared_ptr<ParamContents> param_copy(const ParamContents &p, const LazyArg 
     return c;
 }
 
-
 /** Does f's definition read input `img` only at its own pure Vars, in order (f(x, y) = ...
     img(x, y) ...), call no Func, and use no Param or RDom named like one of its Vars or of
-    `producer`'s (f's Vars are renamed to those)? A part
-    made of such a Func alone is an epilogue: it can be computed in its producer's loops. */
+    `producer`'s (f's Vars are renamed to those)? A part made of such a Func alone is an
+    epilogue: it can be computed in its producer's loops. */
 bool pointwise_epilogue(const FunctionContents &f, const ImageParamContents *img, const FunctionContents &producer) {
     if (!f.defined || !f.updates.empty() || f.init.rdom) return false;
     class Check : public IRVisitor {
     public:
-        const FunctionContents *f;
+        const FunctionContents *f, *q;
         const ImageParamContents *img;
         bool ok = true, reads = false;
 
@@ -315,9 +314,6 @@ bool pointwise_epilogue(const FunctionContents &f, const ImageParamContents *img
                                             std::find(q->args.begin(), q->args.end(), op->name) != q->args.end()))
                 ok = false;
         }
-
-    public:
-        const FunctionContents *q;
     } c;
     c.f = &f;
     c.q = &producer;

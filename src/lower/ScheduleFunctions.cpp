@@ -485,13 +485,10 @@ struct Builder {
         Stmt visit(const For *op, const Stmt &s) override {
             // The ranges of the loops around: a window clamped at the image's edge (a
             // boundary condition) has a constant width only knowing where the loops run.
-            auto had = enclosing.find(op->name);
-            Interval saved = had != enclosing.end() ? had->second : Interval();
-            bool was = had != enclosing.end();
-            enclosing[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
+            Scope outer = enclosing;
+            enclosing = with_loop(op);
             Stmt body = mutate(op->body);
-            if (was) enclosing[op->name] = saved;
-            else enclosing.erase(op->name);
+            enclosing = std::move(outer);
             if (!is_loop_of(op->name, func, var)) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
             loops_seen++;
             bool uses = touches(body, f->name);
@@ -519,8 +516,7 @@ struct Builder {
                         // The window may vary from one iteration to the next (a consumer reading
                         // rows y / 2 and (y + 1) / 2 needs one or two): the ring holds the widest,
                         // bounded over the loop's range, where what is computed is the window.
-                        Scope scope = enclosing;
-                        scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
+                        Scope scope = with_loop(op);
                         auto forms = iteration_forms(op, {u.max - u.min + 1, prov[fold_dim].max - prov[fold_dim].min + 1});
                         for (size_t i = 0; exact && i < forms.size(); i++) {
                             Expr we = simplify(forms[i][0]), pwe = simplify(forms[i][1]);
@@ -639,8 +635,10 @@ struct Builder {
             if (auto *x = e.as<Variable>()) return x->name == v && dir > 0;
             if (auto *x = e.as<Add>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
             if (auto *x = e.as<Sub>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, -dir);
-            if (auto *x = e.as<Min>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
-            if (auto *x = e.as<Max>()) return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
+            if (e.as<Min>() || e.as<Max>()) {
+                auto *x = static_cast<const BinaryExprNode *>(e.get());
+                return nondecreasing_in(x->a, v, dir) && nondecreasing_in(x->b, v, dir);
+            }
             if (auto *x = e.as<Select>())
                 return !expr_uses_var(x->condition, v) && nondecreasing_in(x->true_value, v, dir) &&
                        nondecreasing_in(x->false_value, v, dir);
@@ -654,12 +652,18 @@ struct Builder {
             return false;
         }
 
+        /** The ranges of the loops around, and of op. */
+        Scope with_loop(const For *op) const {
+            Scope scope = enclosing;
+            scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
+            return scope;
+        }
+
         /** a <= b where a - b has an upper bound <= 0 knowing the ranges of the loops around
             and of op (clamps at an image's edge on both sides, which provably_le's
             term-by-term pairing misses once the simplifier has reshaped one side). */
         bool le_by_difference(const Expr &a, const Expr &b, const For *op) const {
-            Scope scope = enclosing;
-            scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
+            Scope scope = with_loop(op);
             int64_t d = 0;
             // Where the loops take few values (after the iteration is fixed, the strips): each.
             if (enumerated_max(simplify(a - b), scope, 64, &d)) return d <= 0;

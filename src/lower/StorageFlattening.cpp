@@ -23,13 +23,19 @@ public:
     int in_kernel = 0;  // inside a gpu_blocks loop
     std::set<std::string> unfolded;  // folds no smaller than the region itself: left unfolded
 
+    /** The (dimension, ring size) name's storage is folded along, or null. */
+    const std::pair<int, int64_t> *fold_of(const std::string &name) const {
+        auto f = env.folds.find(name);
+        return f == env.folds.end() || unfolded.count(name) ? nullptr : &f->second;
+    }
+
     Expr flat_index(const std::string &name, const std::vector<Expr> &args) const {
         Expr idx;
-        auto fold = unfolded.count(name) ? env.folds.end() : env.folds.find(name);
+        auto fold = fold_of(name);
         for (size_t d = 0; d < args.size(); d++) {
             Expr pos = args[d] - field(name, "min", d);
-            if (fold != env.folds.end() && fold->second.first == (int)d)
-                pos = args[d] % Expr((int)fold->second.second);  // a folded dimension: a ring of rows
+            if (fold && fold->first == (int)d)
+                pos = args[d] % Expr((int)fold->second);  // a folded dimension: a ring of rows
             Expr term = pos * field(name, "stride", d);
             idx = idx.defined() ? idx + term : term;
         }
@@ -96,23 +102,19 @@ protected:
                        "outside every GPU kernel; shared memory belongs to one block: compute it (and store it) at a "
                        "gpu_blocks loop of its consumer, or store it elsewhere");
         }
-        {
-            // A ring no smaller than the region it would hold (a window bounded loosely)
-            // saves nothing: the region is stored as it is.
-            auto f = env.folds.find(op->name);
-            int64_t whole = 0;
-            if (f != env.folds.end() && constant_extent_bound(op->bounds[f->second.first].extent, &whole) &&
-                whole <= f->second.second)
-                unfolded.insert(op->name);
-        }
+        // A ring no smaller than the region it would hold (a window bounded loosely) saves
+        // nothing: the region is stored as it is.
+        int64_t whole = 0;
+        if (auto f = fold_of(op->name))
+            if (constant_extent_bound(op->bounds[f->first].extent, &whole) && whole <= f->second) unfolded.insert(op->name);
         Stmt body = mutate(op->body);
         // The number of elements, in 64 bits (flat indices are 32-bit: more than 2^31 - 1
         // elements is an error, at compile time where the extents are constants, else when
         // run, before anything is allocated or written).
         Expr size = make_const(Int(64), (int64_t)1);
-        auto fold = unfolded.count(op->name) ? env.folds.end() : env.folds.find(op->name);
+        auto fold = fold_of(op->name);
         Region bounds = op->bounds;
-        if (fold != env.folds.end()) bounds[fold->second.first].extent = Expr((int)fold->second.second);
+        if (fold) bounds[fold->first].extent = Expr((int)fold->second);
         const int64_t cap = (int64_t)1 << 62;  // (the constant product saturates there)
         int64_t n = 1;
         bool constant = true;
