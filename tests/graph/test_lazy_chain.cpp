@@ -415,6 +415,13 @@ TEST(LazyChain, AnEpilogueRunsInItsScheduledProducersLoops) {
     Buffer<float> want(w, h);
     shift(t, want);
     expect_same_bits(shift.defer({w, h}, conv.fn.defer({w, h}, in, wts, 0.05f)).realize(), want);
+    // An epilogue asked for over more than its producer computes: the same Error as without
+    // the fusion, naming both parts, and nothing written.
+    Buffer<float> big_res = photo(w + 3, h, 3), big(w + 3, h);
+    big(0, 0) = 42.0f;
+    std::string m = error_of([&] { add.defer({w + 3, h}, conv.fn.defer({w, h}, in, wts, 0.05f), big_res).realize(big); });
+    EXPECT_CONTAINS(m, "part \"residual\" reads the output of part \"conv_relu\" in dimension 0 at [0, 202]");
+    EXPECT_EQ(big(0, 0), 42.0f);
 }
 
 TEST(LazyChainErrors, MismatchesAtTheSeamsNameBothParts) {
