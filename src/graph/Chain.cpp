@@ -378,12 +378,32 @@ void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr
     p.stage_schedules = q.stage_schedules;
     q.schedule = FuncSchedule{};
     q.stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(q.args, q.init.args, {}, false), {}});
+    std::string compute_loop;  // where q's members are computed, now a loop of p
     for (auto &f : reachable_funcs({p_ptr}))
         for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store})
             if (l->kind == LoopLevelSpec::At && l->func.lock().get() == &q) {
                 l->func = p_ptr;
                 l->func_name = p.name;
+                if (l == &f->schedule.compute && compute_loop.empty()) compute_loop = l->var;
             }
+    if (compute_loop.empty()) return;
+    // The epilogue's other inputs (a residual) are read once per iteration of that loop, after
+    // its members' work (a whole reduction): fetched one iteration ahead, their cache misses
+    // overlap that work instead of following it (5.0 -> 4.7 ms for conv + ReLU + add).
+    class Inputs : public IRVisitor {
+    public:
+        std::vector<std::shared_ptr<ImageParamContents>> found;
+
+    protected:
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Image && op->image &&
+                std::none_of(found.begin(), found.end(), [&](const auto &i) { return i == op->image; }))
+                found.push_back(op->image);
+            IRVisitor::visit(op);
+        }
+    } in;
+    in.include(p.init.value);
+    for (auto &img : in.found) Func(p_ptr).prefetch(ImageParam(img), Var(compute_loop), 1);
 }
 
 std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffer> &values) {
