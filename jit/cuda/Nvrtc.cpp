@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include "cuda/CudaDriver.h"
 #include "weft/Pipeline.h"
 
 namespace weft {
@@ -121,6 +122,34 @@ void parse_usage(const std::string &log, NvrtcOutput &o) {
     }
 }
 
+NvrtcOutput nvrtc_compile_once(const std::string &source, const std::string &arch, bool ptx,
+                               const std::vector<std::string> &defines);
+
+/** Each kernel's registers, shared and local (stack) bytes as the driver reads them from the
+    cubin, where a real device is there (not the emulation); nothing otherwise. */
+void usage_from_driver(NvrtcOutput &o, const std::string &source) {
+    if (cuda_emulated() || !cuda_available()) return;
+    CudaDriver &d = cuda_driver();
+    void *mod = nullptr;
+    if (d.cuModuleLoadData(&mod, o.binary.data()) != 0) return;
+    std::regex kernel("__global__ void (?:__launch_bounds__\\([^)]*\\) )?([A-Za-z_][A-Za-z0-9_]*)\\(");
+    for (auto it = std::sregex_iterator(source.begin(), source.end(), kernel); it != std::sregex_iterator(); ++it) {
+        std::string name = (*it)[1];
+        void *fn = nullptr;
+        int regs = -1, shared = 0, local = 0;
+        if (d.cuModuleGetFunction(&fn, mod, name.c_str()) != 0) continue;
+        // CU_FUNC_ATTRIBUTE_NUM_REGS, _SHARED_SIZE_BYTES, _LOCAL_SIZE_BYTES
+        if (d.cuFuncGetAttribute(&regs, 4, fn) || d.cuFuncGetAttribute(&shared, 1, fn) || d.cuFuncGetAttribute(&local, 3, fn))
+            continue;
+        KernelUsage &u = o.usage[name];
+        u.registers = regs;
+        u.shared_bytes = shared;
+        u.stack_bytes = local;
+    }
+    d.cuModuleUnload(mod);
+    if (!o.usage.empty()) o.log += "\n(ptxas gave no report: registers, shared and local memory read from the driver)";
+}
+
 }  // namespace
 
 bool nvrtc_available(std::string *why) {
@@ -139,6 +168,28 @@ std::string nvrtc_version() {
 
 NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bool ptx,
                           const std::vector<std::string> &defines) {
+    NvrtcOutput o = nvrtc_compile_once(source, arch, ptx, defines);
+    // On an H200 machine's NVRTC 13.0, a cubin sometimes came back with an empty log, after
+    // other programs had been compiled in the same process (not seen on a machine without a
+    // device). The usage drives the register cap and the resource checks: compile once more,
+    // the source marked apart, and keep the report if that gives one.
+    if (!ptx && o.usage.empty() && source.find("__global__") != std::string::npos) {
+        NvrtcOutput again = nvrtc_compile_once(source + "\n// weft: compiled again for the ptxas report\n", arch, ptx, defines);
+        if (!again.usage.empty()) {
+            again.log = "(the first compile's log had no ptxas report: compiled again)\n" + again.log;
+            return again;
+        }
+        // Seen again on that machine (two compiles in a row without a report): where a real
+        // device is there, its driver reads registers, shared and local memory from the cubin
+        // (spills are not told apart from the stack there).
+        usage_from_driver(o, source);
+    }
+    return o;
+}
+
+namespace {
+NvrtcOutput nvrtc_compile_once(const std::string &source, const std::string &arch, bool ptx,
+                               const std::vector<std::string> &defines) {
     const Nvrtc &n = nvrtc();
     if (!n.why.empty()) throw Error("weft: CUDA: " + n.why);
     NvrtcOutput o;
@@ -179,6 +230,8 @@ NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bo
     n.destroy(&prog);
     return o;
 }
+
+}  // namespace
 
 NvrtcOutput compile_kernels(const CudaProgram &p, const std::string &arch, const SmLimits &sm) {
     NvrtcOutput o = nvrtc_compile(p.source, arch);
