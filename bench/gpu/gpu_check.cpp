@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include "cuda/CudaPipeline.h"
 #include "gpu/gpu_testing.h"
 
@@ -107,6 +108,24 @@ struct Cublas {
     }
 };
 
+/** Spot-checks weft's n x n output against cuBLAS's C (on the device) and gives the table's
+    peer and ratio columns from the two times. */
+void against_cublas(const std::string &what, CUdeviceptr_t C, int n, Buffer<float> &out, double flops, double weft_ms,
+                    double cublas_ms, std::string &peer, std::string &ratio) {
+    std::vector<float> cc((size_t)n * n);
+    cuda_check(cuda_driver().cuMemcpyDtoH(cc.data(), C, cc.size() * 4), "cuMemcpyDtoH");
+    double worst = 0;
+    for (int i = 0; i < 256; i++) {
+        int x = (i * 977) % n, y = (i * 613) % n;
+        double ref = cc[(size_t)y * n + x];
+        worst = std::max(worst, std::fabs(out(x, y) - ref) / std::max(1.0, std::fabs(ref)));
+    }
+    double tf = flops / (cublas_ms * 1e-3) / 1e12;
+    peer = fmt("%.1f TFLOP/s", tf);
+    ratio = fmt("%.2fx", flops / (weft_ms * 1e-3) / 1e12 / tf);
+    std::printf("[gpu-check] %s weft %.3f ms, cuBLAS %.3f ms, max rel diff vs cuBLAS %.2e\n", what.c_str(), weft_ms, cublas_ms, worst);
+}
+
 /** Times each schedule of one pipeline into out (all are printed, with TFLOP/s given flops);
     returns the index of the fastest and its time in ms. */
 std::pair<size_t, double> fastest(std::vector<GpuCase> &cases, Buffer<float> &out, int iters, double flops = 0) {
@@ -162,21 +181,7 @@ void bench_sgemm(int n) {
             // Row-major C = A * B is column-major C^T = B^T * A^T.
             int st = 0;
             double ms = time_ms([&] { st |= cb.sgemm(handle, 0, 0, n, n, n, &alpha, B, n, A, n, &beta, (float *)(uintptr_t)C, n); }, 10);
-            if (st == 0) {
-                // Spot-check weft against cuBLAS.
-                std::vector<float> cc((size_t)n * n);
-                cuda_check(d.cuMemcpyDtoH(cc.data(), C, cc.size() * 4), "cuMemcpyDtoH");
-                double worst = 0;
-                for (int i = 0; i < 64; i++) {
-                    int x = (i * 977) % n, y = (i * 613) % n;
-                    double ref = cc[(size_t)y * n + x];
-                    worst = std::max(worst, std::fabs(out(x, y) - ref) / std::max(1.0, std::fabs(ref)));
-                }
-                double tf = flops / (ms * 1e-3) / 1e12;
-                peer = fmt("%.1f TFLOP/s", tf);
-                ratio = fmt("%.2fx", weft_tf / tf);
-                std::printf("[gpu-check] SGEMM weft %.3f ms, cuBLAS %.3f ms, max rel diff vs cuBLAS %.2e\n", weft_ms, ms, worst);
-            }
+            if (st == 0) against_cublas("SGEMM", C, n, out, flops, weft_ms, ms, peer, ratio);
             d.cuMemFree(C);
             cb.destroy(handle);
         }
@@ -184,6 +189,75 @@ void bench_sgemm(int n) {
         std::printf("[gpu-check] cuBLAS could not be loaded: no SGEMM comparison\n");
     }
     rows.push_back({"SGEMM fp32 " + std::to_string(n), fmt("%.1f TFLOP/s", weft_tf), peer, ratio, ">= 0.90x"});
+}
+
+/** Half-precision GEMM on tensor cores (Stage::gpu_mma: mma.sync.m16n8k16, float32 sums):
+    float16 A and B, float32 C, against cuBLAS's cublasGemmEx with the same types (which may use
+    Hopper's wgmma). Each schedule's time is printed; the fastest goes in the table. */
+template <typename T>
+void bench_mma(int n) {
+    const bool bf = std::is_same<T, bfloat16_t>::value;
+    const char *tn = bf ? "bf16" : "fp16";
+    std::printf("[gpu-check] %s GEMM on tensor cores %dx%dx%d ...\n", tn, n, n, n);
+    std::fflush(stdout);
+    Buffer<T> A(n, n, "A"), B(n, n, "B");
+    for (int y = 0; y < n; y++)
+        for (int x = 0; x < n; x++) {
+            A(x, y) = T((float)((x * 7 + y * 13) % 17) / 8.0f - 1.0f);
+            B(x, y) = T((float)((x * 5 + y * 3) % 11) / 4.0f - 1.25f);
+        }
+    struct S { const char *name; bool staged; int xt, yt, wx, wy; };
+    std::vector<S> scheds = {{"global_2x2_warps_2x2", false, 2, 2, 2, 2}, {"staged_4x4_warps_4x2", true, 4, 4, 4, 2},
+                             {"staged_2x4_warps_4x2", true, 2, 4, 4, 2}, {"staged_4x2_warps_2x4", true, 4, 2, 2, 4}};
+    Target t = Target::cuda();
+    Buffer<float> out(n, n);
+    double flops = 2.0 * n * n * (double)n, best_ms = 1e30;
+    for (auto &s : scheds) {
+        Func f = matmul_mma(A, B, n, s.staged, s.xt, s.yt, s.wx, s.wy);
+        try {
+            double ms = time_ms([&] { f.realize(out, t); }, 5);
+            std::printf("[gpu-check]   mma_%s: %.3f ms (%.1f TFLOP/s)\n", s.name, ms, flops / (ms * 1e-3) / 1e12);
+            best_ms = std::min(best_ms, ms);
+        } catch (Error &e) {
+            std::printf("[gpu-check]   mma_%s: FAILED: %s\n", s.name, e.what());
+        }
+    }
+    out.copy_to_host();  // (the last schedule's result)
+    double weft_tf = flops / (best_ms * 1e-3) / 1e12;
+    std::string peer = "n/a", ratio = "n/a";
+    void *h = nullptr;
+    const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    for (auto nm : names)
+        if ((h = dlopen(nm, RTLD_NOW | RTLD_LOCAL))) break;
+    typedef int (*GemmEx)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int,
+                          const void *, void *, int, int, int, int);
+    auto create = h ? (int (*)(void **))dlsym(h, "cublasCreate_v2") : nullptr;
+    auto gemm = h ? (GemmEx)dlsym(h, "cublasGemmEx") : nullptr;
+    if (create && gemm) {
+        CudaDriver &d = cuda_driver();
+        void *handle = nullptr;
+        if (create(&handle) == 0) {
+            A.copy_to_device();
+            B.copy_to_device();
+            CUdeviceptr_t C = 0;
+            cuda_check(d.cuMemAlloc(&C, (size_t)n * n * 4), "cuMemAlloc");
+            const void *Ad = (const void *)(uintptr_t)A.contents()->device, *Bd = (const void *)(uintptr_t)B.contents()->device;
+            float alpha = 1.0f, beta = 0.0f;
+            const int in_type = bf ? 14 : 2, f32 = 0, compute_32f = 68, algo_default = -1;
+            int st = 0;
+            double ms = time_ms([&] { st |= gemm(handle, 0, 0, n, n, n, &alpha, Bd, in_type, n, Ad, in_type, n, &beta,
+                                                 (void *)(uintptr_t)C, f32, n, compute_32f, algo_default); }, 10);
+            if (st == 0) {
+                against_cublas(std::string(tn) + " GEMM", C, n, out, flops, best_ms, ms, peer, ratio);
+            } else {
+                std::printf("[gpu-check] cublasGemmEx failed (status %d)\n", st);
+            }
+            d.cuMemFree(C);
+        }
+    } else {
+        std::printf("[gpu-check] cuBLAS (cublasGemmEx) could not be loaded: no comparison\n");
+    }
+    rows.push_back({std::string(tn) + " GEMM (mma) " + std::to_string(n), fmt("%.1f TFLOP/s", weft_tf), peer, ratio, "(timed)"});
 }
 
 /** Times each schedule of the same pipeline; the fastest goes in the table (all are printed). */
@@ -200,7 +274,15 @@ void bench_memory(const std::string &what, std::vector<GpuCase> cases, double by
 }  // namespace
 
 int main(int argc, char **argv) {
-    bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+    if (argc > 1 && std::string(argv[1]) == "--version") {  // gpu-check.sh: does a prebuilt binary run here?
+        std::printf("weft_gpu_check\n");
+        return 0;
+    }
+    bool quick = false, bench_only = false;  // --bench-only: the benchmarks, not the check against the interpreter
+    for (int i = 1; i < argc; i++) {
+        quick |= std::string(argv[i]) == "--quick";
+        bench_only |= std::string(argv[i]) == "--bench-only";
+    }
     if (!cuda_available()) {
         std::printf("[gpu-check] no CUDA device on this machine (libcuda.so.1 or a GPU missing): nothing to run\n");
         return 0;
@@ -213,7 +295,7 @@ int main(int argc, char **argv) {
     CudaDriver &d = cuda_driver();
     std::printf("[gpu-check] device: %s, sm_%d%d, %d SMs; NVRTC %s\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
                 nvrtc_version().c_str());
-    int failures = check_correctness();
+    int failures = bench_only ? 0 : check_correctness();
     try {
         size_t bytes = (size_t)1 << 30;
         double copy = copy_bandwidth_gbs(bytes);
@@ -227,6 +309,8 @@ int main(int argc, char **argv) {
         bench_memory("elementwise " + std::to_string(W) + "x" + std::to_string(H),
                      {elementwise_chain(W, H), elementwise_chain(W, H, 4)}, 2.0 * W * H * 4, copy);
         bench_sgemm(emulated ? 256 : quick ? 1024 : 4096);
+        bench_mma<float16_t>(emulated ? 256 : quick ? 1024 : 4096);
+        bench_mma<bfloat16_t>(emulated ? 256 : quick ? 1024 : 4096);
     } catch (Error &e) {
         std::printf("[gpu-check] benchmark failed: %s\n", e.what());
         failures++;
@@ -235,6 +319,8 @@ int main(int argc, char **argv) {
     for (auto &r : rows)
         std::printf("%-24s %-16s %-22s %-8s %s\n", r.what.c_str(), r.weft.c_str(), r.peer.c_str(), r.ratio.c_str(),
                     r.target.c_str());
-    std::printf("correctness: %s\n", failures ? "FAILURES (see above)" : "all GPU pipelines match the interpreter");
+    std::printf("correctness: %s\n", failures     ? "FAILURES (see above)"
+                                      : bench_only ? "not checked here (--bench-only; the GPU tests check the same pipelines)"
+                                                   : "all GPU pipelines match the interpreter");
     return failures ? 1 : 0;
 }

@@ -366,6 +366,16 @@ public:
     /** GPU: the whole stage runs as a kernel of one block of one thread (a final, small step
         on data that is on the device, e.g. adding up partial sums into a scalar). */
     Stage &gpu_single_thread();
+    /** GPU tensor cores: this update, f(..) += float(a) * float(b) with a and b float16 (or
+        both bfloat16) values read from memory, has its innermost loops i and j (2 iterations
+        each) and k (an RVar's loop of 16) computed by one warp-wide mma.sync.m16n8k16 per
+        warp: the 32 threads of a warp and their i x j iterations must be the 16 x 8 tile of
+        the instruction's accumulator layout (lane l holds rows l/4 and l/4 + 8, columns
+        2(l%4) and 2(l%4) + 1: the lowering finds which of i, j is the row half and checks the
+        layout, the operands and that every thread of the block takes part). Products are
+        exact and summed in float32 in the tensor core's order (not the loop's). No effect on
+        the CPU; on the device emulation the same sums are computed in the loop's order. */
+    Stage &gpu_mma(const VarOrRVar &i, const VarOrRVar &j, const VarOrRVar &k);
     /** Makes this update's read-modify-write of the Func atomic, so that its reduction loops
         (RVars) may be parallel or GPU blocks and threads: a histogram, a scatter-add. The update
         must read the Func only at the element it writes; unless override_associativity_test,
@@ -456,6 +466,8 @@ public:
     Func &gpu_tile(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &xo, const VarOrRVar &yo,
                    const VarOrRVar &xi, const VarOrRVar &yi, Expr fx, Expr fy, TailStrategy tail = TailStrategy::Auto);
     Func &gpu_single_thread();
+    /** (Stage::gpu_mma: an update's; on the pure definition it is an Error.) */
+    Func &gpu_mma(const VarOrRVar &i, const VarOrRVar &j, const VarOrRVar &k);
     Func &bound(const Var &v, Expr min, Expr extent);
     Func &prefetch(const Func &src, const VarOrRVar &at, Expr offset = 1);
     Func &prefetch(const ImageParam &src, const VarOrRVar &at, Expr offset = 1);

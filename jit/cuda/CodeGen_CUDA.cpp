@@ -62,6 +62,39 @@ __device__ __forceinline__ unsigned short weft_f32_to_bf16(float f) {
     return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// Tensor cores (Stage::gpu_mma): one warp's C += A * B for a 16 x 16 A (rows) and a 16 x 8 B
+// (columns) of 16-bit floats, float32 sums, with PTX's m16n8k16 fragments: lane l (g = l / 4,
+// t = l % 4) holds a[e + 2h + 4f] = A(row g + 8h, k 2t + e + 8f), b[e + 2f] = B(k 2t + e + 8f,
+// column g) and c[e + 2h] = C(row g + 8h, column 2t + e). lin: the thread's index in its block.
+template <bool BF>
+__device__ __forceinline__ void weft_mma_m16n8k16(float &c0, float &c1, float &c2, float &c3, unsigned short a0,
+                                                  unsigned short a1, unsigned short a2, unsigned short a3,
+                                                  unsigned short a4, unsigned short a5, unsigned short a6,
+                                                  unsigned short a7, unsigned short b0, unsigned short b1,
+                                                  unsigned short b2, unsigned short b3, i32 lin) {
+#ifndef WEFT_EMULATED
+    (void)lin;
+    const unsigned A0 = a0 | ((unsigned)a1 << 16), A1 = a2 | ((unsigned)a3 << 16), A2 = a4 | ((unsigned)a5 << 16),
+                   A3 = a6 | ((unsigned)a7 << 16), B0 = b0 | ((unsigned)b1 << 16), B1 = b2 | ((unsigned)b3 << 16);
+    if (BF)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                     : "r"(A0), "r"(A1), "r"(A2), "r"(A3), "r"(B0), "r"(B1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                     : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                     : "r"(A0), "r"(A1), "r"(A2), "r"(A3), "r"(B0), "r"(B1));
+#else
+    const float fa[8] = {BF ? weft_bf16_to_f32(a0) : weft_f16_to_f32(a0), BF ? weft_bf16_to_f32(a1) : weft_f16_to_f32(a1),
+                         BF ? weft_bf16_to_f32(a2) : weft_f16_to_f32(a2), BF ? weft_bf16_to_f32(a3) : weft_f16_to_f32(a3),
+                         BF ? weft_bf16_to_f32(a4) : weft_f16_to_f32(a4), BF ? weft_bf16_to_f32(a5) : weft_f16_to_f32(a5),
+                         BF ? weft_bf16_to_f32(a6) : weft_f16_to_f32(a6), BF ? weft_bf16_to_f32(a7) : weft_f16_to_f32(a7)};
+    const float fb[4] = {BF ? weft_bf16_to_f32(b0) : weft_f16_to_f32(b0), BF ? weft_bf16_to_f32(b1) : weft_f16_to_f32(b1),
+                         BF ? weft_bf16_to_f32(b2) : weft_f16_to_f32(b2), BF ? weft_bf16_to_f32(b3) : weft_f16_to_f32(b3)};
+    weft_emu_mma_m16n8k16(c0, c1, c2, c3, fa, fb, lin);  // (the emulation's: its header)
+#endif
+}
+
 // IR semantics: floor division / modulo, zero divisor gives 0.
 template <typename T> __device__ __forceinline__ T weft_div(T a, T b) {
     if (b == 0) return 0;
@@ -536,12 +569,32 @@ public:
                 }
             if (auto c = op->value.as<Call>())
                 if (c->is_intrinsic("prefetch")) return;  // a CPU cache hint (Func::prefetch): nothing on a GPU
+            if (auto c = op->value.as<Call>())
+                if (c->is_intrinsic("gpu_mma_m16n8k16")) return mma(c);
             if (is_const(op->value)) return;
             os << ind() << "(void)" << expr(op->value) << ";\n";
             return;
         }
         default: throw Error("weft internal error: CUDA codegen: unsupported statement");
         }
+    }
+
+    /** Stage::gpu_mma's step (lower/gpu/Mma.h): the first four arguments are the accumulators'
+        loads, updated in place (printed as the elements, not their values). */
+    void mma(const Call *c) {
+        if (c->args.size() != 17) throw Error("weft internal error: CUDA codegen: gpu_mma_m16n8k16 with " + std::to_string(c->args.size()) + " arguments");
+        os << ind() << "weft_mma_m16n8k16<" << (c->args[4].type().is_bfloat() ? "true" : "false") << ">(";
+        for (size_t i = 0; i < c->args.size(); i++) {
+            os << (i ? ", " : "");
+            if (i < 4) {
+                auto l = c->args[i].as<Load>();
+                if (!l) throw Error("weft internal error: CUDA codegen: gpu_mma_m16n8k16's accumulator is not a load");
+                os << id(l->name) << "[" << expr(l->index) << "]";
+            } else {
+                os << expr(c->args[i]);
+            }
+        }
+        os << ");\n";
     }
 
     /** An atomic read-modify-write (Stage::atomic()): CUDA's atomicAdd (also for a subtraction) / atomicMin /

@@ -870,6 +870,40 @@ Stage &Stage::gpu_single_thread() {
     changed(*f_);
     return *this;
 }
+Stage &Stage::gpu_mma(const VarOrRVar &i, const VarOrRVar &j, const VarOrRVar &k) {
+    StageSchedule &s = sched_of(f_, stage_, spec_);
+    const std::string what = "weft: " + stage_name(*f_, stage_) + ".gpu_mma()";
+    if (stage_ == 0) user_error(what + ": only an update (a sum over an RDom) can run on tensor cores");
+    if (f_->type != Float(32))
+        user_error(what + ": the Func's values must be float32 (the tensor cores' sums), not " + f_->type.str());
+    int di = find_dim(*f_, stage_, s, i.name(), "gpu_mma"), dj = find_dim(*f_, stage_, s, j.name(), "gpu_mma"),
+        dk = find_dim(*f_, stage_, s, k.name(), "gpu_mma");
+    if (di == dj || di == dk || dj == dk) user_error(what + ": the three loops must be different loops");
+    if (s.dims[di].is_rvar || s.dims[dj].is_rvar)
+        user_error(what + ": i and j must be loops of the Func's own Vars (the tile written), not of an RDom");
+    if (!s.dims[dk].is_rvar) user_error(what + ": k must be a loop of the RDom summed over, not of a Var");
+    // f(args) = f(args) + float(a) * float(b), a and b of one 16-bit float type.
+    const Definition &d = stage_definition(*f_, stage_);
+    auto reads = [&](const Expr &e) { return self_reads(*f_, d.args, e); };
+    bool ok = false;
+    if (const Add *add = d.value.as<Add>()) {
+        for (int side = 0; side < 2 && !ok; side++) {
+            const Expr &acc = side ? add->b : add->a, &prod = side ? add->a : add->b;
+            SelfReads ra = reads(acc), rp = reads(prod);
+            const Mul *m = prod.as<Mul>();
+            if (!(ra.at_lhs == 1 && ra.total() == 1 && acc.as<Call>() && rp.total() == 0 && m)) continue;
+            const Cast *ca = m->a.as<Cast>(), *cb = m->b.as<Cast>();
+            ok = ca && cb && ca->type == Float(32) && cb->type == Float(32) && ca->value.type() == cb->value.type() &&
+                 ca->value.type().is_float() && ca->value.type().bits() == 16;
+        }
+    }
+    if (!ok)
+        user_error(what + ": the update must be f(..) = f(..) + float(a) * float(b) with a and b both float16 or both "
+                   "bfloat16 (the tensor cores' inputs); it is " + to_string(d.value));
+    s.mma = {i.name(), j.name(), k.name()};
+    changed(*f_);
+    return *this;
+}
 Stage &Stage::gpu_threads(const VarOrRVar &x) { return mark(*this, f_, stage_, spec_, x, ForType::GPUThread, "gpu_threads"); }
 Stage &Stage::gpu_threads(const VarOrRVar &x, const VarOrRVar &y) {
     gpu_threads(x);
@@ -986,6 +1020,7 @@ FORWARD(parallel(const VarOrRVar &v), parallel(v))
 FORWARD(parallel(const VarOrRVar &v, Expr f, TailStrategy t), parallel(v, f, t))
 FORWARD(serial(const VarOrRVar &v), serial(v))
 FORWARD(gpu_single_thread(), gpu_single_thread())
+FORWARD(gpu_mma(const VarOrRVar &i, const VarOrRVar &j, const VarOrRVar &k), gpu_mma(i, j, k))
 FORWARD(gpu_blocks(const VarOrRVar &x), gpu_blocks(x))
 FORWARD(gpu_blocks(const VarOrRVar &x, const VarOrRVar &y), gpu_blocks(x, y))
 FORWARD(gpu_blocks(const VarOrRVar &x, const VarOrRVar &y, const VarOrRVar &z), gpu_blocks(x, y, z))

@@ -22,7 +22,7 @@ bool operator==(const PrefetchSpec &a, const PrefetchSpec &b) {
 }
 bool operator==(const StageSchedule &a, const StageSchedule &b) {
     return a.splits == b.splits && a.dims == b.dims && a.prefetches == b.prefetches && a.single_thread == b.single_thread &&
-           a.atomic == b.atomic && a.atomic_override == b.atomic_override;
+           a.atomic == b.atomic && a.atomic_override == b.atomic_override && a.mma == b.mma;
 }
 bool operator==(const Specialization &a, const Specialization &b) {
     return same(a.condition, b.condition) && a.schedule == b.schedule;

@@ -51,6 +51,7 @@ struct StageSchedule {
     bool single_thread = false;    // gpu_single_thread(): the whole stage is one GPU thread's kernel
     bool atomic = false;           // atomic(): the update's read-modify-write is atomic; RVars may be parallel
     bool atomic_override = false;  // atomic(true): without the check that the update is order-independent
+    std::vector<std::string> mma;  // gpu_mma(i, j, k): the three loops a warp's tensor-core step computes
 };
 
 struct Specialization {
@@ -200,7 +201,7 @@ struct Directive {
     enum Op {
         ComputeRoot, ComputeInline, ComputeAt, StoreRoot, StoreAt, Bound, StoreIn, ReorderStorage, StoreNontemporal,
         LoadAhead, AlignStorage, AlignBounds, FoldStorage,  // Func-level
-        Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread,  // stage-level
+        Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread, Mma,  // stage-level
         ComputeWith  // stage-level: names = parent Func, var, then each aligned loop; exprs = parent
                      // stage, then each loop's LoopAlignStrategy
     } op;

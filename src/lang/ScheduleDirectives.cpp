@@ -97,6 +97,12 @@ void nest_directives(std::vector<Directive> &out, const std::string &func, int s
         out.push_back(d);
     }
     if (s.single_thread) out.push_back(make(Directive::SingleThread));
+    if (!s.mma.empty()) {
+        Directive d = make(Directive::Mma);
+        d.names = s.mma;
+        for (auto &n : s.mma) d.rvars.push_back(is_rvar(n, s.dims));
+        out.push_back(d);
+    }
 }
 
 }  // namespace

@@ -484,7 +484,7 @@ const char *enum_type_name(Value::EnumKind k) {
 const std::vector<std::string> &stage_calls() {
     static const std::vector<std::string> c = {"split",      "fuse",        "reorder",    "tile",
                                                "vectorize",  "unroll",      "parallel",   "serial",
-                                               "gpu_blocks", "gpu_threads", "gpu_tile",   "gpu_single_thread",
+                                               "gpu_blocks", "gpu_threads", "gpu_tile",   "gpu_single_thread", "gpu_mma",
                                                "atomic",     "prefetch",    "specialize", "compute_with"};
     return c;
 }
@@ -1709,6 +1709,16 @@ private:
             if (rv && t != ForType::Unrolled) emit_loop(r, v, t, line);  // (the call refuses it unless it may)
             split_names(r, existing(r, a[0], name), v, in, factor, tail, name, line);
             emit_loop(r, t == ForType::Parallel ? v : in, t, line);
+            return;
+        }
+        if (name == "gpu_mma") {
+            arg_count(name, a, 3, 3, "(i, j, k)", line);
+            Directive &d = emit(Directive::Mma, r, line);
+            for (int i = 0; i < 3; i++) {
+                const Dim &dm = loops(r)[existing(r, a[i], name)];
+                d.names.push_back(dm.var);
+                d.rvars.push_back(dm.is_rvar);
+            }
             return;
         }
         if (name == "gpu_single_thread") {

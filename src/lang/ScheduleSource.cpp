@@ -164,6 +164,7 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
         case Directive::Fuse:
         case Directive::Reorder:
         case Directive::Loop:
+        case Directive::Mma:
             for (size_t i = 0; i < d.names.size(); i++) loops[d.names[i]] = loops[d.names[i]] || d.rvars[i];
             break;
         default: break;
@@ -237,6 +238,7 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
                << cpp(d.exprs[0]) << ");\n";
             break;
         case Directive::SingleThread: os << stage(d) << ".gpu_single_thread();\n"; break;
+        case Directive::Mma: os << stage(d) << ".gpu_mma(" << list(d.names) << ");\n"; break;
         case Directive::ComputeWith: {
             int64_t ps = 0;
             is_const_int(d.exprs[0], &ps);

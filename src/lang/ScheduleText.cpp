@@ -175,6 +175,7 @@ void write_stage(std::ostream &os, const StageSchedule &s, const char *pad) {
     for (auto &p : s.prefetches)
         os << pad << "prefetch " << quote(p.src_name) << " " << quote(p.var) << " " << serialize_expr(p.offset) << "\n";
     if (s.single_thread) os << pad << "single_thread\n";
+    if (!s.mma.empty()) os << pad << "mma " << quote(s.mma[0]) << " " << quote(s.mma[1]) << " " << quote(s.mma[2]) << "\n";
     if (s.atomic) os << pad << "atomic" << (s.atomic_override ? " override" : "") << "\n";
 }
 
@@ -632,6 +633,10 @@ PipelineSchedule parse_schedule(const std::string &text) {
             for (size_t i = 4; i + 1 < t.size(); i += 2)
                 fl.align.push_back({name(i), (LoopAlignStrategy)parse_word(align_words(), t[i + 1].text, "loop alignment", line)});
             f->stages.back().fuse = fl;
+        } else if (w == "mma") {
+            in_stage();
+            need(4);
+            cur->mma = {name(1), name(2), name(3)};
         } else if (w == "single_thread") {
             in_stage();
             need(1);

@@ -6,6 +6,7 @@
 #include "ir/Warnings.h"
 #include "lower/BoxesTouched.h"
 #include "lower/gpu/InjectGPU.h"
+#include "lower/gpu/Mma.h"
 #include "lower/LoadAhead.h"
 #include "lower/LoopNest.h"
 #include "lower/NarrowArithmetic.h"
@@ -184,6 +185,11 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
         if (log) log->insert(0, "// ---- loop nest ----\n" + nest);
     }
     log_pass(log, "simplify", s);
+
+    if (cuda) {
+        s = lower_gpu_mma(s, env);  // (before unrolling: it works on the stages' innermost loops)
+        log_pass(log, "lower_gpu_mma", s);
+    }
 
     std::set<std::string> ahead;  // load_ahead finds these by name after unrolling
     for (auto &f : env.funcs)

@@ -66,7 +66,7 @@ VarOrRVar loop(const Directive &d, size_t i) {
 std::string directive_name(const Directive &d) {
     static const char *n[] = {"compute_root", "compute_inline", "compute_at", "store_root", "store_at", "bound", "store_in",
                               "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "fold_storage", "specialize", "split", "fuse",
-                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread", "compute_with"};
+                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread", "gpu_mma", "compute_with"};
     std::string where = "Func \"" + d.func + "\"";
     if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
     if (d.spec >= 0 && d.op != Directive::Specialize) where += " (specialization " + std::to_string(d.spec) + ")";
@@ -242,6 +242,7 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
                 break;
             }
             case Directive::SingleThread: stage().gpu_single_thread(); break;
+            case Directive::Mma: stage().gpu_mma(loop(d, 0), loop(d, 1), loop(d, 2)); break;
             case Directive::ComputeWith: {
                 int64_t ps = 0;
                 if (d.exprs.empty() || !is_const_int(d.exprs[0], &ps)) user_error("weft: compute_with needs the parent's stage");

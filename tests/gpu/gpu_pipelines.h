@@ -589,6 +589,55 @@ inline GpuCase host_stages(int w = 200, int h = 64) {
     return c;
 }
 
+/** C(x, y) = sum over k of float(A(k, y)) * float(B(x, k)) on tensor cores (Stage::gpu_mma),
+    A and B 16-bit floats (T: float16_t or bfloat16_t), n x n (a multiple of the tiles). Each
+    block computes a (8 xt wx) x (16 yt wy) tile of C with wx * wy warps, each warp xt x yt
+    tiles of 16 x 8 (8 columns, 16 rows): a thread (lane l) holds columns 2(l%4) + {0, 1} and
+    rows l/4 + {0, 8} of each, the accumulators in registers. staged: steps of 32 of k, the
+    A and B tiles of each step copied to shared memory by the block's threads first. */
+template <typename T>
+Func matmul_mma(Buffer<T> A, Buffer<T> B, int n, bool staged, int xt = 4, int yt = 4, int wx = 4, int wy = 2) {
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi"), xw("xw"), xr("xr"), xti("xti"), xs("xs"), xq("xq"),
+        xv("xv"), yw("yw"), yr("yr"), yti("yti"), ys("ys"), yh("yh"), yq("yq"), w("w");
+    RDom k(0, n, "k");
+    RVar ko("ko"), kr("kr"), kt("kt"), ki("ki");
+    Func acc("mma_acc"), out("mma_out");
+    acc(x, y) = 0.0f;
+    acc(x, y) += cast<float>(A(k, y)) * cast<float>(B(x, k));
+    out(x, y) = acc(x, y);
+    const int TX = 8 * xt * wx, TY = 16 * yt * wy, nw = wx * wy, KS = staged ? 32 : 16;
+    // x = xw 8xt + xti 8 + xq 2 + xv, y = yw 16yt + yti 16 + yh 8 + yq (within a block's tile);
+    // the warp w = xw + wx yw.
+    auto layout = [&](auto &s, const Var &X, const Var &Y) -> decltype(s) & {
+        return s.split(X, xw, xr, 8 * xt).split(xr, xti, xs, 8).split(xs, xq, xv, 2)
+            .split(Y, yw, yr, 16 * yt).split(yr, yti, ys, 16).split(ys, yh, yq, 8)
+            .fuse(xw, yw, w);
+    };
+    out.tile(x, y, xo, yo, xi, yi, TX, TY).gpu_blocks(xo, yo);
+    layout(out, xi, yi).reorder(xv, yh, xti, yti, xq, yq, w, xo, yo).gpu_threads(xq, yq, w).unroll(xv).unroll(yh).unroll(xti).unroll(yti);
+    acc.compute_at(out, xo).store_in(MemoryType::Register);
+    layout(acc, x, y).reorder(xv, yh, xti, yti, xq, yq, w).gpu_threads(xq, yq, w).unroll(xv).unroll(yh).unroll(xti).unroll(yti);
+    Stage u = acc.update();
+    layout(u, x, y).split(k, ko, kr, KS).split(kr, kt, ki, 16)
+        .reorder(ki, xv, yh, xti, yti, kt, xq, yq, w, ko)
+        .gpu_threads(xq, yq, w).unroll(xti).unroll(yti).unroll(kt)
+        .gpu_mma(yh, xv, ki);
+    if (staged) {
+        // Each tile's elements spread over the block's threads laid out as the update's (4, 8, nw).
+        Var t("t"), tq("tq"), tr("tr"), tw("tw"), tl("tl"), lx("lx"), ly("ly");
+        auto spread = [&](Func f, const Var &inner, const Var &outer) {
+            f.compute_at(acc, ko).store_in(MemoryType::GPUShared);
+            f.fuse(inner, outer, t).split(t, tq, tr, 32 * nw).split(tr, tw, tl, 32).split(tl, ly, lx, 4)
+                .reorder(lx, ly, tw, tq).gpu_threads(lx, ly, tw).unroll(tq);
+        };
+        Func As = A.in(acc), Bs = B.in(acc);
+        spread(As, As.args()[0], As.args()[1]);
+        spread(Bs, Bs.args()[0], Bs.args()[1]);
+    }
+    return out;
+}
+
+
 inline std::vector<std::function<GpuCase()>> all_cases() {
     return {[] { return pointwise(); },      [] { return blur_shared(); },       [] { return matmul_regs(); },
             [] { return update_stage(); },   [] { return elementwise_chain(); }, [] { return row_sum_rfactor(); },

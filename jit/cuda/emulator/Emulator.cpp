@@ -129,6 +129,27 @@ template <typename T> static inline T atomicMin(T *p, T v) { T o = *p; *p = v < 
 template <typename T> static inline T atomicMax(T *p, T v) { T o = *p; *p = v > o ? v : o; return o; }
 template <typename T> static inline T atomicCAS(T *p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
 static inline double __longlong_as_double(long long u) { return weft_emu_bits<double>(&u); }
+// Tensor cores (weft_mma_m16n8k16, Stage::gpu_mma): the warp's fragments (as floats) meet in
+// block-wide arrays between two barriers (every thread of the block takes part: the lowering
+// checks it); each thread sums its four elements in k's order. lin: the thread's index in its block.
+static inline void weft_emu_mma_m16n8k16(float &c0, float &c1, float &c2, float &c3, const float *a, const float *b, int lin) {
+    static thread_local float fa[1024][8], fb[1024][4];
+    for (int i = 0; i < 8; i++) fa[lin][i] = a[i];
+    for (int i = 0; i < 4; i++) fb[lin][i] = b[i];
+    __syncthreads();
+    const int L = lin % 32, base = lin - L;
+    float *c[4] = {&c0, &c1, &c2, &c3}, out[4];
+    for (int r = 0; r < 4; r++) {
+        const int row = L / 4 + 8 * (r / 2), col = 2 * (L % 4) + r % 2;
+        float s = *c[r];
+        for (int k = 0; k < 16; k++)  // A(row, k) and B(k, col) where the lanes hold them (exact products)
+            s += fa[base + (row % 8) * 4 + (k % 8) / 2][k % 2 + 2 * (row / 8) + 4 * (k / 8)] *
+                 fb[base + col * 4 + (k % 8) / 2][k % 2 + 2 * (k / 8)];
+        out[r] = s;
+    }
+    __syncthreads();
+    for (int r = 0; r < 4; r++) *c[r] = out[r];
+}
 // Saturating conversions toward zero, NaN -> 0 (as the cvt.rzi.sat instructions).
 template <typename I, typename F> static inline I weft_emu_sat(F x, double lo, double hi) {
     if (x != x) return 0;
