@@ -25,6 +25,14 @@ private:
     std::string name_;
 };
 
+/** Halide's implicit Var: in a call's or a definition's arguments, `_` stands for as many
+    implicit Vars `_0`, `_1`, ... as the Func, Buffer or ImageParam called has dimensions left
+    (`f(x, _) = in(x, _) * 2` with a 3-D `in` defines f(x, _0, _1)); on the left of a pure
+    definition, for the implicit Vars its value uses. At most one `_` per argument list. */
+extern const Var _;
+/** The implicit Vars `_` stands for, by name, for schedules (`f.vectorize(_0, 8)`). */
+extern const Var _0, _1, _2, _3, _4, _5, _6, _7, _8, _9;
+
 /** One dimension of a reduction domain (or a named reduction variable for splitting). */
 class RVar {
 public:

@@ -132,8 +132,53 @@ std::shared_ptr<BufferContents> buffer_copy(BufferContents &b) {
     return c;
 }
 
+static bool is_implicit_placeholder(const Expr &e) {
+    auto v = e.as<Variable>();
+    return v && v->name == "_" && !v->rdom && !v->param;
+}
+
+/** args with the placeholder `_` replaced by the implicit Vars _0, _1, ... that make them dims
+    arguments (unchanged without a placeholder). who: "Func \"f\"" and the like, for errors. */
+static std::vector<Expr> expand_implicit(const std::vector<Expr> &args, int dims, const std::string &who) {
+    int at = -1;
+    for (size_t i = 0; i < args.size(); i++)
+        if (is_implicit_placeholder(args[i])) {
+            if (at >= 0) user_error("weft: " + who + ": at most one _ (the implicit Vars) in an argument list");
+            at = (int)i;
+        }
+    if (at < 0) return args;
+    int n = dims - (int)(args.size() - 1);
+    if (n < 0)
+        user_error("weft: " + who + " has " + std::to_string(dims) + " dimensions but is called with " +
+                   std::to_string(args.size() - 1) + " arguments besides _");
+    std::vector<Expr> r(args.begin(), args.begin() + at);
+    for (int i = 0; i < n; i++) r.push_back(Var("_" + std::to_string(i)));
+    r.insert(r.end(), args.begin() + at + 1, args.end());
+    return r;
+}
+
+/** How many implicit Vars (_0, _1, ...) e uses: one more than the largest index. */
+static int implicit_vars_used(const Expr &e) {
+    class Find : public IRVisitor {
+    public:
+        int n = 0;
+
+    protected:
+        void visit(const Variable *op) override {
+            const std::string &s = op->name;
+            if (op->rdom || op->param || s.size() < 2 || s.size() > 4 || s[0] != '_' ||
+                s.find_first_not_of("0123456789", 1) != std::string::npos)
+                return;
+            n = std::max(n, std::stoi(s.substr(1)) + 1);
+        }
+    } f;
+    f.include(e);
+    return f.n;
+}
+
 Expr buffer_call(const std::shared_ptr<BufferContents> &b, std::vector<Expr> args) {
     if (!b) user_error("weft: use of an undefined Buffer in a definition");
+    args = expand_implicit(args, b->dims, "Buffer \"" + b->name + "\"");
     if ((int)args.size() != b->dims)
         user_error("weft: Buffer \"" + b->name + "\" has " + std::to_string(b->dims) + " dimensions but is called with " +
                    std::to_string(args.size()) + " arguments");
@@ -158,6 +203,7 @@ Expr param_expr(const std::shared_ptr<ParamContents> &p) {
 
 // ---------------- Var / RVar / RDom ----------------
 Var::Var() : name_(unique_name('v')) {}
+const Var _("_"), _0("_0"), _1("_1"), _2("_2"), _3("_3"), _4("_4"), _5("_5"), _6("_6"), _7("_7"), _8("_8"), _9("_9");
 RVar::RVar() : name_(unique_name('k')) {}
 Var::operator Expr() const { return Variable::make(Int(32), name_); }
 
@@ -272,8 +318,9 @@ ImageParam::ImageParam(Type t, int dims, const std::string &name) : c_(std::make
 static void check_image(const std::shared_ptr<ImageParamContents> &c) {
     if (!c) user_error("weft: use of an undefined ImageParam");
 }
-Expr ImageParam::operator()(const std::vector<Expr> &args) const {
+Expr ImageParam::operator()(const std::vector<Expr> &args_in) const {
     check_image(c_);
+    std::vector<Expr> args = expand_implicit(args_in, c_->dims, "ImageParam \"" + c_->name + "\"");
     if ((int)args.size() != c_->dims)
         user_error("weft: ImageParam \"" + c_->name + "\" has " + std::to_string(c_->dims) +
                    " dimensions but is called with " + std::to_string(args.size()) + " arguments");
@@ -411,10 +458,10 @@ FuncRef::operator Expr() const {
     check_func(f_);
     if (!f_->defined)
         user_error("weft: Func \"" + f_->name + "\" is called before it has a definition");
-    if (args_.size() != f_->args.size())
+    std::vector<Expr> a = expand_implicit(args_, (int)f_->args.size(), "Func \"" + f_->name + "\"");
+    if (a.size() != f_->args.size())
         user_error("weft: Func \"" + f_->name + "\" has " + std::to_string(f_->args.size()) +
-                   " dimensions but is called with " + std::to_string(args_.size()) + " arguments");
-    std::vector<Expr> a = args_;
+                   " dimensions but is called with " + std::to_string(a.size()) + " arguments");
     for (size_t i = 0; i < a.size(); i++) {
         if (!a[i].defined()) user_error("weft: Func \"" + f_->name + "\" called with an undefined argument");
         if (!a[i].type().is_int_or_uint() || a[i].type().is_vector())
@@ -429,10 +476,20 @@ FuncRef::operator Expr() const {
 
 FuncRef &FuncRef::operator=(const FuncRef &e) { return *this = Expr(e); }
 
+/** The placeholder _ on the left of a definition: as many implicit Vars as the Func has
+    dimensions left (an update), or as the value uses (a pure definition). */
+static void expand_implicit_lhs(const internal::FunctionContents &f, std::vector<Expr> &args, const Expr &value) {
+    if (std::none_of(args.begin(), args.end(), is_implicit_placeholder)) return;
+    const std::string who = "Func \"" + f.name + "\"";
+    if (f.defined) args = expand_implicit(args, (int)f.args.size(), who);
+    else if (value.defined()) args = expand_implicit(args, (int)args.size() - 1 + implicit_vars_used(value), who);
+}
+
 FuncRef &FuncRef::operator=(Expr value) {
     check_func(f_);
     FunctionContents &f = *f_;
     if (!value.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined Expr");
+    expand_implicit_lhs(f, args_, value);
     if (value.type().is_vector() || value.type().is_handle())
         user_error("weft: Func \"" + f.name + "\" must have a scalar value, got " + value.type().str());
     for (auto &a : args_)
@@ -559,21 +616,25 @@ static void define_identity(const std::shared_ptr<FunctionContents> &f, const st
 }
 FuncRef &FuncRef::operator+=(Expr e) {
     check_func(f_);
+    expand_implicit_lhs(*f_, args_, e);
     define_identity(f_, args_, e, 0);
     return *this = Expr(*this) + e;
 }
 FuncRef &FuncRef::operator-=(Expr e) {
     check_func(f_);
+    expand_implicit_lhs(*f_, args_, e);
     define_identity(f_, args_, e, 0);
     return *this = Expr(*this) - e;
 }
 FuncRef &FuncRef::operator*=(Expr e) {
     check_func(f_);
+    expand_implicit_lhs(*f_, args_, e);
     define_identity(f_, args_, e, 1);
     return *this = Expr(*this) * e;
 }
 FuncRef &FuncRef::operator/=(Expr e) {
     check_func(f_);
+    expand_implicit_lhs(*f_, args_, e);
     define_identity(f_, args_, e, 1);
     return *this = Expr(*this) / e;
 }

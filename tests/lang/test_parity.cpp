@@ -607,6 +607,38 @@ std::vector<std::string> sorted_lines(const std::string &s) {
     return r;
 }
 
+TEST(ParityExpressions, ImplicitVars) {
+    Buffer<float> in(4, 3, 2, "in");
+    in.for_each_element([&](const int *c) { in(c[0], c[1], c[2]) = (float)(c[0] + 10 * c[1] + 100 * c[2]); });
+    Var x("x"), c("c");
+    Func f("f"), g("g"), h("h");
+    f(x, _) = in(x, _) * 2;            // f(x, _0, _1)
+    g(_) = in(_) + 1;                  // g(_0, _1, _2)
+    h(_, c) = in(_, c) - f(_, c);      // _ first: h(_0, _1, c)
+    h(_, c) += 1.0f;                   // an update with _
+    EXPECT_EQ(f.dimensions(), 3);
+    EXPECT_EQ(g.dimensions(), 3);
+    EXPECT_EQ(h.dimensions(), 3);
+    EXPECT_EQ(f.args()[1].name(), "_0");
+    EXPECT_EQ(h.args()[2].name(), "c");
+    f.vectorize(_0, 2);  // the implicit Vars by name, for schedules
+    Buffer<float> fo = f.realize({4, 3, 2}), go = g.realize({4, 3, 2}), ho = h.realize({4, 3, 2});
+    in.for_each_element([&](const int *p) {
+        float v = in(p[0], p[1], p[2]);
+        EXPECT_EQ(fo(p[0], p[1], p[2]), 2 * v);
+        EXPECT_EQ(go(p[0], p[1], p[2]), v + 1);
+        EXPECT_EQ(ho(p[0], p[1], p[2]), v - 2 * v + 1);
+    });
+    ImageParam ip(Float(32), 3, "ip");
+    Func m("m");
+    m(_) = ip(_) * 3;
+    EXPECT_EQ(m.dimensions(), 3);
+    // Errors: two placeholders; more arguments than dimensions; a Func called before it is defined.
+    EXPECT_CONTAINS(error_of([&] { Func k("k"); k(_, _) = in(_); }), "at most one _");
+    EXPECT_CONTAINS(error_of([&] { Func k("k"); k(x) = in(x, x, x, _, x); }), "3 dimensions but is called with 4 arguments besides _");
+    EXPECT_CONTAINS(error_of([&] { Func k("k"), u("u"); k(_) = u(_); }), "called before it has a definition");
+}
+
 TEST(ParityExpressions, PrintAndPrintWhen) {
     Var x("x");
     for (int sched = 0; sched < 3; sched++) {
