@@ -418,9 +418,7 @@ public:
         static const std::map<std::string, std::string> f1 = {
             {"sqrt", "sqrt"}, {"exp", "exp"}, {"log", "log"}, {"sin", "sin"}, {"cos", "cos"}, {"tanh", "tanh"},
             {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"}};
-        if (n == "print" || n == "print_when")
-            throw Error("weft: print() and print_when() are not supported in CUDA kernels yet: print in a stage computed "
-                        "on the host, or realize for the CPU to see the values");
+        if (n == "print" || n == "print_when") return print(op);
         if (n == "is_nan" || n == "is_inf" || n == "is_finite")
             return "(bool)" + std::string(n == "is_nan" ? "isnan" : n == "is_inf" ? "isinf" : "isfinite") + "(" +
                    expr(op->args[0]) + ")";
@@ -577,6 +575,49 @@ public:
         }
         default: throw Error("weft internal error: CUDA codegen: unsupported statement");
         }
+    }
+
+    /** print(value, pieces...) / print_when(cond, value, pieces...): one device printf of the
+        pieces, separated by spaces, as a line (CUDA prints the device's lines on the host's
+        stdout when the kernels finish, in no set order between threads); floats with the digits
+        that read back as the same value of their type (%.9g for float32: 0.1f prints
+        0.100000001, where the CPU prints the shortest, 0.1). The value of the first piece. */
+    std::string print(const Call *op) {
+        const size_t first = op->name == "print_when" ? 1 : 0;
+        std::string fmt, args;
+        for (size_t i = first; i < op->args.size(); i++) {
+            if (i > first) fmt += ' ';
+            if (auto str = op->args[i].as<StringImm>()) {
+                for (char ch : str->value) {
+                    if (ch == '%') fmt += "%%";
+                    else if (ch == '\\' || ch == '"') fmt += std::string("\\") + ch;
+                    else if (ch == '\n') fmt += "\\n";
+                    else if ((unsigned char)ch < 32) {
+                        char b[8];
+                        std::snprintf(b, sizeof b, "\\%03o", (unsigned)(unsigned char)ch);
+                        fmt += b;
+                    } else {
+                        fmt += ch;
+                    }
+                }
+                continue;
+            }
+            const Expr &a = op->args[i];
+            Type t = a.type();
+            if (t.is_float()) {
+                fmt += t.bits() == 64 ? "%.17g" : t.bits() == 32 ? "%.9g" : t.is_bfloat() ? "%.4g" : "%.5g";
+                args += ", (double)" + (t.bits() == 16 ? cast(Float(32), a) : "(" + expr(a) + ")");
+            } else if (t.is_int()) {
+                fmt += "%lld";
+                args += ", (long long)(" + expr(a) + ")";
+            } else {
+                fmt += "%llu";
+                args += ", (unsigned long long)(" + expr(a) + ")";
+            }
+        }
+        std::string v = expr(op->args[first]), line = "printf(\"" + fmt + "\\n\"" + args + ")";
+        if (first) return "((" + expr(op->args[0]) + ") ? ((void)" + line + ", " + v + ") : " + v + ")";
+        return "((void)" + line + ", " + v + ")";
     }
 
     /** Stage::gpu_mma's step (lower/gpu/Mma.h): the first four arguments are the accumulators'

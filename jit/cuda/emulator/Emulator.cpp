@@ -29,6 +29,7 @@ namespace {
 const char *const kEmulationHeader = R"(// CPU emulation of the CUDA features weft's kernels use
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <ucontext.h>
 #include <memory>
