@@ -6,6 +6,7 @@
 #include "cuda/CudaDriver.h"
 #include "cuda/Nvrtc.h"
 #include "gpu/gpu_testing.h"
+#include "lang/lang_test_util.h"
 
 using namespace weft;
 using namespace weft::internal;
@@ -19,18 +20,6 @@ Func printing_kernel(bool when) {
     else f(x) = cast<float>(print(x * 2, "is 100% \"twice\"", x, cast<float>(x) * 0.1f, cast<float16_t>(x), cast<uint8_t>(250 + x)));
     f.gpu_tile(x, xo, xi, 4);
     return f;
-}
-std::vector<std::string> lines_of(const std::string &s) {
-    std::vector<std::string> r;
-    size_t pos = 0;
-    while (pos < s.size()) {
-        size_t nl = s.find('\n', pos);
-        if (nl == std::string::npos) nl = s.size();
-        r.push_back(s.substr(pos, nl - pos));
-        pos = nl + 1;
-    }
-    std::sort(r.begin(), r.end());
-    return r;
 }
 }  // namespace
 
@@ -60,7 +49,7 @@ TEST(GPURunPrint, LinesOnStdout) {
     std::string got = testing::internal::GetCapturedStdout();
     for (int i = 0; i < 4; i++) EXPECT_EQ(out(i), 2.0f * i);
     EXPECT_EQ(when(5), 2.5f);
-    EXPECT_EQ(lines_of(got), (std::vector<std::string>{"0 is 100% \"twice\" 0 0 0 250", "2 is 100% \"twice\" 1 0.100000001 1 251",
+    EXPECT_EQ(weft_test::sorted_lines(got), (std::vector<std::string>{"0 is 100% \"twice\" 0 0 0 250", "2 is 100% \"twice\" 1 0.100000001 1 251",
                                                         "2.5 at 5", "4 is 100% \"twice\" 2 0.200000003 2 252",
                                                         "6 is 100% \"twice\" 3 0.300000012 3 253"}));
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <weft/weft.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,20 @@ inline std::string error_of(const std::function<void()> &fn) {
     }
     ADD_FAILURE() << "expected weft::Error, nothing was thrown";
     return "<no exception>";
+}
+
+/** The lines of s, sorted (lines printed by threads come in any order). */
+inline std::vector<std::string> sorted_lines(const std::string &s) {
+    std::vector<std::string> r;
+    size_t pos = 0;
+    while (pos < s.size()) {
+        size_t nl = s.find('\n', pos);
+        if (nl == std::string::npos) nl = s.size();
+        r.push_back(s.substr(pos, nl - pos));
+        pos = nl + 1;
+    }
+    std::sort(r.begin(), r.end());
+    return r;
 }
 
 inline bool contains(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }

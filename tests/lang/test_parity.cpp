@@ -594,19 +594,6 @@ TEST(ParitySchedules, CloneInSchedulesACopyApart) {
     EXPECT_CONTAINS(error_of([&] { u.clone_in(Func("ci_other")); }), "has no definition");
 }
 
-std::vector<std::string> sorted_lines(const std::string &s) {
-    std::vector<std::string> r;
-    size_t pos = 0;
-    while (pos < s.size()) {
-        size_t nl = s.find('\n', pos);
-        if (nl == std::string::npos) nl = s.size();
-        r.push_back(s.substr(pos, nl - pos));
-        pos = nl + 1;
-    }
-    std::sort(r.begin(), r.end());
-    return r;
-}
-
 TEST(ParityExpressions, ImplicitVars) {
     Buffer<float> in(4, 3, 2, "in");
     in.for_each_element([&](const int *c) { in(c[0], c[1], c[2]) = (float)(c[0] + 10 * c[1] + 100 * c[2]); });
@@ -651,7 +638,7 @@ TEST(ParityExpressions, PrintAndPrintWhen) {
         Buffer<int> out = f.realize({4});
         std::string got = testing::internal::GetCapturedStderr();
         for (int i = 0; i < 4; i++) EXPECT_EQ(out(i), 2 * i);
-        EXPECT_EQ(sorted_lines(got), (std::vector<std::string>{"0 is twice 0 0", "2 is twice 1 0.1", "4 is twice 2 0.2",
+        EXPECT_EQ(weft_test::sorted_lines(got), (std::vector<std::string>{"0 is twice 0 0", "2 is twice 1 0.1", "4 is twice 2 0.2",
                                                                "6 is twice 3 0.3"}));
     }
     // The interpreter prints the same.
@@ -664,8 +651,8 @@ TEST(ParityExpressions, PrintAndPrintWhen) {
     testing::internal::CaptureStderr();
     Buffer<int> jit = g.realize({2});
     std::string b = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(sorted_lines(a), sorted_lines(b));
-    EXPECT_EQ(sorted_lines(a), (std::vector<std::string>{"-1 u8 250 f64 0", "0 u8 251 f64 0.3333333333333333"}));
+    EXPECT_EQ(weft_test::sorted_lines(a), weft_test::sorted_lines(b));
+    EXPECT_EQ(weft_test::sorted_lines(a), (std::vector<std::string>{"-1 u8 250 f64 0", "0 u8 251 f64 0.3333333333333333"}));
     for (int vec : {1, 8}) {
         Func h("printed_when");
         h(x) = print_when(x == 5 || x == 10, cast<float>(x) * 0.5f, "at", x);
@@ -674,7 +661,7 @@ TEST(ParityExpressions, PrintAndPrintWhen) {
         Buffer<float> ho = h.realize({16});
         std::string w = testing::internal::GetCapturedStderr();
         EXPECT_EQ(ho(5), 2.5f);
-        EXPECT_EQ(sorted_lines(w), (std::vector<std::string>{"2.5 at 5", "5 at 10"}));
+        EXPECT_EQ(weft_test::sorted_lines(w), (std::vector<std::string>{"2.5 at 5", "5 at 10"}));
     }
     EXPECT_CONTAINS(error_of([] { print(std::vector<PrintArg>{"text first"}); }), "first argument must be an Expr");
     EXPECT_CONTAINS(error_of([&] { print_when(x, 1, "a"); }), "the condition must be a bool");
