@@ -507,6 +507,14 @@ public:
         Stores whose alignment is not known at compile time check it at run time (a 64-byte
         vector store streams when its address is a multiple of 64). No effect on GPU code. */
     Func &store_nontemporal(bool on = true);
+    /** Halide's tracing, for debugging: each value stored to this Func (every stage) prints a
+        line "Store f.0(x, y) = v", each value read from it (by any Func or stage) "Load f.0(x,
+        y) = v", and each realization of it (an intermediate Func's storage) "Begin realization
+        f.0(min, extent, ...)" and "End realization f.0(...)". Lines as print()'s: on stderr,
+        each whole; from CUDA kernels, on stdout. The traced pipeline is compiled apart. */
+    Func &trace_stores();
+    Func &trace_loads();
+    Func &trace_realizations();
     /** Software pipelining of a Func computed at a serial loop (compute_at(g, v)) that only
         reads inputs and Funcs not written inside that loop (typically a per-thread copy of the
         next tile of an input, store_in(MemoryType::Register)): its values for iteration v + 1

@@ -418,7 +418,7 @@ public:
         static const std::map<std::string, std::string> f1 = {
             {"sqrt", "sqrt"}, {"exp", "exp"}, {"log", "log"}, {"sin", "sin"}, {"cos", "cos"}, {"tanh", "tanh"},
             {"floor", "floor"}, {"ceil", "ceil"}, {"round", "rint"}, {"pow", "pow"}, {"fma", "fma"}};
-        if (n == "print" || n == "print_when") return print(op);
+        if (n == "print" || n == "print_when" || n == "trace") return print(op);
         if (n == "is_nan" || n == "is_inf" || n == "is_finite")
             return "(bool)" + std::string(n == "is_nan" ? "isnan" : n == "is_inf" ? "isinf" : "isfinite") + "(" +
                    expr(op->args[0]) + ")";
@@ -584,9 +584,10 @@ public:
         0.100000001, where the CPU prints the shortest, 0.1). The value of the first piece. */
     std::string print(const Call *op) {
         const size_t first = op->name == "print_when" ? 1 : 0;
+        const bool glued = op->name == "trace";  // trace(value, pieces...): the pieces joined, not the value
         std::string fmt, args;
-        for (size_t i = first; i < op->args.size(); i++) {
-            if (i > first) fmt += ' ';
+        for (size_t i = first + glued; i < op->args.size(); i++) {
+            if (i > first + glued && !glued) fmt += ' ';
             if (auto str = op->args[i].as<StringImm>()) {
                 for (char ch : str->value) {
                     if (ch == '%') fmt += "%%";

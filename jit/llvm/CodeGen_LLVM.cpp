@@ -98,6 +98,7 @@ JITState &jit_state() {
         add("weft_rt_print_f64", (const void *)&weft_rt_print_f64);
         add("weft_rt_print_str", (const void *)&weft_rt_print_str);
         add("weft_rt_print_end", (const void *)&weft_rt_print_end);
+        add("weft_rt_print_glued", (const void *)&weft_rt_print_glued);
 using F1 = float (*)(float);
         using F2 = float (*)(float, float);
         using D1 = double (*)(double);
@@ -1338,7 +1339,7 @@ private:
                 "weft_rt_profile", llvm::FunctionType::get(i32, {ptr, i32, i32}, false));
             return b.CreateCall(f, {fs->ctx, codegen(op->args.at(0)), codegen(op->args.at(1))});
         }
-        if (nm == "print" || nm == "print_when") return codegen_print(op);
+        if (nm == "print" || nm == "print_when" || nm == "trace") return codegen_print(op);
         std::vector<llvm::Value *> args;
         for (const Expr &a : op->args) args.push_back(codegen(a));
         if (args.empty()) fail("intrinsic " + nm + " without arguments");
@@ -1411,9 +1412,11 @@ private:
     }
 
     /** print(value, pieces...) / print_when(cond, value, pieces...): the pieces of each lane
-        (where cond holds) to the runtime's line, then the line out; the value. */
+        (where cond holds) to the runtime's line, then the line out; the value. trace(value,
+        pieces...): the pieces after the value, joined without spaces. */
     llvm::Value *codegen_print(const Call *op) {
         const size_t first = op->name == "print_when" ? 1 : 0;
+        const bool glued = op->name == "trace";
         llvm::Value *cond = first ? codegen(op->args[0]) : nullptr;
         std::vector<llvm::Value *> vals(op->args.size(), nullptr);
         for (size_t i = first; i < op->args.size(); i++)
@@ -1431,7 +1434,8 @@ private:
                 b.CreateCondBr(c, then_bb, after);
                 b.SetInsertPoint(then_bb);
             }
-            for (size_t i = first; i < op->args.size(); i++) {
+            if (glued) b.CreateCall(fn("weft_rt_print_glued", {}), {});
+            for (size_t i = first + glued; i < op->args.size(); i++) {
                 if (auto str = op->args[i].as<StringImm>()) {
                     b.CreateCall(fn("weft_rt_print_str", {b.getPtrTy()}), {b.CreateGlobalString(str->value, "print.str")});
                     continue;

@@ -330,12 +330,14 @@ Val ExprEvaluator::call(const Call *op) {
         throw Error("weft internal error: interpreter: unlowered call to " + op->name);
     const std::string &n = op->name;
     if (n == "prefetch") return make_int(Int(32), 0);  // a hint: nothing to do here
-    if (n == "print" || n == "print_when") {
+    if (n == "print" || n == "print_when" || n == "trace") {
+        // trace(value, pieces...): the pieces joined without spaces; the value, not printed.
         size_t first = n == "print_when" ? 1 : 0;
         bool on = !first || eval(op->args[0]).u != 0;
         Val v = eval(op->args[first]);
         if (!on) return v;
-        for (size_t i = first; i < op->args.size(); i++) {
+        if (n == "trace") weft_rt_print_glued();
+        for (size_t i = first + (n == "trace"); i < op->args.size(); i++) {
             if (auto str = op->args[i].as<StringImm>()) {
                 weft_rt_print_str(str->value.c_str());
                 continue;

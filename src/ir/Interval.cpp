@@ -408,7 +408,7 @@ public:
             }
             return value_range(t);
         }
-        if (op->name == "print") return get(op->args[0]);
+        if (op->name == "print" || op->name == "trace") return get(op->args[0]);
         if (op->name == "print_when") return get(op->args[1]);
         if (op->args.size() == 1) {
             const std::string &n = op->name;

@@ -1189,6 +1189,23 @@ Func &Func::store_in(MemoryType t) {
     changed(*c_);
     return *this;
 }
+static void set_trace(const std::shared_ptr<FunctionContents> &c, bool FunctionContents::*flag) {
+    check_func(c);
+    (*c).*flag = true;
+    changed(*c);
+}
+Func &Func::trace_stores() {
+    set_trace(c_, &FunctionContents::trace_stores);
+    return *this;
+}
+Func &Func::trace_loads() {
+    set_trace(c_, &FunctionContents::trace_loads);
+    return *this;
+}
+Func &Func::trace_realizations() {
+    set_trace(c_, &FunctionContents::trace_realizations);
+    return *this;
+}
 Func &Func::store_nontemporal(bool on) {
     check_func(c_);
     c_->schedule.nontemporal = on;

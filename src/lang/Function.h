@@ -56,6 +56,9 @@ struct FunctionContents {
     /** set_estimate(s): (min, extent) per pure Var for automatic scheduling; undefined = none.
         Not part of the schedule or of any cache key. */
     std::vector<std::pair<Expr, Expr>> estimates;
+    /** Func::trace_stores / trace_loads / trace_realizations (part of the cache key, with the
+        Func's name, which the lines print). */
+    bool trace_stores = false, trace_loads = false, trace_realizations = false;
     /** Non-null: the output of a deferred call, read by the next parts of a chain. */
     std::shared_ptr<const SeamInfo> seam;
 };

@@ -51,6 +51,9 @@ std::string cache_key(const Env &env) {
     for (auto &p : env.params) os << "param " << canon.get(p.name) << " " << p.param->type.str() << "\n";
     for (auto &f : env.funcs) {
         os << "func " << canon.get(f.name) << " " << f.type.str() << " out=" << f.output_index << " (";
+        if (f.contents && (f.contents->trace_stores || f.contents->trace_loads || f.contents->trace_realizations))
+            os << "traced " << f.contents->trace_stores << f.contents->trace_loads << f.contents->trace_realizations << " as \""
+               << f.contents->name << "\" ";
         for (auto &a : f.args) os << canon.get(a) << ",";
         os << ")\n";
         for (auto &s : f.stages) {

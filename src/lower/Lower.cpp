@@ -16,6 +16,7 @@
 #include "lower/PlanMemory.h"
 #include "lower/FuseParallel.h"
 #include "lower/StorageFlattening.h"
+#include "lower/Tracing.h"
 #include "lower/UnrollLoops.h"
 #include "lower/VectorizeLoops.h"
 
@@ -160,6 +161,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
 
     std::vector<Stmt> checks;
     Stmt s = schedule_functions(env, output_boxes, checks, options.profile_id);
+    s = inject_tracing(s, env);
     log_pass(log, "schedule_functions", s);
 
     // The seams first: when a consumer reads past its producer's output, that is what the

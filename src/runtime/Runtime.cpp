@@ -486,8 +486,9 @@ extern "C" void weft_rt_reset_peak_memory() {
 // ---------------- print ----------------
 namespace {
 thread_local std::string t_print_line;
+thread_local bool t_print_glued = false;
 void print_piece(const char *s) {
-    if (!t_print_line.empty()) t_print_line += ' ';
+    if (!t_print_line.empty() && !t_print_glued) t_print_line += ' ';
     t_print_line += s;
 }
 }  // namespace
@@ -522,7 +523,12 @@ extern "C" int32_t weft_rt_print_str(const char *s) {
     print_piece(s ? s : "");
     return 0;
 }
+extern "C" int32_t weft_rt_print_glued() {
+    t_print_glued = true;
+    return 0;
+}
 extern "C" int32_t weft_rt_print_end() {
+    t_print_glued = false;
     t_print_line += '\n';
     std::fwrite(t_print_line.data(), 1, t_print_line.size(), stderr);  // one write: lines of threads do not mix
     t_print_line.clear();

@@ -67,6 +67,9 @@ int32_t weft_rt_print_u64(uint64_t v);
 int32_t weft_rt_print_f64(double v, int32_t bits);
 int32_t weft_rt_print_str(const char *s);
 int32_t weft_rt_print_end();
+/** The next pieces of this thread's line, up to weft_rt_print_end, are joined without spaces
+    (the "trace" intrinsic: Func::trace_stores and kin). */
+int32_t weft_rt_print_glued();
 
 /** Number of threads in the pool. */
 int32_t weft_rt_num_threads();

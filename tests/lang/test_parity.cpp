@@ -594,6 +594,60 @@ TEST(ParitySchedules, CloneInSchedulesACopyApart) {
     EXPECT_CONTAINS(error_of([&] { u.clone_in(Func("ci_other")); }), "has no definition");
 }
 
+TEST(ParityTools, TraceStoresLoadsAndRealizations) {
+    Var x("x"), y("y");
+    Buffer<int> in(3, 2, "in");
+    in.for_each_element([&](const int *c) { in(c[0], c[1]) = c[0] + 10 * c[1]; });
+    for (int sched = 0; sched < 3; sched++) {
+        SCOPED_TRACE(sched);
+        Func g("gradient"), h("doubled");
+        g(x, y) = in(x, y) + 1;
+        h(x, y) = g(x, y) * 2;
+        g.compute_root().trace_stores().trace_loads().trace_realizations();
+        h.trace_stores();
+        if (sched == 1) h.vectorize(x, 4);  // (3 columns: a guarded vector)
+        if (sched == 2) g.compute_at(h, y);
+        testing::internal::CaptureStderr();
+        Buffer<int> out = h.realize({3, 2});
+        std::string got = testing::internal::GetCapturedStderr();
+        std::vector<std::string> want;
+        for (int j = 0; j < 2; j++)
+            for (int i = 0; i < 3; i++) {
+                std::string at = "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
+                int v = i + 10 * j + 1;
+                want.push_back("Store gradient.0" + at + " = " + std::to_string(v));
+                want.push_back("Load gradient.0" + at + " = " + std::to_string(v));
+                want.push_back("Store doubled.0" + at + " = " + std::to_string(2 * v));
+                EXPECT_EQ(out(i, j), 2 * v);
+            }
+        if (sched == 2) {  // one row of gradient per row of doubled
+            for (int j = 0; j < 2; j++) {
+                want.push_back("Begin realization gradient.0(0, 3, " + std::to_string(j) + ", 1)");
+                want.push_back("End realization gradient.0(0, 3, " + std::to_string(j) + ", 1)");
+            }
+        } else {
+            want.push_back("Begin realization gradient.0(0, 3, 0, 2)");
+            want.push_back("End realization gradient.0(0, 3, 0, 2)");
+        }
+        std::sort(want.begin(), want.end());
+        EXPECT_EQ(weft_test::sorted_lines(got), want) << got;
+        if (sched != 0) continue;
+        // The same lines from the interpreter (which runs the pipeline unscheduled).
+        testing::internal::CaptureStderr();
+        Buffer<int> ref(3, 2);
+        internal::interpret_pipeline(Pipeline(h), {ref});
+        EXPECT_EQ(weft_test::sorted_lines(testing::internal::GetCapturedStderr()), want);
+    }
+    // Tracing is part of what is compiled: the untraced Func of the same structure prints nothing.
+    Func g2("gradient2"), h2("doubled2");
+    g2(x, y) = in(x, y) + 1;
+    h2(x, y) = g2(x, y) * 2;
+    g2.compute_root();
+    testing::internal::CaptureStderr();
+    h2.realize({3, 2});
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
 TEST(ParityExpressions, ImplicitVars) {
     Buffer<float> in(4, 3, 2, "in");
     in.for_each_element([&](const int *c) { in(c[0], c[1], c[2]) = (float)(c[0] + 10 * c[1] + 100 * c[2]); });
@@ -608,7 +662,7 @@ TEST(ParityExpressions, ImplicitVars) {
     EXPECT_EQ(h.dimensions(), 3);
     EXPECT_EQ(f.args()[1].name(), "_0");
     EXPECT_EQ(h.args()[2].name(), "c");
-    f.vectorize(_0, 2);  // the implicit Vars by name, for schedules
+    g.vectorize(_0, 2);  // the implicit Vars by name, for schedules
     Buffer<float> fo = f.realize({4, 3, 2}), go = g.realize({4, 3, 2}), ho = h.realize({4, 3, 2});
     in.for_each_element([&](const int *p) {
         float v = in(p[0], p[1], p[2]);
