@@ -153,6 +153,11 @@ TEST(GPUNvrtcMma, SchedulesThatDoNotFitAreRefused) {
     refused([&] { lowered(build(8, 16, 0)); }, "accumulator layout");
     refused([&] { lowered(build(4, 8, 0)); }, "k 16");
     refused([&] { lowered(build(4, 16, 1)); }, "innermost loops");
+    // Tiles that do not divide the extents: the tails' guards would leave lanes out.
+    refused([&] {
+        Buffer<float16_t> A2(60, 60, "A"), B2(60, 60, "B");
+        Pipeline(matmul_mma(A2, B2, 60, false, 1, 1, 1, 1)).lowered_ir({60, 60}, cuda_target_without_device());
+    }, "tail's guard");
     // Threads that do not all take part: the output's stage has more threads than the update's.
     refused([&] {
         Func out = build(4, 16, 0);

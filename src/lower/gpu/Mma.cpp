@@ -141,7 +141,8 @@ protected:
         }
         const Store *st = cur.as<Store>();
         if (!st || st->value.type() != Float(32))
-            fail("the innermost loop's body is not the update's store alone (a vectorized or guarded loop among the three?)");
+            fail("the innermost loop's body is not the update's store alone: a tail's guard (choose tiles that divide the "
+                 "extents), a vectorized loop among the three, or a traced store?");
         const For *li = loop_of[sp.loops[0]], *lj = loop_of[sp.loops[1]], *lk = loop_of[sp.loops[2]];
         int64_t ei = 0, ej = 0, ek = 0;
         if (!is_const_int(unwrap_extent(li->extent), &ei) || !is_const_int(unwrap_extent(lj->extent), &ej) ||
