@@ -3,11 +3,9 @@
 // Ported to weft from Halide's tutorial/lesson_05_scheduling_1.cpp
 // (https://github.com/halide/Halide, MIT License, Copyright (c) 2012-2020 MIT CSAIL,
 // Google Inc. and other contributors). Changes from Halide's text: the include, the
-// namespace, realize({...}) as in current Halide, trace_stores() commented out (weft has no
-// tracing), a check of each output (check_gradient, marked "weft:"), weft notes on the default
-// schedule and on tails of update definitions, and this header. The comments are Halide's:
-// where they say "Halide", read "weft". Without tracing, the "Equivalent C" prints show the
-// order Halide's lesson traces.
+// namespace, realize({...}) as in current Halide, a check of each output (check_gradient,
+// marked "weft:"), weft notes on the default schedule and on tails of update definitions, and
+// this header. The comments are Halide's: where they say "Halide", read "weft".
 // Built and run by the test suite (ctest -R tutorial:lesson_05).
 
 // This lesson demonstrates how to manipulate the order in which you
@@ -44,7 +42,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // By default we walk along the rows and then down the
         // columns. This means x varies quickly, and y varies
@@ -90,7 +88,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient_col_major");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // If we reorder x and y, we can walk down the columns
         // instead. The reorder call takes the arguments of the func,
@@ -129,7 +127,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient_split");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // The most powerful primitive scheduling operation you can do
         // to a var is to split it into inner and outer sub-variables:
@@ -206,7 +204,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient_tiled");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // Now that we can both split and reorder, we can do tiled
         // evaluation. Let's split both x and y by a factor of four,
@@ -256,7 +254,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient_in_vectors");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // The nice thing about splitting is that it guarantees the
         // inner variable runs from zero to the split factor. Most of
@@ -325,7 +323,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient_unroll");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // If multiple pixels share overlapping data, it can make
         // sense to unroll a computation so that shared values are
@@ -372,7 +370,7 @@ int main(int argc, char **argv) {
     {
         Func gradient("gradient_split_7x2");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // Splitting guarantees that the inner loop runs from zero to
         // the split factor, which is important for the uses we saw
@@ -455,7 +453,7 @@ int main(int argc, char **argv) {
 
         Func gradient("gradient_fused_tiles");
         gradient(x, y) = x + y;
-        // gradient.trace_stores();  // weft: no tracing
+        gradient.trace_stores();
 
         // First we'll tile, then we'll fuse the tile indices and
         // parallelize across the combination.

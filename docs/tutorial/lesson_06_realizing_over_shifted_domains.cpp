@@ -3,8 +3,7 @@
 // Ported to weft from Halide's tutorial/lesson_06_realizing_over_shifted_domains.cpp
 // (https://github.com/halide/Halide, MIT License, Copyright (c) 2012-2020 MIT CSAIL,
 // Google Inc. and other contributors). Changes from Halide's text: the include, the
-// namespace, trace_stores() commented out (weft has no tracing), one weft note on the
-// cache, and this header. The comments are Halide's: where they say "Halide", read "weft".
+// namespace, one weft note on the cache, and this header. The comments are Halide's: where they say "Halide", read "weft".
 // Built and run by the test suite (ctest -R tutorial:lesson_06).
 
 // This lesson demonstrates how to evaluate a Func over a domain that
@@ -28,8 +27,7 @@ int main(int argc, char **argv) {
     gradient(x, y) = x + y;
 
     // And turn on tracing so we can see how it is being evaluated.
-    // weft: there is no tracing (trace_stores, trace_loads), so this line stays commented out.
-    // gradient.trace_stores();
+    gradient.trace_stores();
 
     // Previously we've realized gradient like so:
     //

@@ -3,7 +3,7 @@
 // Ported to weft from Halide's tutorial/lesson_08_scheduling_2.cpp
 // (https://github.com/halide/Halide, MIT License, Copyright (c) 2012-2020 MIT CSAIL,
 // Google Inc. and other contributors). Changes from Halide's text: the include, the
-// namespace, trace_stores() commented out (weft has no tracing), each realize's result kept
+// namespace, each realize's result kept
 // and checked against the lesson's equivalent C (check_result, marked "weft:"; Halide's
 // lesson checks only the last one), <math.h> for the C code's sin, weft notes on the default
 // schedule, and this header. The comments are Halide's: where they say "Halide", read "weft".
@@ -53,9 +53,8 @@ int main(int argc, char **argv) {
                           producer(x + 1, y + 1)) / 4;
 
         // We'll turn on tracing for both functions.
-        // weft: no tracing.
-        // consumer.trace_stores();
-        // producer.trace_stores();
+        consumer.trace_stores();
+        producer.trace_stores();
 
         // And evaluate it over a 4x4 box.
         printf("\nEvaluating producer-consumer pipeline with default schedule\n");
@@ -118,9 +117,8 @@ int main(int argc, char **argv) {
         producer.compute_root();
 
         // Turn on tracing.
-        // weft: no tracing.
-        // consumer.trace_stores();
-        // producer.trace_stores();
+        consumer.trace_stores();
+        producer.trace_stores();
 
         // Compile and run.
         printf("\nEvaluating producer.compute_root()\n");
@@ -227,9 +225,8 @@ int main(int argc, char **argv) {
         // equivalent C below.
 
         // Turn on tracing.
-        // weft: no tracing.
-        // producer.trace_stores();
-        // consumer.trace_stores();
+        producer.trace_stores();
+        consumer.trace_stores();
 
         // Compile and run.
         printf("\nEvaluating producer.compute_at(consumer, y)\n");
@@ -306,9 +303,8 @@ int main(int argc, char **argv) {
         // consumer.
         producer.compute_at(consumer, y);
 
-        // weft: no tracing.
-        // producer.trace_stores();
-        // consumer.trace_stores();
+        producer.trace_stores();
+        consumer.trace_stores();
 
         printf("\nEvaluating producer.store_root().compute_at(consumer, y)\n");
         Buffer<float> out = consumer.realize({4, 4});  // weft: result kept, to check it
@@ -419,9 +415,8 @@ int main(int argc, char **argv) {
         // Store outermost, compute innermost.
         producer.store_root().compute_at(consumer, x);
 
-        // weft: no tracing.
-        // producer.trace_stores();
-        // consumer.trace_stores();
+        producer.trace_stores();
+        consumer.trace_stores();
 
         printf("\nEvaluating producer.store_root().compute_at(consumer, x)\n");
         Buffer<float> out = consumer.realize({4, 4});  // weft: result kept, to check it
@@ -522,9 +517,8 @@ int main(int argc, char **argv) {
         // order, but it tends to be harder to read.
 
         // Turn on tracing.
-        // weft: no tracing.
-        // producer.trace_stores();
-        // consumer.trace_stores();
+        producer.trace_stores();
+        consumer.trace_stores();
 
         printf("\nEvaluating:\n"
                "consumer.tile(x, y, x_outer, y_outer, x_inner, y_inner, 4, 4);\n"

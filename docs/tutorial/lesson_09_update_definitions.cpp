@@ -5,8 +5,7 @@
 // Google Inc. and other contributors). Changes from Halide's text: the include, the
 // namespace, realize({...}) as in current Halide, a synthetic input in place of
 // load_image("images/gray.png") (weft has no image I/O; 640 x 480 instead of the png's size,
-// to keep the C version's 100 timing iterations short), trace_loads()/trace_stores()
-// commented out (weft has no tracing), the second example's result checked against its C
+// to keep the C version's 100 timing iterations short), the second example's result checked against its C
 // (marked "weft:"), current_time() defined here in place of Halide's clock.h, <math.h>,
 // <stdlib.h> and <algorithm> for the C code, weft notes where weft's behaviour differs, and
 // this header. The comments are Halide's: where they say "Halide", read "weft".
@@ -116,9 +115,8 @@ int main(int argc, char **argv) {
         g(2, 1) = 42;      // First update definition
         g(x, 0) = g(x, 1); // Second update definition
 
-        // weft: no tracing.
-        // g.trace_loads();
-        // g.trace_stores();
+        g.trace_loads();
+        g.trace_stores();
 
         Buffer<int> g_result = g.realize({4, 4});  // weft: result kept, to check it
 
