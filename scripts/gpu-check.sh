@@ -5,6 +5,7 @@
 # benchmarks first (their table is printed then, and again last), then the GPU tests and the
 # apps' GPU schedules. Without a CUDA device it says so after the build and exits 0.
 #   usage: scripts/gpu-check.sh [--quick] [--bench-only]     env: BUILD_DIR, JOBS, CXX, EXTRA_LDFLAGS, PREBUILT
+# The table and every schedule's time are also written to BUILD_DIR/gpu_results.json.
 # PREBUILT=1 uses weft_gpu_check, weft_demo and weft_gpu_tests already in BUILD_DIR where they run
 # on this machine (built elsewhere with EXTRA_LDFLAGS="-static-libstdc++ -static-libgcc", say),
 # and builds them otherwise.
@@ -58,7 +59,7 @@ rc=0
 # The check and benchmarks first (the table is what a short device session is for), then the
 # GPU tests and the apps; the table is printed again at the end.
 say "running the device check and benchmarks (without a device it says so and exits 0)"
-timeout 420 "$B/weft_gpu_check" $CHECK_ARGS 2>&1 | tee "$B/check.log"
+timeout 420 "$B/weft_gpu_check" $CHECK_ARGS --json "$B/gpu_results.json" 2>&1 | tee "$B/check.log"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 if grep -q "no CUDA device" "$B/check.log"; then
     say "finished in $(( $(date +%s) - t0 ))s (exit $rc)"

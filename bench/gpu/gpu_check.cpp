@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include "cuda/CudaPipeline.h"
 #include "gpu/gpu_testing.h"
@@ -47,6 +48,40 @@ struct Row {
     std::string what, weft, peer, ratio, target;
 };
 std::vector<Row> rows;
+/** Every schedule timed: (benchmark, schedule, ms), for --json. */
+std::vector<std::tuple<std::string, std::string, double>> timings;
+std::string current_benchmark;
+
+/** A JSON string literal of s. */
+std::string json_str(const std::string &s) {
+    std::string r = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') r += '\\';
+        if ((unsigned char)c >= 32) r += c;
+    }
+    return r + "\"";
+}
+
+/** The table and every schedule's time as JSON (--json FILE). */
+void write_json(const std::string &path, const std::string &device, double copy_gbs) {
+    FILE *f = std::fopen(path.c_str(), "w");
+    if (!f) {
+        std::printf("[gpu-check] cannot write %s\n", path.c_str());
+        return;
+    }
+    std::fprintf(f, "{\"machine\": %s, \"device_copy_gbps\": %.0f,\n \"table\": [", json_str(device).c_str(), copy_gbs);
+    for (size_t i = 0; i < rows.size(); i++)
+        std::fprintf(f, "%s\n  {\"benchmark\": %s, \"weft\": %s, \"peer\": %s, \"ratio\": %s, \"target\": %s}", i ? "," : "",
+                     json_str(rows[i].what).c_str(), json_str(rows[i].weft).c_str(), json_str(rows[i].peer).c_str(),
+                     json_str(rows[i].ratio).c_str(), json_str(rows[i].target).c_str());
+    std::fprintf(f, "],\n \"schedules_ms\": [");
+    for (size_t i = 0; i < timings.size(); i++)
+        std::fprintf(f, "%s\n  {\"benchmark\": %s, \"schedule\": %s, \"ms\": %.4f}", i ? "," : "",
+                     json_str(std::get<0>(timings[i])).c_str(), json_str(std::get<1>(timings[i])).c_str(), std::get<2>(timings[i]));
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+    std::printf("[gpu-check] wrote %s\n", path.c_str());
+}
 
 char buf[256];
 std::string fmt(const char *f, double v) {
@@ -134,6 +169,7 @@ std::pair<size_t, double> fastest(std::vector<GpuCase> &cases, Buffer<float> &ou
     double best_ms = 1e30;
     for (size_t i = 0; i < cases.size(); i++) {
         double ms = time_ms([&] { cases[i].out.realize(out, t); }, iters);
+        timings.emplace_back(current_benchmark, cases[i].name, ms);
         if (flops > 0) std::printf("[gpu-check]   %s: %.3f ms (%.1f TFLOP/s)\n", cases[i].name.c_str(), ms, flops / (ms * 1e-3) / 1e12);
         else std::printf("[gpu-check]   %s: %.3f ms\n", cases[i].name.c_str(), ms);
         if (ms < best_ms) best_ms = ms, best = i;
@@ -142,6 +178,7 @@ std::pair<size_t, double> fastest(std::vector<GpuCase> &cases, Buffer<float> &ou
 }
 
 void bench_sgemm(int n) {
+    current_benchmark = "SGEMM " + std::to_string(n);
     std::printf("[gpu-check] SGEMM %dx%dx%d ...\n", n, n, n);
     std::fflush(stdout);
     // Twelve schedules: 8x8 accumulators per thread in 16x16-thread blocks; Halide's expert CUDA
@@ -216,6 +253,7 @@ void bench_mma(int n) {
         Func f = matmul_mma(A, B, n, s.staged, s.xt, s.yt, s.wx, s.wy);
         try {
             double ms = time_ms([&] { f.realize(out, t); }, 5);
+            timings.emplace_back(std::string(tn) + " GEMM " + std::to_string(n), std::string("mma_") + s.name, ms);
             std::printf("[gpu-check]   mma_%s: %.3f ms (%.1f TFLOP/s)\n", s.name, ms, flops / (ms * 1e-3) / 1e12);
             best_ms = std::min(best_ms, ms);
         } catch (Error &e) {
@@ -262,6 +300,7 @@ void bench_mma(int n) {
 
 /** Times each schedule of the same pipeline; the fastest goes in the table (all are printed). */
 void bench_memory(const std::string &what, std::vector<GpuCase> cases, double bytes_moved, double copy_gbs) {
+    current_benchmark = what;
     std::printf("[gpu-check] %s ...\n", what.c_str());
     std::fflush(stdout);
     Buffer<float> out(cases[0].sizes);
@@ -279,9 +318,12 @@ int main(int argc, char **argv) {
         return 0;
     }
     bool quick = false, bench_only = false;  // --bench-only: the benchmarks, not the check against the interpreter
+    std::string json;                         // --json FILE: the table and every schedule's time
     for (int i = 1; i < argc; i++) {
-        quick |= std::string(argv[i]) == "--quick";
-        bench_only |= std::string(argv[i]) == "--bench-only";
+        std::string a = argv[i];
+        quick |= a == "--quick";
+        bench_only |= a == "--bench-only";
+        if (a == "--json" && i + 1 < argc) json = argv[++i];
     }
     if (!cuda_available()) {
         std::printf("[gpu-check] no CUDA device on this machine (libcuda.so.1 or a GPU missing): nothing to run\n");
@@ -296,9 +338,10 @@ int main(int argc, char **argv) {
     std::printf("[gpu-check] device: %s, sm_%d%d, %d SMs; NVRTC %s\n", d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count,
                 nvrtc_version().c_str());
     int failures = bench_only ? 0 : check_correctness();
+    double copy = 0;
     try {
         size_t bytes = (size_t)1 << 30;
-        double copy = copy_bandwidth_gbs(bytes);
+        copy = copy_bandwidth_gbs(bytes);
         std::printf("[gpu-check] device-to-device copy: %.0f GB/s (read + write)\n", copy);
         // On the CPU emulation (a dry run of this script) the sizes are small: its numbers mean
         // nothing, and it is slow.
@@ -322,5 +365,9 @@ int main(int argc, char **argv) {
     std::printf("correctness: %s\n", failures     ? "FAILURES (see above)"
                                       : bench_only ? "not checked here (--bench-only; the GPU tests check the same pipelines)"
                                                    : "all GPU pipelines match the interpreter");
+    if (!json.empty())
+        write_json(json, d.name + ", sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ", " +
+                             std::to_string(d.sm_count) + " SMs; NVRTC " + nvrtc_version(),
+                   copy);
     return failures ? 1 : 0;
 }
