@@ -85,12 +85,10 @@ __device__ __forceinline__ void weft_mma_m16n8k16(float &c0, float &c1, float &c
                      : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
                      : "r"(A0), "r"(A1), "r"(A2), "r"(A3), "r"(B0), "r"(B1));
 #else
-    const float fa[8] = {BF ? weft_bf16_to_f32(a0) : weft_f16_to_f32(a0), BF ? weft_bf16_to_f32(a1) : weft_f16_to_f32(a1),
-                         BF ? weft_bf16_to_f32(a2) : weft_f16_to_f32(a2), BF ? weft_bf16_to_f32(a3) : weft_f16_to_f32(a3),
-                         BF ? weft_bf16_to_f32(a4) : weft_f16_to_f32(a4), BF ? weft_bf16_to_f32(a5) : weft_f16_to_f32(a5),
-                         BF ? weft_bf16_to_f32(a6) : weft_f16_to_f32(a6), BF ? weft_bf16_to_f32(a7) : weft_f16_to_f32(a7)};
-    const float fb[4] = {BF ? weft_bf16_to_f32(b0) : weft_f16_to_f32(b0), BF ? weft_bf16_to_f32(b1) : weft_f16_to_f32(b1),
-                         BF ? weft_bf16_to_f32(b2) : weft_f16_to_f32(b2), BF ? weft_bf16_to_f32(b3) : weft_f16_to_f32(b3)};
+    const unsigned short ah[8] = {a0, a1, a2, a3, a4, a5, a6, a7}, bh[4] = {b0, b1, b2, b3};
+    float fa[8], fb[4];
+    for (int i = 0; i < 8; i++) fa[i] = BF ? weft_bf16_to_f32(ah[i]) : weft_f16_to_f32(ah[i]);
+    for (int i = 0; i < 4; i++) fb[i] = BF ? weft_bf16_to_f32(bh[i]) : weft_f16_to_f32(bh[i]);
     weft_emu_mma_m16n8k16(c0, c1, c2, c3, fa, fb, lin);  // (the emulation's: its header)
 #endif
 }

@@ -169,21 +169,13 @@ std::string nvrtc_version() {
 NvrtcOutput nvrtc_compile(const std::string &source, const std::string &arch, bool ptx,
                           const std::vector<std::string> &defines) {
     NvrtcOutput o = nvrtc_compile_once(source, arch, ptx, defines);
-    // On an H200 machine's NVRTC 13.0, a cubin sometimes came back with an empty log, after
-    // other programs had been compiled in the same process (not seen on a machine without a
-    // device). The usage drives the register cap and the resource checks: compile once more,
-    // the source marked apart, and keep the report if that gives one.
-    if (!ptx && o.usage.empty() && source.find("__global__") != std::string::npos) {
-        NvrtcOutput again = nvrtc_compile_once(source + "\n// weft: compiled again for the ptxas report\n", arch, ptx, defines);
-        if (!again.usage.empty()) {
-            again.log = "(the first compile's log had no ptxas report: compiled again)\n" + again.log;
-            return again;
-        }
-        // Seen again on that machine (two compiles in a row without a report): where a real
-        // device is there, its driver reads registers, shared and local memory from the cubin
-        // (spills are not told apart from the stack there).
-        usage_from_driver(o, source);
-    }
+    // On an H200 machine's NVRTC 13.0, a cubin sometimes came back without the ptxas report in
+    // its log, after other programs had been compiled in the same process (never seen on a
+    // machine without a device; compiling again did not bring it back). The usage drives the
+    // register cap and the resource checks: where a real device is there, its driver reads
+    // registers, shared and local memory from the cubin (spills are not told apart from the
+    // stack there).
+    if (!ptx && o.usage.empty() && source.find("__global__") != std::string::npos) usage_from_driver(o, source);
     return o;
 }
 

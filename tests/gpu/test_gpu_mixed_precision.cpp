@@ -76,4 +76,3 @@ TEST(GPURunMixedPrecision, DeviceMatchesTheCpuBitForBit) {
         }
     EXPECT_TRUE(std::isinf((float)cpu(0, 0)) || (float)cpu(0, 0) > 1e30f);  // 60000^2 overflows float16
 }
-

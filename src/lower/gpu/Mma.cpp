@@ -7,6 +7,7 @@
 #include <set>
 #include "ir/Evaluate.h"
 #include "ir/IRVisitor.h"
+#include "lower/gpu/Common.h"
 #include "lower/gpu/InjectGPU.h"
 
 namespace weft {
@@ -19,14 +20,6 @@ struct MmaSpec {
     std::array<std::string, 3> loops;  // i, j, k as the directive names them
     bool found = false;
     std::string call() const { return "Func \"" + user + "\".gpu_mma(" + loops[0] + ", " + loops[1] + ", " + loops[2] + ")"; }
-};
-
-class VarNames : public IRVisitor {
-public:
-    std::set<std::string> names;
-
-protected:
-    void visit(const Variable *op) override { names.insert(op->name); }
 };
 
 /** The GPUThread loops in s that are not inside another GPUThread loop of s. */
@@ -47,16 +40,12 @@ std::vector<const For *> top_thread_loops(const Stmt &s) {
     return t.loops;
 }
 
-/** How many GPUThread loops deep the nest of op is (op counts): its dimension is that less one
+/** The thread loop op's dimension: the GPUThread loops nested in it on the deepest path
     (innermost x, as inject_gpu maps them). */
-int thread_height(const For *op) {
-    int h = 0;
-    for (auto *c : top_thread_loops(op->body)) h = std::max(h, thread_height(c));
-    return h + 1;
-}
-
 void record_block_dims(const For *op, int64_t dims[3]) {
-    int d = thread_height(op) - 1;
+    gpu::ThreadDepth inside;
+    inside.include(op->body);
+    int d = inside.max_depth;
     int64_t e = 0;
     if (d <= 2 && is_const_int(unwrap_extent(op->extent), &e)) dims[d] = std::max(dims[d], e);
     for (auto *c : top_thread_loops(op->body)) record_block_dims(c, dims);
@@ -211,7 +200,7 @@ protected:
         const std::string iv = li->name, jv = lj->name, kv = lk->name;
         std::set<std::string> bound = {iv, jv, kv};
         for (int d = 0; d < nt; d++) bound.insert(tv[d]);
-        VarNames vn;
+        gpu::FreeVars vn;
         for (const Expr &e : {index, pa->index, pb->index, li->min, lj->min, lk->min}) vn.include(e);
         for (int d = 0; d < nt; d++) vn.include(tmin[d]);
         auto env_for = [&](uint64_t seed) {
