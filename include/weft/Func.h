@@ -4,6 +4,7 @@
 #include <set>
 #include <utility>
 #include "weft/Buffer.h"
+#include "weft/Tuple.h"
 
 namespace weft {
 
@@ -320,11 +321,19 @@ public:
         : f_(std::move(f)), args_(std::move(args)) {}
     FuncRef &operator=(Expr e);
     FuncRef &operator=(const FuncRef &e);
+    /** A definition with several values (see Tuple): the pure one, or an update giving as many
+        values as the pure one, each of its type. */
+    FuncRef &operator=(const Tuple &values);
     FuncRef &operator+=(Expr e);
     FuncRef &operator-=(Expr e);
     FuncRef &operator*=(Expr e);
     FuncRef &operator/=(Expr e);
+    /** The call's value (weft::Error for a Func defined with a Tuple: use [i]). */
     operator Expr() const;
+    /** Value i of a Func defined with a Tuple (0 is the value of a Func of one value). */
+    Expr operator[](int i) const;
+    /** How many values the Func has at each point (1 unless it is defined with a Tuple). */
+    size_t size() const;
 
 private:
     std::shared_ptr<internal::FunctionContents> f_;
@@ -438,7 +447,12 @@ public:
     bool defined() const;
     std::vector<Var> args() const;
     int dimensions() const;
+    /** The type of its value (weft::Error for a Func defined with a Tuple: see output_types). */
     Type type() const;
+    /** The type of each of its values (one, unless it is defined with a Tuple). */
+    std::vector<Type> output_types() const;
+    /** How many values it has at each point. */
+    int outputs() const;
     int num_update_definitions() const;
     /** The Stage of update i, for scheduling. */
     Stage update(int i = 0);
@@ -499,6 +513,17 @@ public:
     Func &compute_inline();
     Func &store_root();
     Func &store_at(const Func &consumer, const VarOrRVar &loop);
+    /** Halide's hoist_storage: the allocation of this Func's storage moves out to a loop of a
+        consumer at or outside its store_at level (or to the root, outside every loop), made once
+        there at the largest size any iteration needs, instead of at every iteration of the loops
+        between. Nothing else changes: where the values are computed and kept (store_at's
+        sliding window and folding) stays as it is. Lowering says why where it cannot be done
+        (weft::Error): a loop that does not contain the storage, a parallel, vectorized or GPU
+        loop between (their iterations would share one buffer), a size with no bound at that
+        level, an output. */
+    Func &hoist_storage(const Func &consumer, const VarOrRVar &loop);
+    Func &hoist_storage(const class LoopLevel &level);
+    Func &hoist_storage_root();
     Func &store_in(MemoryType t);
     /** Writes of this Func's aligned vector stores bypass the caches (non-temporal, streaming
         stores on x86): for an output written once and not read again soon, so that writing
@@ -576,6 +601,9 @@ public:
         realize_into(out, t);
     }
     void realize_into(const Buffer<void> &out, const Target &t = Target::host());
+    /** Fills existing buffers: one per value of a Func defined with a Tuple (in order, each of
+        its value's type, all over one region). */
+    void realize(const class RealizationArg &outs, const Target &t = Target::host());
 
     /** See Pipeline::compile_jit, print_loop_nest, compile_to_lowered_stmt (a Pipeline of this
         Func alone). */
@@ -626,6 +654,14 @@ private:
     std::string var_;
     bool rvar_ = false;
 };
+
+/** Inline reductions giving where e is largest (smallest) over the RDom it uses, and that
+    value: Tuple(the RDom's coordinates..., e there); the first such point in the RDom's order
+    where several tie. The RDom may be named (it must be the one e uses). */
+Tuple argmax(Expr e);
+Tuple argmin(Expr e);
+Tuple argmax(const RDom &r, Expr e);
+Tuple argmin(const RDom &r, Expr e);
 
 /** A Func of the given Vars defined as e (Halide's lambda): lambda(x, y, x + y). */
 Func lambda(const std::vector<Var> &vars, Expr e);

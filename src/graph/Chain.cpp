@@ -81,7 +81,7 @@ public:
             Mut m(*this, f.get());
             auto ex = [&](const Expr &e) { return m.mutate(e); };
             c->schedule = f->schedule;
-            for (LoopLevelSpec *l : {&c->schedule.compute, &c->schedule.store}) l->func = mapped(l->func.lock());
+            for (LoopLevelSpec *l : {&c->schedule.compute, &c->schedule.store, &c->schedule.hoist}) l->func = mapped(l->func.lock());
             for (auto &b : c->schedule.bounds) {
                 b.min = ex(b.min);
                 b.extent = ex(b.extent);
@@ -375,12 +375,13 @@ void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr
     p.schedule.compute = keep.compute;
     p.schedule.store = keep.store;
     p.schedule.store_set = keep.store_set;
+    p.schedule.hoist = keep.hoist;
     p.stage_schedules = q.stage_schedules;
     q.schedule = FuncSchedule{};
     q.stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(q.args, q.init.args, {}, false), {}});
     std::string compute_loop;  // where q's members are computed, now a loop of p
     for (auto &f : reachable_funcs({p_ptr}))
-        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store})
+        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store, &f->schedule.hoist})
             if (l->kind == LoopLevelSpec::At && l->func.lock().get() == &q) {
                 l->func = p_ptr;
                 l->func_name = p.name;

@@ -136,6 +136,9 @@ std::vector<LazyBuffer> Callable::defer_call(const std::vector<std::vector<int>>
     for (size_t j = 0; j < fouts.size(); j++) {
         const FunctionContents &f = *fouts[j];
         if (!f.defined) throw Error("weft: defer() of " + n->part + ": Func \"" + f.name + "\" has no definition");
+        if (!f.types.empty())
+            throw Error("weft: defer() of " + n->part + ": Func \"" + f.name + "\" is defined with a Tuple; deferred calls "
+                        "take outputs of one value (call it eagerly, or make an output Func per value)");
         if (sizes[j].size() != f.args.size())
             throw Error("weft: defer() of " + n->part + ": Func \"" + f.name + "\" has " + std::to_string(f.args.size()) +
                         " dimensions but " + std::to_string(sizes[j].size()) + " sizes were given");

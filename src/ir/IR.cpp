@@ -10,6 +10,16 @@
 namespace weft {
 namespace internal {
 
+Expr tuple_value(const Expr &value, int i) {
+    auto c = value.as<Call>();
+    if (c && c->is_intrinsic("tuple")) return c->args.at((size_t)i);
+    return value;
+}
+int tuple_size(const Expr &value) {
+    auto c = value.as<Call>();
+    return c && c->is_intrinsic("tuple") ? (int)c->args.size() : 1;
+}
+
 namespace {
 /** The nodes waiting to be destroyed by the outermost release_last() running on this thread. */
 thread_local std::vector<std::shared_ptr<const void>> *tl_pending = nullptr;

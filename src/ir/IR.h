@@ -231,6 +231,8 @@ struct Call : ExprNode {
     std::shared_ptr<FunctionContents> func;
     std::shared_ptr<ImageParamContents> image;
     std::shared_ptr<BufferContents> buffer;
+    /** A call to a Func whose value is a Tuple: which of its values (0 for other Funcs). */
+    int value_index = 0;
     Call(Type t, std::string n, std::vector<Expr> a, CallType ct)
         : ExprNode(_node_type, t), name(std::move(n)), args(std::move(a)), call_type(ct) {}
     static Expr make(Type t, const std::string &name, std::vector<Expr> args, CallType ct);
@@ -246,12 +248,20 @@ struct Call : ExprNode {
 //   "is_nan" "is_inf" "is_finite": float -> bool
 //   "abs"  (any numeric type; for signed ints gives the same type, wrapping INT_MIN)
 //   "likely"(x) -> x (a hint)
+//   "tuple"(v0, v1, ...): the value of a Func's definition that gives a Tuple (the type is v0's;
+//     only there: storage flattening makes one store per value)
 //   Fixed point (integers; Expr.h gives the exact meaning; the other fixed-point functions are
 //   built from these and casts):
 //   "saturating_add"(a, b) "saturating_sub"(a, b): a's type, a and b one type
 //   "rounding_shift_right"(a, n): a's type, n any integer type
 //   "mul_shift_right"(a, b, q) "rounding_mul_shift_right"(a, b, q): a and b one type (8 to 32
 //     bits), q an unsigned type; the result a's type
+
+/** Value i of a definition's value: the "tuple" intrinsic's argument i; else (one value) the
+    value itself. */
+Expr tuple_value(const Expr &value, int i);
+/** How many values a definition's value has (the "tuple" intrinsic's arguments, else 1). */
+int tuple_size(const Expr &value);
 
 /** Is an intrinsic of this name the C library's function of the name ("tanh", "atan2", ...;
     float32: the name with "f")? */

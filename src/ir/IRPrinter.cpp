@@ -114,6 +114,7 @@ protected:
             include(op->args[i]);
         }
         os << ")";
+        if (op->value_index) os << "[" << op->value_index << "]";
     }
     void visit(const VectorReduce *op) override {
         static const char *names[] = {"add", "mul", "min", "max"};

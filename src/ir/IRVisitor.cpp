@@ -487,7 +487,7 @@ bool equal(const Expr &a, const Expr &b) {
         auto *p = static_cast<const Call *>(x);
         auto *q = static_cast<const Call *>(y);
         return p->name == q->name && p->call_type == q->call_type && p->func == q->func &&
-               p->image == q->image && p->buffer == q->buffer && equal_all(p->args, q->args);
+               p->value_index == q->value_index && p->image == q->image && p->buffer == q->buffer && equal_all(p->args, q->args);
     }
     case IRNodeType::VectorReduce: {
         auto *p = static_cast<const VectorReduce *>(x);

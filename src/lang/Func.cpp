@@ -456,8 +456,25 @@ std::string join_names(const std::vector<std::string> &v) {
 
 FuncRef::operator Expr() const {
     check_func(f_);
+    if (f_->defined && !f_->types.empty())
+        user_error("weft: Func \"" + f_->name + "\" has a Tuple of " + std::to_string(f_->types.size()) +
+                   " values at each point: call one of them, " + f_->name + "(...)[i], or take them all, Tuple(" +
+                   f_->name + "(...))");
+    return (*this)[0];
+}
+
+size_t FuncRef::size() const {
+    check_func(f_);
+    return f_->types.empty() ? 1 : f_->types.size();
+}
+
+Expr FuncRef::operator[](int index) const {
+    check_func(f_);
     if (!f_->defined)
         user_error("weft: Func \"" + f_->name + "\" is called before it has a definition");
+    if (index < 0 || (size_t)index >= size())
+        user_error("weft: Func \"" + f_->name + "\"(...)[" + std::to_string(index) + "]: it has " + std::to_string(size()) +
+                   (size() == 1 ? " value" : " values") + " at each point");
     std::vector<Expr> a = expand_implicit(args_, (int)f_->args.size(), "Func \"" + f_->name + "\"");
     if (a.size() != f_->args.size())
         user_error("weft: Func \"" + f_->name + "\" has " + std::to_string(f_->args.size()) +
@@ -469,12 +486,62 @@ FuncRef::operator Expr() const {
                        a[i].type().str() + " (" + to_string(a[i]) + ")");
         if (a[i].type() != Int(32)) a[i] = Cast::make(Int(32), a[i]);
     }
-    auto c = std::make_shared<Call>(f_->type, f_->name, std::move(a), Call::Func);
+    auto c = std::make_shared<Call>(f_->types.empty() ? f_->type : f_->types[(size_t)index], f_->name, std::move(a), Call::Func);
     c->func = f_;
+    c->value_index = index;
     return Expr(c);
 }
 
-FuncRef &FuncRef::operator=(const FuncRef &e) { return *this = Expr(e); }
+FuncRef &FuncRef::operator=(const FuncRef &e) {
+    if (e.size() > 1) return *this = Tuple(e);
+    return *this = Expr(e);
+}
+
+void internal::check_one_value(const FunctionContents &f, const std::string &what) {
+    if (!f.types.empty())
+        user_error("weft: Func \"" + f.name + "\"." + what + ": not available for a Func defined with a Tuple (it has " +
+                   std::to_string(f.types.size()) + " values at each point)");
+}
+
+static bool is_tuple_value(const Expr &e) {
+    auto c = e.as<Call>();
+    return c && c->is_intrinsic("tuple");
+}
+
+FuncRef &FuncRef::operator=(const Tuple &t) {
+    check_func(f_);
+    FunctionContents &f = *f_;
+    if (t.size() == 1) return *this = t[0];
+    std::vector<Expr> values = t.as_vector();
+    for (size_t i = 0; i < values.size(); i++) {
+        Expr &v = values[i];
+        if (!v.defined()) user_error("weft: Func \"" + f.name + "\" defined with a Tuple whose value " + std::to_string(i) + " is undefined");
+        if (v.type().is_vector() || v.type().is_handle())
+            user_error("weft: Func \"" + f.name + "\": value " + std::to_string(i) + " of its Tuple must be a scalar, got " + v.type().str());
+        if (is_tuple_value(v)) user_error("weft: Func \"" + f.name + "\": a Tuple cannot hold a Tuple");
+    }
+    if (f.defined) {
+        if (f.types.size() != values.size())
+            user_error("weft: update of Func \"" + f.name + "\" gives a Tuple of " + std::to_string(values.size()) +
+                       " values, but its pure definition gives " +
+                       (f.types.empty() ? std::string("one value") : std::to_string(f.types.size()) + " values"));
+        for (size_t i = 0; i < values.size(); i++) {
+            if (values[i].type() == f.types[i]) continue;
+            Expr v = values[i], like = make_zero(f.types[i]);
+            try {
+                match_types(like, v, "=");
+            } catch (const Error &) {
+                v = Expr();  // (said below, naming the value)
+            }
+            if (!v.defined() || v.type() != f.types[i])
+                user_error("weft: update of Func \"" + f.name + "\": value " + std::to_string(i) + " has type " +
+                           values[i].type().str() + " but the Func's value " + std::to_string(i) + " has type " +
+                           f.types[i].str() + "; use cast<>()");
+            values[i] = v;
+        }
+    }
+    return *this = Call::make_intrinsic(values[0].type(), "tuple", values);
+}
 
 /** The placeholder _ on the left of a definition: as many implicit Vars as the Func has
     dimensions left (an update), or as the value uses (a pure definition). */
@@ -489,6 +556,13 @@ FuncRef &FuncRef::operator=(Expr value) {
     check_func(f_);
     FunctionContents &f = *f_;
     if (!value.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined Expr");
+    const bool tuple = is_tuple_value(value);
+    if (f.defined && !f.types.empty() && !tuple)
+        user_error("weft: update of Func \"" + f.name + "\" gives one value, but its pure definition gives a Tuple of " +
+                   std::to_string(f.types.size()) + "; give a Tuple of as many");
+    if (f.defined && f.types.empty() && tuple)
+        user_error("weft: update of Func \"" + f.name + "\" gives a Tuple of " + std::to_string(value.as<Call>()->args.size()) +
+                   " values, but its pure definition gives one value");
     expand_implicit_lhs(f, args_, value);
     if (value.type().is_vector() || value.type().is_handle())
         user_error("weft: Func \"" + f.name + "\" must have a scalar value, got " + value.type().str());
@@ -540,6 +614,9 @@ FuncRef &FuncRef::operator=(Expr value) {
                            "\", which is not one of its arguments (" + join_names(names) + ")");
         f.args = names;
         f.type = value.type();
+        f.types.clear();
+        if (tuple)
+            for (auto &v : value.as<Call>()->args) f.types.push_back(v.type());
         f.init.args = args_;
         f.init.value = value;
         f.stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(names, args_, {}, false), {}});
@@ -892,6 +969,7 @@ Stage &Stage::atomic(bool override_associativity_test) {
     if (stage_ == 0)
         user_error(what + ": only an update can be atomic (the pure definition writes each element once)");
     if (f_->type.is_bool()) user_error(what + ": a Func of bool values cannot be updated atomically");
+    check_one_value(*f_, "atomic()");
     const Definition &d = stage_definition(*f_, stage_);
     // Every read of the Func itself must be of the element being written: that read, the
     // computation and the write are then done as one atomic operation.
@@ -1048,7 +1126,19 @@ int Func::dimensions() const { return (int)c_->args.size(); }
 Type Func::type() const {
     check_func(c_);
     if (!c_->defined) user_error("weft: Func \"" + c_->name + "\" has no definition, so no type");
+    if (!c_->types.empty())
+        user_error("weft: Func \"" + c_->name + "\" has a Tuple of " + std::to_string(c_->types.size()) +
+                   " values, so no one type: use output_types()");
     return c_->type;
+}
+std::vector<Type> Func::output_types() const {
+    check_func(c_);
+    if (!c_->defined) user_error("weft: Func \"" + c_->name + "\" has no definition, so no type");
+    return c_->types.empty() ? std::vector<Type>{c_->type} : c_->types;
+}
+int Func::outputs() const {
+    check_func(c_);
+    return c_->types.empty() ? 1 : (int)c_->types.size();
 }
 int Func::num_update_definitions() const { return (int)c_->updates.size(); }
 Stage Func::update(int i) {
@@ -1164,6 +1254,7 @@ Func &Func::compute_inline() {
     c_->schedule.compute = LoopLevelSpec{};
     c_->schedule.store = LoopLevelSpec{};
     c_->schedule.store_set = false;
+    c_->schedule.hoist = LoopLevelSpec{};
     changed(*c_);
     return *this;
 }
@@ -1180,6 +1271,21 @@ Func &Func::store_at(const Func &consumer, const VarOrRVar &loop) {
     if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".store_at(): a Func cannot be stored inside itself");
     c_->schedule.store = LoopLevelSpec{LoopLevelSpec::At, consumer.c_, consumer.c_->name, loop.name()};
     c_->schedule.store_set = true;
+    changed(*c_);
+    return *this;
+}
+Func &Func::hoist_storage(const Func &consumer, const VarOrRVar &loop) {
+    check_func(c_);
+    check_func(consumer.c_);
+    if (consumer.c_ == c_)
+        user_error("weft: Func \"" + c_->name + "\".hoist_storage(): a Func's storage cannot be allocated inside itself");
+    c_->schedule.hoist = LoopLevelSpec{LoopLevelSpec::At, consumer.c_, consumer.c_->name, loop.name()};
+    changed(*c_);
+    return *this;
+}
+Func &Func::hoist_storage_root() {
+    check_func(c_);
+    c_->schedule.hoist = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""};
     changed(*c_);
     return *this;
 }
@@ -1215,6 +1321,7 @@ Func &Func::store_nontemporal(bool on) {
 
 Func &Func::load_ahead(bool on) {
     check_func(c_);
+    if (on) check_one_value(*c_, "load_ahead()");
     c_->schedule.load_ahead = on;
     changed(*c_);
     return *this;
@@ -1263,6 +1370,7 @@ std::vector<std::string> implicit_names(int dims) {
 Func Func::in() {
     check_func(c_);
     if (!c_->defined) user_error("weft: in() of Func \"" + c_->name + "\", which has no definition");
+    check_one_value(*c_, "in()");
     Func self(c_);
     return get_wrapper(c_->wrappers, c_->changes, nullptr, c_->name + "_in", c_->args,
                        [self](const std::vector<Expr> &a) { return Expr(self(a)); });
@@ -1271,6 +1379,7 @@ Func Func::in(const Func &consumer) {
     check_func(c_);
     check_func(consumer.c_);
     if (!c_->defined) user_error("weft: in() of Func \"" + c_->name + "\", which has no definition");
+    check_one_value(*c_, "in()");
     if (consumer.c_ == c_) user_error("weft: Func \"" + c_->name + "\".in(): a Func cannot wrap itself for itself");
     Func self(c_);
     return get_wrapper(c_->wrappers, c_->changes, consumer.c_.get(), c_->name + "_in_" + consumer.c_->name, c_->args,
@@ -1292,6 +1401,7 @@ protected:
         if (c && c->call_type == Call::Func && c->func.get() == from) {
             auto n = std::make_shared<Call>(c->type, to->name, c->args, Call::Func);
             n->func = to;
+            n->value_index = c->value_index;
             return Expr(n);
         }
         return r;
@@ -1302,6 +1412,7 @@ protected:
 Func Func::clone_in(const std::vector<Func> &consumers) {
     check_func(c_);
     if (!c_->defined) user_error("weft: clone_in() of Func \"" + c_->name + "\", which has no definition");
+    check_one_value(*c_, "clone_in()");
     if (consumers.empty()) user_error("weft: Func \"" + c_->name + "\".clone_in(): no consumer given");
     std::string name = c_->name + "_clone_in";
     for (auto &g : consumers) {
@@ -1472,6 +1583,13 @@ Func &Func::store_at(const LoopLevel &l) {
                                    "root or at a loop");
     return store_at(l.func(), l.var());
 }
+Func &Func::hoist_storage(const LoopLevel &l) {
+    if (l.is_root()) return hoist_storage_root();
+    if (l.is_inlined())
+        user_error("weft: Func \"" + name() + "\".hoist_storage(LoopLevel::inlined()): the allocation must be at the "
+                   "root or at a loop");
+    return hoist_storage(l.func(), l.var());
+}
 Func lambda(const std::vector<Var> &vars, Expr e) {
     if (!e.defined()) user_error("weft: lambda of an undefined Expr");
     Func f(unique_name('l').insert(0, "lambda_"));
@@ -1625,5 +1743,101 @@ Func constant_exterior(const Func &src, Expr value, const weft::Region &b) {
     return make_bc(with_bounds(src_of(src), b, "constant_exterior"), "constant_exterior", checked_value(value));
 }
 }  // namespace BoundaryConditions
+
+}  // namespace weft
+
+// ---------------- Tuple ----------------
+namespace weft {
+using namespace internal;
+
+Tuple::Tuple(const std::vector<Expr> &values) : exprs_(values) {
+    if (exprs_.empty()) user_error("weft: a Tuple needs at least one value");
+}
+Tuple::Tuple(const FuncRef &f) {
+    if (f.size() < 2)
+        user_error("weft: Tuple(f(...)) of a Func that has one value at each point (not defined with a Tuple)");
+    for (size_t i = 0; i < f.size(); i++) exprs_.push_back(f[(int)i]);
+}
+Expr &Tuple::operator[](size_t i) {
+    if (i >= exprs_.size())
+        user_error("weft: Tuple[" + std::to_string(i) + "] of a Tuple of " + std::to_string(exprs_.size()) + " values");
+    return exprs_[i];
+}
+const Expr &Tuple::operator[](size_t i) const { return const_cast<Tuple &>(*this)[i]; }
+
+static void check_same_size(const Tuple &a, const Tuple &b, const char *what) {
+    if (a.size() != b.size())
+        user_error(std::string("weft: ") + what + " of Tuples of " + std::to_string(a.size()) + " and " +
+                   std::to_string(b.size()) + " values: they must have one size");
+}
+Tuple select(Expr condition, const Tuple &t, const Tuple &f) {
+    check_same_size(t, f, "select");
+    std::vector<Expr> r;
+    for (size_t i = 0; i < t.size(); i++) r.push_back(select(condition, t[i], f[i]));
+    return Tuple(r);
+}
+Tuple select(const Tuple &condition, const Tuple &t, const Tuple &f) {
+    check_same_size(t, f, "select");
+    check_same_size(condition, t, "select");
+    std::vector<Expr> r;
+    for (size_t i = 0; i < t.size(); i++) r.push_back(select(condition[i], t[i], f[i]));
+    return Tuple(r);
+}
+Expr mux(Expr id, const Tuple &values) { return mux(std::move(id), values.as_vector()); }
+Expr mux(Expr id, std::initializer_list<Expr> values) { return mux(std::move(id), std::vector<Expr>(values)); }
+Tuple mux(Expr id, const std::vector<Tuple> &values) {
+    if (values.empty()) user_error("weft: mux needs at least one value");
+    std::vector<Expr> r;
+    for (size_t i = 0; i < values[0].size(); i++) {
+        std::vector<Expr> column;
+        for (auto &t : values) {
+            check_same_size(values[0], t, "mux");
+            column.push_back(t[i]);
+        }
+        r.push_back(mux(id, column));
+    }
+    return Tuple(r);
+}
+
+namespace {
+/** argmax / argmin: f(free Vars) = (the RDom's minimum point, e's type's lowest / highest value),
+    then an update that takes a point whose value is strictly better (so the first of ties). */
+Tuple arg_reduction(const RDom *named, Expr e, bool is_max) {
+    const char *kind = is_max ? "argmax" : "argmin";
+    InlineReduction ir = inline_reduction_of(e, kind);
+    const std::shared_ptr<ReductionDomainContents> &rdom = ir.rdom;
+    if (named && named->defined() && named->domain() != rdom)
+        user_error(std::string("weft: ") + kind + "(r, e): e uses RDom \"" + rdom->name + "\", not \"" +
+                   named->domain()->name + "\"");
+    e = ir.e;
+    Func f = ir.f;
+    const std::vector<Expr> &args = ir.args;
+    Type t = e.type();
+    std::vector<Expr> init, point;
+    for (auto &rv : rdom->domain) {
+        init.push_back(rv.min);
+        auto v = std::make_shared<Variable>(Int(32), rv.var);
+        v->rdom = rdom;
+        point.push_back(Expr(v));
+    }
+    init.push_back(is_max ? t.min() : t.max());
+    f(ir.vars) = Tuple(init);
+    FuncRef old = f(args);
+    Expr best = old[(int)rdom->domain.size()];
+    Expr better = is_max ? e > best : e < best;
+    std::vector<Expr> now, before;
+    for (size_t i = 0; i < point.size(); i++) before.push_back(old[(int)i]);
+    before.push_back(best);
+    now = point;
+    now.push_back(e);
+    f(args) = select(better, Tuple(now), Tuple(before));
+    return Tuple(f(args));
+}
+}  // namespace
+
+Tuple argmax(Expr e) { return arg_reduction(nullptr, std::move(e), true); }
+Tuple argmin(Expr e) { return arg_reduction(nullptr, std::move(e), false); }
+Tuple argmax(const RDom &r, Expr e) { return arg_reduction(&r, std::move(e), true); }
+Tuple argmin(const RDom &r, Expr e) { return arg_reduction(&r, std::move(e), false); }
 
 }  // namespace weft

@@ -40,7 +40,10 @@ struct SeamInfo {
 struct FunctionContents {
     std::string name;
     std::vector<std::string> args;
-    Type type;
+    Type type;  // (a Tuple's: its first value's)
+    /** Defined with a Tuple: each value's type (then every definition's value is the "tuple"
+        intrinsic of the values); empty for a Func of one value. */
+    std::vector<Type> types;
     bool defined = false;
     Definition init;
     std::vector<Definition> updates;
@@ -98,6 +101,8 @@ inline void changed(ChangeCount &c) {
 
 /** Throws Error for a null Func handle. */
 void check_func(const std::shared_ptr<FunctionContents> &f);
+/** Throws Error naming `what` (a directive not available there) for a Func defined with a Tuple. */
+void check_one_value(const FunctionContents &f, const std::string &what);
 
 /** How often e reads Func f (its own calls, in an update of f) at the place `args` (the
     update's left side) and elsewhere. */
@@ -110,6 +115,18 @@ SelfReads self_reads(const FunctionContents &f, const std::vector<Expr> &args, c
 /** The stage's name for messages: "f" or "f.update(0)". */
 std::string stage_name(const FunctionContents &f, int stage);
 Definition &stage_definition(FunctionContents &f, int stage);
+
+/** An inline reduction of e (sum, argmax, ...): e with its shared parts bound, the RDom it uses
+    (weft::Error naming `kind` where there is none, or two), and a new Func named kind_... of
+    the free Vars e uses (vars), to be defined, with the call at them (args). */
+struct InlineReduction {
+    Expr e;
+    std::shared_ptr<ReductionDomainContents> rdom;
+    Func f;
+    std::vector<Var> vars;
+    std::vector<Expr> args;
+};
+InlineReduction inline_reduction_of(Expr e, const char *kind);
 
 /** Type coercion for binary operators, per API.md. */
 void match_types(Expr &a, Expr &b, const char *op);

@@ -538,20 +538,32 @@ protected:
     }
 };
 
-Expr inline_reduction(Expr e, const char *kind) {
+}  // namespace
+
+InlineReduction internal::inline_reduction_of(Expr e, const char *kind) {
     if (!e.defined()) user_error(std::string("weft: ") + kind + "() of an undefined Expr");
-    e = bind_shared_subexpressions(e);  // (before walking it: a graph with an exponentially larger tree)
+    InlineReduction r;
+    r.e = bind_shared_subexpressions(e);  // (before walking it: a graph with an exponentially larger tree)
     FindVars fv;
-    fv.include(e);
+    fv.include(r.e);
     if (!fv.rdom)
-        user_error(std::string("weft: ") + kind + "(" + to_string(e) + ") uses no RDom; an inline reduction needs one");
-    Func f(std::string(kind) + "_" + unique_name('r'));
-    std::vector<Expr> args;
-    std::vector<Var> vars;
+        user_error(std::string("weft: ") + kind + "(" + to_string(r.e) + ") uses no RDom; an inline reduction needs one");
+    r.rdom = fv.rdom;
+    r.f = Func(std::string(kind) + "_" + unique_name('r'));
     for (auto &n : fv.free_vars) {
-        vars.emplace_back(n);
-        args.push_back(Variable::make(Int(32), n));
+        r.vars.emplace_back(n);
+        r.args.push_back(Variable::make(Int(32), n));
     }
+    return r;
+}
+
+namespace {
+Expr inline_reduction(Expr e_in, const char *kind) {
+    InlineReduction r = inline_reduction_of(e_in, kind);
+    Expr e = r.e;
+    Func f = r.f;
+    const std::vector<Expr> &args = r.args;
+    const std::vector<Var> &vars = r.vars;
     Type t = e.type();
     Expr init;
     std::string k = kind;

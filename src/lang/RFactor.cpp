@@ -14,6 +14,7 @@ Func Stage::rfactor(const std::vector<std::pair<RVar, Var>> &preserved) {
     FunctionContents &f = *f_;
     const std::string what = "weft: " + stage_name(f, stage_) + ".rfactor()";
     if (stage_ == 0) user_error(what + ": only an update definition (a reduction) can be factored");
+    check_one_value(f, "rfactor()");
     Definition &d = f.updates.at(stage_ - 1);
     if (!d.rdom) user_error(what + ": this update has no RDom");
     // Splits of RVars scheduled so far become RVars of their own (so they can be factored).

@@ -47,7 +47,7 @@ bool operator==(const BoundAlign &a, const BoundAlign &b) {
     return a.var == b.var && a.modulus == b.modulus && a.remainder == b.remainder;
 }
 bool operator==(const FuncSchedule &a, const FuncSchedule &b) {
-    return a.compute == b.compute && a.store_set == b.store_set && (!a.store_set || a.store == b.store) &&
+    return a.compute == b.compute && a.store_set == b.store_set && (!a.store_set || a.store == b.store) && a.hoist == b.hoist &&
            a.bounds == b.bounds && a.memory == b.memory && a.storage_order == b.storage_order &&
            a.storage_align == b.storage_align && a.bound_align == b.bound_align && a.storage_fold == b.storage_fold &&
            a.nontemporal == b.nontemporal && a.load_ahead == b.load_ahead;
@@ -144,6 +144,7 @@ PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<
         for (auto &a : f.args) a = name(a);
         level(f.schedule.compute);
         level(f.schedule.store);
+        level(f.schedule.hoist);
         for (auto &b : f.schedule.bounds) {
             b.var = name(b.var);
             ex(b.min);

@@ -110,6 +110,8 @@ struct BoundAlign {
 struct FuncSchedule {
     LoopLevelSpec compute, store;
     bool store_set = false;
+    /** hoist_storage: where the allocation is made (Root or At); Inline = where it is stored. */
+    LoopLevelSpec hoist;
     std::vector<BoundSpec> bounds;
     MemoryType memory = MemoryType::Auto;
     std::vector<std::string> storage_order;  // innermost first; empty = the argument order
@@ -200,7 +202,7 @@ Expr parse_expr(const std::string &text);
 struct Directive {
     enum Op {
         ComputeRoot, ComputeInline, ComputeAt, StoreRoot, StoreAt, Bound, StoreIn, ReorderStorage, StoreNontemporal,
-        LoadAhead, AlignStorage, AlignBounds, FoldStorage,  // Func-level
+        LoadAhead, AlignStorage, AlignBounds, FoldStorage, HoistStorageRoot, HoistStorage,  // Func-level
         Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread, Mma,  // stage-level
         ComputeWith  // stage-level: names = parent Func, var, then each aligned loop; exprs = parent
                      // stage, then each loop's LoopAlignStrategy

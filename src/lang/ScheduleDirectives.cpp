@@ -129,6 +129,8 @@ std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
                 user_error("weft: schedule of Func \"" + f.func + "\": its storage cannot be inline");
             out.push_back(level(fs.store, Directive::StoreRoot, Directive::StoreRoot, Directive::StoreAt));
         }
+        if (fs.hoist.kind != LoopLevelSpec::Inline)
+            out.push_back(level(fs.hoist, Directive::HoistStorageRoot, Directive::HoistStorageRoot, Directive::HoistStorage));
         for (auto &b : fs.bounds) {
             Directive d = make(Directive::Bound);
             d.names = {b.var};
@@ -249,6 +251,8 @@ PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const
             fs.store = LoopLevelSpec{LoopLevelSpec::At, {}, d.names.at(0), d.names.at(1)};
             fs.store_set = true;
             break;
+        case Directive::HoistStorageRoot: fs.hoist = LoopLevelSpec{LoopLevelSpec::Root, {}, "", ""}; break;
+        case Directive::HoistStorage: fs.hoist = LoopLevelSpec{LoopLevelSpec::At, {}, d.names.at(0), d.names.at(1)}; break;
         case Directive::Split: {
             int i = dim_index(st, d.names.at(0), where);
             st.splits.push_back({Split::SplitVar, d.names[0], d.names.at(1), d.names.at(2), cast(Int(32), d.exprs.at(0)), d.tail});

@@ -492,7 +492,7 @@ const std::vector<std::string> &func_calls() {
     static const std::vector<std::string> c = {
         "update",       "compute_root", "compute_inline",    "compute_at",      "store_root",
         "store_at",     "bound",        "store_in",          "reorder_storage", "align_storage",
-        "fold_storage", "align_bounds", "store_nontemporal", "load_ahead"};
+        "fold_storage", "align_bounds", "store_nontemporal", "load_ahead", "hoist_storage", "hoist_storage_root"};
     return c;
 }
 
@@ -1530,10 +1530,14 @@ private:
         if (name == "compute_root") return simple(Directive::ComputeRoot);
         if (name == "compute_inline") return simple(Directive::ComputeInline);
         if (name == "store_root") return simple(Directive::StoreRoot);
-        if (name == "compute_at" || name == "store_at") {
+        if (name == "hoist_storage_root") return simple(Directive::HoistStorageRoot);
+        if (name == "compute_at" || name == "store_at" || name == "hoist_storage") {
             arg_count(name, a, 2, 2, "(a consumer Func, one of its loops)", line);
             std::string g = func_arg(a[0], name + "()'s first argument");
-            Directive &d = emit(name == "compute_at" ? Directive::ComputeAt : Directive::StoreAt, r, line);
+            Directive &d = emit(name == "compute_at"   ? Directive::ComputeAt
+                                : name == "store_at" ? Directive::StoreAt
+                                                     : Directive::HoistStorage,
+                                r, line);
             const Value &v = a[1];
             if (!(v.kind == Value::Name && v.declared) && v.ident.empty())
                 fail(v.line,
@@ -1841,7 +1845,9 @@ private:
                 for (s.spec = 0; s.spec < n; s.spec++)
                     for (auto &dim : loops(s)) all.push_back(dim);
             }
-            std::string call = d.op == Directive::ComputeAt ? "compute_at" : "store_at";
+            std::string call = d.op == Directive::ComputeAt ? "compute_at"
+                               : d.op == Directive::StoreAt ? "store_at"
+                                                            : "hoist_storage";
             std::string n = d.names[1];
             if (n.empty()) {
                 Value v;

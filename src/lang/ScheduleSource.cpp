@@ -148,7 +148,8 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
     for (auto &d : ds) {
         switch (d.op) {
         case Directive::ComputeAt:
-        case Directive::StoreAt: loops.emplace(d.names[1], false); break;
+        case Directive::StoreAt:
+        case Directive::HoistStorage: loops.emplace(d.names[1], false); break;
         case Directive::Bound:
         case Directive::AlignStorage:
         case Directive::AlignBounds:
@@ -197,6 +198,10 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
             os << f << ".compute_at(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ");\n";
             break;
         case Directive::StoreRoot: os << f << ".store_root();\n"; break;
+        case Directive::HoistStorageRoot: os << f << ".hoist_storage_root();\n"; break;
+        case Directive::HoistStorage:
+            os << f << ".hoist_storage(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ");\n";
+            break;
         case Directive::StoreAt:
             os << f << ".store_at(" << cpp_identifier(d.names[0]) << ", " << cpp_identifier(d.names[1]) << ");\n";
             break;

@@ -430,6 +430,7 @@ std::string serialize_schedule(const PipelineSchedule &s) {
         const FuncSchedule &fs = f.schedule;
         os << "  compute " << level_text(fs.compute) << "\n";
         if (fs.store_set) os << "  store " << level_text(fs.store) << "\n";
+        if (fs.hoist.kind != LoopLevelSpec::Inline) os << "  hoist " << level_text(fs.hoist) << "\n";
         for (auto &b : fs.bounds)
             os << "  bound " << quote(b.var) << " " << serialize_expr(b.min) << " " << serialize_expr(b.extent) << "\n";
         if (fs.memory != MemoryType::Auto) os << "  memory " << word_of(memory_words(), (int)fs.memory).text << "\n";
@@ -521,7 +522,7 @@ PipelineSchedule parse_schedule(const std::string &text) {
             r.funcs.push_back(v);
             f = &r.funcs.back();
             cur = nullptr;
-        } else if (w == "compute" || w == "store") {
+        } else if (w == "compute" || w == "store" || w == "hoist") {
             in_func();
             if (t.size() < 2) bad(line, w + " root | inline | at \"func\" \"loop\"");
             LoopLevelSpec l;
@@ -533,7 +534,10 @@ PipelineSchedule parse_schedule(const std::string &text) {
                 l.var = name(3);
             } else bad(line, w + " root | inline | at \"func\" \"loop\"");
             if (w == "compute") f->schedule.compute = l;
-            else {
+            else if (w == "hoist") {
+                if (l.kind == LoopLevelSpec::Inline) bad(line, "hoist root | at \"func\" \"loop\"");
+                f->schedule.hoist = l;
+            } else {
                 f->schedule.store = l;
                 f->schedule.store_set = true;
             }

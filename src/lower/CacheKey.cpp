@@ -31,6 +31,7 @@ protected:
         auto c = r.as<Call>();
         if (c->call_type == Call::Intrinsic) return r;
         auto m = std::make_shared<Call>(c->type, get(c->name), c->args, c->call_type);
+        m->value_index = c->value_index;
         return Expr(m);
     }
     Expr visit(const Let *op, const Expr &e) override {
@@ -50,7 +51,9 @@ std::string cache_key(const Env &env) {
     for (auto &in : env.inputs) os << "input " << canon.get(in.name) << " " << in.type.str() << " " << in.dims << (in.buffer ? " buf" : " img") << "\n";
     for (auto &p : env.params) os << "param " << canon.get(p.name) << " " << p.param->type.str() << "\n";
     for (auto &f : env.funcs) {
-        os << "func " << canon.get(f.name) << " " << f.type.str() << " out=" << f.output_index << " (";
+        os << "func " << canon.get(f.name) << " " << f.type.str();
+        for (auto &t : f.types) os << "," << t.str();
+        os << " out=" << f.output_index << " (";
         if (f.contents && (f.contents->trace_stores || f.contents->trace_loads || f.contents->trace_realizations))
             os << "traced " << f.contents->trace_stores << f.contents->trace_loads << f.contents->trace_realizations << " as \""
                << f.contents->name << "\" ";

@@ -120,6 +120,7 @@ FuncScheduleValue schedule_value(const LFunc &f, FuncSchedule fs, const std::vec
     v.args = f.args;
     fs.compute.func.reset();
     fs.store.func.reset();
+    fs.hoist.func.reset();
     for (auto &b : fs.bounds) {
         b.min = expr(b.min);
         b.extent = expr(b.extent);
@@ -254,6 +255,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         lf.contents = fc;
         lf.args = fc->args;
         lf.type = fc->type;
+        lf.types = fc->types;
         const FuncScheduleValue *ov = override_schedule ? override_schedule->find(lf.name) : nullptr;
         if (ov && ov->stages.size() != fc->stage_schedules.size())
             internal_error("Func \"" + lf.name + "\": the schedule given in its place has another number of stages", __FILE__,
@@ -301,7 +303,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         {
             // The schedule as given, in the pipeline's names.
             FuncSchedule fs = fc->schedule;
-            for (LoopLevelSpec *l : {&fs.compute, &fs.store}) {
+            for (LoopLevelSpec *l : {&fs.compute, &fs.store, &fs.hoist}) {
                 auto c = l->func.lock();
                 if (l->kind == LoopLevelSpec::At && c && fnames.count(c.get())) l->func_name = fnames[c.get()];
             }
@@ -339,6 +341,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         } else {
             resolve(lf.sched.compute, lf.compute_func, "compute_at");
             resolve(lf.sched.store, lf.store_func, "store_at");
+            resolve(lf.sched.hoist, lf.hoist_func, "hoist_storage");
             for (size_t k = 0; k < lf.stages.size(); k++)
                 if (lf.stages[k].fuse.fused() && lf.stages[k].fuse_func.empty())
                     user_error("weft: " + stage_name(*fc, (int)k) + ".compute_with(" + lf.stages[k].fuse.func_name + ", " +
@@ -348,7 +351,11 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         all_index[lf.name] = (int)all.size();
         all.push_back(std::move(lf));
     }
-    for (auto &o : outputs) env.outputs.push_back(fnames[o.get()]);
+    for (auto &o : outputs) {
+        env.outputs.push_back(fnames[o.get()]);
+        for (size_t i = 0; i < std::max<size_t>(1, o->types.size()); i++)
+            env.output_buffers.push_back(tuple_buffer_name(env.outputs.back(), (int)i));
+    }
 
     std::set<std::string> inlined = choose_inlined(all, reference);
     std::vector<std::string> topo = realization_order(all, all_index, env.outputs);
@@ -366,7 +373,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
     }
     // compute_at an inlined Func is impossible.
     for (auto &f : env.funcs) {
-        for (auto *l : {&f.compute_func, &f.store_func})
+        for (auto *l : {&f.compute_func, &f.store_func, &f.hoist_func})
             if (!l->empty() && !env.index.count(*l))
                 user_error("weft: Func \"" + f.contents->name + "\" is computed or stored at a loop of Func \"" +
                            all[all_index[*l]].contents->name +
@@ -378,6 +385,7 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
         FuncSchedule fs = f.sched;
         if (fs.compute.kind == LoopLevelSpec::At) fs.compute.func_name = f.compute_func;
         if (fs.store.kind == LoopLevelSpec::At) fs.store.func_name = f.store_func;
+        if (fs.hoist.kind == LoopLevelSpec::At) fs.hoist.func_name = f.hoist_func;
         fs.store_set = true;  // (decided here for every computed Func)
         std::vector<DefinitionSchedule> stages;
         for (auto &s : f.stages) {

@@ -36,11 +36,17 @@ struct LFunc {
     std::shared_ptr<FunctionContents> contents;
     std::vector<std::string> args;
     Type type;
+    std::vector<Type> types;  // defined with a Tuple: each value's type (else empty)
     std::vector<LStage> stages;
     FuncSchedule sched;
     std::string compute_func, store_func;  // unique names of the consumers in compute_at / store_at
+    std::string hoist_func;                // ... and in hoist_storage
     int output_index = -1;
 };
+
+/** The storage of value i of Func f (its unique name), an output buffer's name for an output:
+    f itself for value 0. */
+inline std::string tuple_buffer_name(const std::string &f, int i) { return i == 0 ? f : f + ".v" + std::to_string(i); }
 
 struct LInput {
     std::string name;  // unique within the pipeline
@@ -78,6 +84,9 @@ struct Env {
     std::vector<LInput> inputs;
     std::vector<LParam> params;
     std::vector<std::string> outputs;  // unique names, in the Pipeline's order
+    /** The output buffers, in order: one per output, one per value of an output defined with a
+        Tuple (tuple_buffer_name). */
+    std::vector<std::string> output_buffers;
     /** The structure of algorithm and schedule with every name canonicalised: the
         definitions as computed (inlined Funcs substituted), then serialize_schedule() of the
         schedule as computed (`effective`, names canonicalised). */

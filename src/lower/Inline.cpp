@@ -32,13 +32,14 @@ protected:
         if (c->call_type != Call::Func || c->name != f->name) return r;
         std::vector<Expr> args = c->args;
         std::string key = args_key(args);  // (args simplified: x - 1 + 1 and x are one key)
+        if (!key.empty() && c->value_index) key += "[" + std::to_string(c->value_index) + "]";
         if (!key.empty()) {
             auto it = by_args_.find(key);
             if (it != by_args_.end()) return it->second;
         }
         std::map<std::string, Expr> m;
         for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = args[i];
-        Expr v = substitute_graph(m, f->stages[0].value);
+        Expr v = substitute_graph(m, tuple_value(f->stages[0].value, c->value_index));
         if (!key.empty()) by_args_.emplace(key, v);
         return v;
     }

@@ -1,3 +1,4 @@
+#include "lower/HoistStorage.h"
 #include "lower/Lower.h"
 #include <algorithm>
 #include <sstream>
@@ -154,6 +155,8 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
                                  "...) have no effect: compute_root() or compute_at() it to give it loops");
             if (g.schedule.memory != MemoryType::Auto)
                 compile_warning("Func \"" + user + "\" is inlined, so store_in() has no effect: it has no storage");
+            if (g.schedule.hoist.kind != LoopLevelSpec::Inline)
+                compile_warning("Func \"" + user + "\" is inlined, so hoist_storage() has no effect: it has no storage");
         }
     }
     substitute_consts(env, consts);
@@ -179,6 +182,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     s = lower_narrow_arithmetic(s, cuda);
 
     if (!consts.empty()) s = substitute(consts, s);
+    s = hoist_storage(s, env);  // (before simplify, which removes loops of one iteration)
     if (cuda) s = protect_gpu_loops(s);
     s = simplify(s);
     if (log || options.loop_nest) {
@@ -232,7 +236,9 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     for (auto &p : env.params) lf.args.push_back({p.name, LoweredArg::Scalar, p.param->type, 0});
     for (auto &o : env.outputs) {
         LFunc &f = env.func(o);
-        lf.args.push_back({o, LoweredArg::Buffer, f.type, (int)f.args.size()});
+        for (size_t i = 0; i < std::max<size_t>(1, f.types.size()); i++)
+            lf.args.push_back({tuple_buffer_name(o, (int)i), LoweredArg::Buffer, f.types.empty() ? f.type : f.types[i],
+                               (int)f.args.size()});
     }
     return lf;
 }

@@ -14,6 +14,14 @@
 
 namespace weft {
 namespace internal {
+
+bool is_loop_of(const std::string &loop, const std::string &func, const std::string &var) {
+    std::string p = func + ".s";
+    if (loop.compare(0, p.size(), p) != 0) return false;
+    size_t i = p.size();
+    while (i < loop.size() && isdigit((unsigned char)loop[i])) i++;
+    return i > p.size() && loop.substr(i) == "." + var;
+}
 namespace {
 
 
@@ -455,14 +463,6 @@ struct Builder {
                            ": cannot bound the region it is read over (" + describe(b[i]) +
                            "); clamp the coordinates it is called with");
         return Realize::make(f.name, f.type, to_region(b), f.sched.memory, body);
-    }
-
-    static bool is_loop_of(const std::string &loop, const std::string &func, const std::string &var) {
-        std::string p = func + ".s";
-        if (loop.compare(0, p.size(), p) != 0) return false;
-        size_t i = p.size();
-        while (i < loop.size() && isdigit((unsigned char)loop[i])) i++;
-        return i > p.size() && loop.substr(i) == "." + var;
     }
 
     class InjectAt : public IRMutator {

@@ -7,6 +7,10 @@
 namespace weft {
 namespace internal {
 
+/** Is `loop` (a lowered loop's name, "g.s1.y") the loop `var` of a stage of Func `func` (its
+    unique name)? */
+bool is_loop_of(const std::string &loop, const std::string &func, const std::string &var);
+
 /** Builds the pipeline's statement (with Provide / Realize / multi-dimensional calls).
     output_boxes: each output's region (by unique name). Checks that must run before any work
     (outputs written within their buffers) are appended to top_asserts. Where profile_id is

@@ -17,8 +17,26 @@ Expr field(const std::string &name, const char *f, size_t d) {
 
 class Flatten : public IRMutator {
 public:
-    Flatten(const Env &e, bool c) : env(e), cuda(c) {}
+    Flatten(const Env &e, bool c) : env(e), cuda(c) {
+        for (auto &f : e.funcs)
+            for (size_t i = 1; i < f.types.size(); i++) values[tuple_buffer_name(f.name, (int)i)] = {&f, (int)i};
+    }
     const Env &env;
+    /** The storage of the values past the first of Funcs defined with a Tuple: its Func and value. */
+    std::map<std::string, std::pair<const LFunc *, int>> values;
+    int tuple_lets = 0;
+
+    /** The Func whose storage `name` is (itself, or a value of a Tuple), and whose buffer
+        fields index it: a Tuple's values are stored alike (the output buffers of an output's
+        values have fields of their own). */
+    std::string func_of(const std::string &name) const {
+        auto v = values.find(name);
+        return v == values.end() ? name : v->second.first->name;
+    }
+    std::string fields_of(const std::string &name) const {
+        auto v = values.find(name);
+        return v == values.end() || v->second.first->output_index >= 0 ? name : v->second.first->name;
+    }
     bool cuda;
     int in_kernel = 0;  // inside a gpu_blocks loop
     std::set<std::string> unfolded;  // folds no smaller than the region itself: left unfolded
@@ -29,9 +47,10 @@ public:
         return f == env.folds.end() || unfolded.count(name) ? nullptr : &f->second;
     }
 
-    Expr flat_index(const std::string &name, const std::vector<Expr> &args) const {
+    Expr flat_index(const std::string &storage, const std::vector<Expr> &args) const {
         Expr idx;
-        auto fold = fold_of(name);
+        auto fold = fold_of(func_of(storage));
+        const std::string name = fields_of(storage);
         for (size_t d = 0; d < args.size(); d++) {
             Expr pos = args[d] - field(name, "min", d);
             if (fold && fold->first == (int)d)
@@ -47,14 +66,29 @@ protected:
         if (op->call_type == Call::Intrinsic) return IRMutator::visit(op, e);
         std::vector<Expr> args;
         for (auto &a : op->args) args.push_back(mutate(a));
-        return Load::make(op->type, op->name, flat_index(op->name, args));
+        std::string storage = op->call_type == Call::Func ? tuple_buffer_name(op->name, op->value_index) : op->name;
+        return Load::make(op->type, storage, flat_index(storage, args));
     }
     Stmt visit(const Provide *op, const Stmt &s) override {
         std::vector<Expr> args;
         for (auto &a : op->args) args.push_back(mutate(a));
         auto f = env.index.find(op->name);
         bool nt = f != env.index.end() && env.funcs[f->second].sched.nontemporal;
-        return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt, op->atomic);
+        auto tuple = op->value.as<Call>();
+        if (!tuple || !tuple->is_intrinsic("tuple"))
+            return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt, op->atomic);
+        // A Tuple: every value computed (from what the point held before), then each stored.
+        std::vector<std::pair<std::string, Expr>> lets;
+        std::vector<Stmt> stores;
+        for (size_t i = 0; i < tuple->args.size(); i++) {
+            std::string n = op->name + ".value" + std::to_string(i) + "." + std::to_string(tuple_lets++);
+            lets.push_back({n, mutate(tuple->args[i])});
+            std::string storage = tuple_buffer_name(op->name, (int)i);
+            stores.push_back(Store::make(storage, Variable::make(tuple->args[i].type(), n), flat_index(storage, args), 0, nt));
+        }
+        Stmt r = Block::make(stores);
+        for (auto it = lets.rbegin(); it != lets.rend(); ++it) r = LetStmt::make(it->first, it->second, r);
+        return r;
     }
     Stmt visit(const For *op, const Stmt &s) override {
         bool block = op->for_type == ForType::GPUBlock;
@@ -78,11 +112,7 @@ protected:
 
     /** e with the values of the lets around it substituted (innermost first, so that what an
         inner let's value names of an outer one is substituted in turn). */
-    Expr without_lets(Expr e) const {
-        for (auto it = outer_lets.rbegin(); it != outer_lets.rend(); ++it)
-            if (expr_uses_var(e, (*it)->name)) e = substitute((*it)->name, (*it)->value, e);
-        return simplify(e);
-    }
+    Expr without_lets(const Expr &e) const { return substitute_lets(e, outer_lets); }
     /** A constant upper bound of a storage extent that varies with the loops around it (a
         tile clipped at the edge of the image), knowing those loops' ranges: the storage then
         has a constant size. False where there is none. */
@@ -184,6 +214,19 @@ protected:
             m = small ? MemoryType::Stack : MemoryType::Heap;
         }
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
+        if (fit != env.index.end())  // the other values of a Tuple: stored alike
+            for (size_t i = env.funcs[fit->second].types.size(); i-- > 1;) {
+                Type t = env.funcs[fit->second].types[i];
+                MemoryType mi = m;
+                if (mi == MemoryType::Stack && constant && n * t.bytes() > 64 * 1024 && op->memory_type != MemoryType::Stack)
+                    mi = MemoryType::Heap;
+                if (mi == MemoryType::Stack && n * t.bytes() > kMaxStackAllocationBytes)
+                    user_error("weft: Func \"" + user + "\" is stored on the stack (store_in(MemoryType::Stack)), but "
+                               "the storage of its value " + std::to_string(i) + " takes " + std::to_string(n * t.bytes()) +
+                               " bytes, more than the 1 MiB a stack allocation may take; compute it at an inner loop, "
+                               "or store it in MemoryType::Heap");
+                body = Allocate::make(tuple_buffer_name(op->name, (int)i), t, size, mi, body);
+            }
         Stmt a = Allocate::make(op->name, op->type, size, m, body);
         if (!constant) a = Block::make(AssertStmt::make(size <= make_const(Int(64), (int64_t)INT32_MAX), too_large, {size}), a);
         // Bind extents, mins and dense strides (innermost first).

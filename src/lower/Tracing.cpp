@@ -50,13 +50,20 @@ protected:
         Expr r = IRMutator::visit(op, e);
         const Traced *t = op->call_type == Call::Func ? find(op->name) : nullptr;
         if (!t || !t->loads) return r;
-        return traced_value(r, "Load " + t->user + ".0(", r.as<Call>()->args);
+        return traced_value(r, "Load " + t->user + "." + std::to_string(op->value_index) + "(", r.as<Call>()->args);
     }
     Stmt visit(const Provide *op, const Stmt &s) override {
         Stmt r = IRMutator::visit(op, s);
         const Traced *t = find(op->name);
         auto p = r.as<Provide>();
         if (!t || !t->stores || p->atomic) return r;  // (an atomic update's value is its read-modify-write)
+        auto tuple = p->value.as<Call>();
+        if (tuple && tuple->is_intrinsic("tuple")) {  // a line per value: f.0, f.1, ...
+            std::vector<Expr> values;
+            for (size_t i = 0; i < tuple->args.size(); i++)
+                values.push_back(traced_value(tuple->args[i], "Store " + t->user + "." + std::to_string(i) + "(", p->args));
+            return Provide::make(p->name, Call::make_intrinsic(tuple->type, "tuple", values), p->args, p->atomic);
+        }
         return Provide::make(p->name, traced_value(p->value, "Store " + t->user + ".0(", p->args), p->args, p->atomic);
     }
     Stmt visit(const Realize *op, const Stmt &s) override {

@@ -151,6 +151,29 @@ bool is_likely(const Expr &e) {
     return c && c->is_intrinsic("likely");
 }
 
+bool loads_what_is_stored(const Expr &value, const Stmt &body) {
+    class Names : public IRVisitor {
+    public:
+        std::set<std::string> loads, stores;
+
+    protected:
+        void visit(const Load *op) override {
+            loads.insert(op->name);
+            IRVisitor::visit(op);
+        }
+        void visit(const Store *op) override {
+            stores.insert(op->name);
+            IRVisitor::visit(op);
+        }
+    } v, b;
+    v.include(value);
+    if (v.loads.empty()) return false;
+    b.include(body);
+    for (auto &n : v.loads)
+        if (b.stores.count(n)) return true;
+    return false;
+}
+
 class Vectorize : public IRMutator {
 public:
     Vectorize(bool u, bool hv) : unrolled_fallback(u), host_vectors(hv) {}
@@ -159,9 +182,14 @@ private:
     bool unrolled_fallback, host_vectors;
     int in_kernel = 0;
     Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body_in, const Stmt &serial) {
-        // Lets that depend on the loop variable are inlined so that tail guards are seen.
+        // Lets that depend on the loop variable are inlined so that tail guards are seen; not
+        // one that loads from a buffer its body stores to (a Tuple's values, all computed
+        // before any is stored): inlined, it would read what a store before it wrote.
         Stmt body = body_in;
-        while (auto let = body.as<LetStmt>()) body = substitute(let->name, let->value, let->body);
+        while (auto let = body.as<LetStmt>()) {
+            if (loads_what_is_stored(let->value, let->body)) break;
+            body = substitute(let->name, let->value, let->body);
+        }
         auto ite = body.as<IfThenElse>();
         if (ite && !ite->else_case.defined() && is_likely(ite->condition) && expr_uses_var(ite->condition, name) &&
             linear_in(ite->condition, name)) {

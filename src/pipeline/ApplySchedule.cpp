@@ -182,6 +182,8 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
             case Directive::ComputeAt: f.compute_at(func(d.names[0]), Var(d.names[1])); break;
             case Directive::StoreRoot: f.store_root(); break;
             case Directive::StoreAt: f.store_at(func(d.names[0]), Var(d.names[1])); break;
+            case Directive::HoistStorageRoot: f.hoist_storage_root(); break;
+            case Directive::HoistStorage: f.hoist_storage(func(d.names[0]), Var(d.names[1])); break;
             case Directive::Bound: f.bound(Var(d.names[0]), ex(0), ex(1)); break;
             case Directive::StoreIn: f.store_in(d.memory); break;
             case Directive::ReorderStorage: {

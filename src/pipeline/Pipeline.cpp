@@ -149,9 +149,11 @@ void bind(const Env &env, const CallBinding *cb, const BufferContents *const *ou
     size_t nin = env.inputs.size();
     s.bufs.resize(nin + nouts);
     s.scalars.resize(env.params.size());
-    if (nouts != env.outputs.size())
-        throw Error("weft: the pipeline has " + std::to_string(env.outputs.size()) + " outputs but " +
-                    std::to_string(nouts) + " output buffers were given");
+    if (nouts != env.output_buffers.size())
+        throw Error("weft: the pipeline has " + std::to_string(env.output_buffers.size()) + " output buffers (" +
+                    std::to_string(env.outputs.size()) + " output Func" + (env.outputs.size() == 1 ? "" : "s") +
+                    (env.output_buffers.size() > env.outputs.size() ? ", one buffer per value of a Tuple" : "") + ") but " +
+                    std::to_string(nouts) + " were given");
     for (size_t i = 0; i < nin; i++) {
         const LInput &in = env.inputs[i];
         if (in.buffer) {
@@ -190,12 +192,25 @@ void bind(const Env &env, const CallBinding *cb, const BufferContents *const *ou
         }
         s.scalars[i] = v;
     }
-    for (size_t j = 0; j < nouts; j++) {
-        const BufferContents *b = outs[j];
-        if (!b) throw Error("weft: output buffer " + std::to_string(j) + " is undefined");
-        const LFunc &f = env.funcs[env.index.at(env.outputs[j])];
-        check_buffer_against(b, f.type, (int)f.args.size(), "output Func \"" + f.contents->name + "\"");
-        s.bufs[nin + j] = b;
+    for (size_t j = 0, o = 0; o < env.outputs.size(); o++) {
+        const LFunc &f = env.funcs[env.index.at(env.outputs[o])];
+        const size_t values = std::max<size_t>(1, f.types.size());
+        for (size_t v = 0; v < values; v++, j++) {
+            const BufferContents *b = outs[j];
+            if (!b) throw Error("weft: output buffer " + std::to_string(j) + " is undefined");
+            std::string what = "output Func \"" + f.contents->name + "\"" + (values > 1 ? " value " + std::to_string(v) : "");
+            check_buffer_against(b, values > 1 ? f.types[v] : f.type, (int)f.args.size(), what);
+            if (v > 0)  // (the values of a Tuple are computed over one region)
+                for (int d = 0; d < b->dims; d++)
+                    if (b->dim[d].min != outs[j - v]->dim[d].min || b->dim[d].extent != outs[j - v]->dim[d].extent)
+                        throw Error("weft: the buffers of the values of output Func \"" + f.contents->name +
+                                    "\" differ in dimension " + std::to_string(d) + " (value 0: min " +
+                                    std::to_string(outs[j - v]->dim[d].min) + ", extent " +
+                                    std::to_string(outs[j - v]->dim[d].extent) + "; value " + std::to_string(v) +
+                                    ": min " + std::to_string(b->dim[d].min) + ", extent " +
+                                    std::to_string(b->dim[d].extent) + "); they must cover one region");
+            s.bufs[nin + j] = b;
+        }
     }
     s.shape.clear();
     for (auto *b : s.bufs) {
@@ -212,7 +227,7 @@ std::map<std::string, Expr> shape_consts(const Env &env) {
     std::map<std::string, Expr> m;
     size_t nin = env.inputs.size();
     for (size_t i = 0; i < scratch.bufs.size(); i++) {
-        const std::string &name = i < nin ? env.inputs[i].name : env.outputs[i - nin];
+        const std::string &name = i < nin ? env.inputs[i].name : env.output_buffers[i - nin];
         const BufferContents *b = scratch.bufs[i];
         for (int d = 0; d < b->dims; d++) {
             m[buffer_field(name, "min", d)] = Expr(b->dim[d].min);
@@ -253,7 +268,7 @@ std::vector<PipelineSchedule> schedules_for_bound_shapes(const Env &env,
     size_t nin = env.inputs.size();
     for (size_t i = 0; i < scratch.bufs.size(); i++)
         for (int d = 0; d < scratch.bufs[i]->dims; d++)
-            shapes[i < nin ? env.inputs[i].name : env.outputs[i - nin]].push_back(
+            shapes[i < nin ? env.inputs[i].name : env.output_buffers[i - nin]].push_back(
                 {scratch.bufs[i]->dim[d].min, scratch.bufs[i]->dim[d].extent});
     std::map<std::string, const void *> params;
     for (size_t i = 0; i < env.params.size() && i < scratch.scalars.size(); i++) params[env.params[i].name] = scratch.scalars[i];
@@ -570,7 +585,8 @@ static void check_pipeline(const std::shared_ptr<PipelineContents> &c) {
     if (!c) throw Error("weft: use of an empty Pipeline");
 }
 /** A new output buffer of sizes (mins 0) for Func f, after checking the sizes fit it. */
-static Buffer<void> new_output(const FunctionContents &f, const std::vector<int> &sizes) {
+/** The buffers of an output: one, or one per value of a Tuple. */
+static void new_outputs(const FunctionContents &f, const std::vector<int> &sizes, std::vector<Buffer<void>> &outs) {
     if (!f.defined) throw Error("weft: realize() of Func \"" + f.name + "\", which has no definition");
     if (sizes.size() != f.args.size())
         throw Error("weft: realize(): Func \"" + f.name + "\" has " + std::to_string(f.args.size()) +
@@ -579,13 +595,14 @@ static Buffer<void> new_output(const FunctionContents &f, const std::vector<int>
         if (sizes[i] < 0)
             throw Error("weft: realize(): negative size " + std::to_string(sizes[i]) + " for dimension " +
                         std::to_string(i) + " of Func \"" + f.name + "\"");
-    return Buffer<void>(f.type, sizes, f.name);
+    if (f.types.empty()) outs.push_back(Buffer<void>(f.type, sizes, f.name));
+    for (size_t i = 0; i < f.types.size(); i++) outs.push_back(Buffer<void>(f.types[i], sizes, f.name + "." + std::to_string(i)));
 }
 
 Realization Pipeline::realize(const std::vector<int> &sizes, const Target &t) {
     check_pipeline(c_);
     std::vector<Buffer<void>> outs;
-    for (auto &f : c_->outputs) outs.push_back(new_output(*f, sizes));
+    for (auto &f : c_->outputs) new_outputs(*f, sizes, outs);
     realize(RealizationArg(outs), t);
     return Realization(outs);
 }
@@ -645,10 +662,8 @@ void lower_for_view(const std::shared_ptr<PipelineContents> &c, const std::vecto
     }
     std::vector<Buffer<void>> outs;
     std::vector<const BufferContents *> ptrs;
-    for (auto &f : c->outputs) {
-        outs.push_back(new_output(*f, *sizes));
-        ptrs.push_back(outs.back().contents().get());
-    }
+    for (auto &f : c->outputs) new_outputs(*f, *sizes, outs);
+    for (auto &o : outs) ptrs.push_back(o.contents().get());
     Env env = build_env(c->outputs, false);
     bind(env, nullptr, ptrs.data(), ptrs.size());
     if (t.arch() == Target::Arch::Host && schedules_itself(env)) {
@@ -744,7 +759,7 @@ void Pipeline::print_loop_nest(const std::vector<int> &sizes, const Target &t) {
 void Pipeline::compile_jit(const std::vector<int> &sizes, const Target &t) {
     check_pipeline(c_);
     std::vector<Buffer<void>> outs;
-    for (auto &f : c_->outputs) outs.push_back(new_output(*f, sizes));
+    for (auto &f : c_->outputs) new_outputs(*f, sizes, outs);
     compile_jit(RealizationArg(outs), t);
 }
 void Pipeline::compile_jit(const RealizationArg &arg, const Target &t) {
@@ -828,25 +843,30 @@ static void check_levels(const Env &env, const std::vector<Directive> &calls, co
         return false;
     };
     // Each Func's last compute-level and store-level call (compute_inline resets both).
-    std::map<std::string, size_t> compute, store;
+    std::map<std::string, size_t> compute, store, hoist;
     for (size_t i = 0; i < calls.size(); i++) {
         Directive::Op op = calls[i].op;
         if (op == Directive::ComputeRoot || op == Directive::ComputeInline || op == Directive::ComputeAt)
             compute[calls[i].func] = i;
         if (op == Directive::StoreRoot || op == Directive::StoreAt || op == Directive::ComputeInline)
             store[calls[i].func] = i;
+        if (op == Directive::HoistStorage || op == Directive::HoistStorageRoot || op == Directive::ComputeInline)
+            hoist[calls[i].func] = i;
     }
     std::vector<size_t> levels;
-    for (auto *m : {&compute, &store})
+    for (auto *m : {&compute, &store, &hoist})
         for (auto &[f, i] : *m)
-            if (calls[i].op == Directive::ComputeAt || calls[i].op == Directive::StoreAt) levels.push_back(i);
+            if (calls[i].op == Directive::ComputeAt || calls[i].op == Directive::StoreAt ||
+                calls[i].op == Directive::HoistStorage)
+                levels.push_back(i);
     std::sort(levels.begin(), levels.end());  // (the first line first)
     for (size_t i : levels) {
         const Directive &d = calls[i];
         const std::string &g = d.names[0];
         if (g == d.func) continue;  // (the call itself refuses it)
         std::string head = "weft: schedule line " + std::to_string(lines[i]) + ": Func \"" + d.func + "\"." +
-                           (d.op == Directive::ComputeAt ? "compute_at(" : "store_at(") + g + ", " + d.names[1] + "): ";
+                           (d.op == Directive::ComputeAt ? "compute_at(" : d.op == Directive::StoreAt ? "store_at(" : "hoist_storage(") +
+                           g + ", " + d.names[1] + "): ";
         if (!uses(g, d.func))
             throw Error(head + "Func \"" + g + "\" does not use \"" + d.func +
                         "\" (directly or through other Funcs), so \"" + d.func +
@@ -898,7 +918,8 @@ void Pipeline::apply_schedule_source(const std::string &cpp) {
 int Callable::call(const CallArg *args, size_t n) const {
     if (!c_) throw Error("weft: call of an empty Callable");
     const auto &decl = c_->args;
-    size_t nouts = c_->pipeline->outputs.size();
+    size_t nouts = 0;
+    for (auto &f : c_->pipeline->outputs) nouts += std::max<size_t>(1, f->types.size());
     if (n != decl.size() + nouts)
         throw Error("weft: the Callable takes " + std::to_string(decl.size() + nouts) + " arguments (" +
                     join_arg_names(decl) + (decl.empty() ? "" : ", then ") + std::to_string(nouts) +
@@ -952,10 +973,21 @@ static std::shared_ptr<PipelineContents> self_pipeline(const std::shared_ptr<Fun
 }
 Realization Func::realize(const std::vector<int> &sizes, const Target &t) {
     auto p = self_pipeline(c_);
-    Buffer<void> out = new_output(*c_, sizes);
-    const BufferContents *o = out.contents().get();
-    p->call(t, nullptr, &o, 1);
-    return Realization({out});
+    std::vector<Buffer<void>> outs;
+    new_outputs(*c_, sizes, outs);
+    std::vector<const BufferContents *> o;
+    for (auto &b : outs) o.push_back(b.contents().get());
+    p->call(t, nullptr, o.data(), o.size());
+    return Realization(outs);
+}
+void Func::realize(const RealizationArg &outs, const Target &t) {
+    auto p = self_pipeline(c_);
+    std::vector<const BufferContents *> o;
+    for (size_t i = 0; i < outs.bufs.size(); i++) {
+        if (!outs.bufs[i].defined()) throw Error("weft: realize() into an undefined Buffer (output " + std::to_string(i) + ")");
+        o.push_back(outs.bufs[i].contents().get());
+    }
+    p->call(t, nullptr, o.data(), o.size());
 }
 void Func::realize_into(const Buffer<void> &out, const Target &t) {
     auto p = self_pipeline(c_);

@@ -208,4 +208,126 @@ TEST(Storage, NoSlidingAlongAFusedLoop) {
         }
 }
 
+// hoist_storage: the allocation moves out of the loops between the store level and the hoist
+// level, once at the largest size an iteration needs; the values stay those of store_at.
+size_t count_of(const std::string &text, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+    return n;
+}
+
+TEST(Storage, HoistStorageAllocatesOnceOutsideTheLoopsBetween) {
+    for (bool root : {false, true}) {
+        Tiles t;
+        t.c.tile(t.x, t.y, t.xo, t.yo, t.xi, t.yi, 16, 8, TailStrategy::GuardWithIf);
+        t.p.compute_at(t.c, t.xo).store_in(MemoryType::Heap);  // (allocated at every tile without the hoist)
+        if (root) t.p.hoist_storage_root();
+        else t.p.hoist_storage(t.c, t.yo);
+        std::string ir = Pipeline(t.c).lowered_ir({201, 100});
+        std::string last = ir.substr(ir.rfind("// ----"));
+        EXPECT_EQ(count_of(last, "allocate tile_p["), 1u) << last;
+        size_t alloc = last.find("allocate tile_p[float32 * (int64)153]");  // (16 + 1) x (8 + 1): the largest tile
+        size_t loop = last.find(root ? "for (tile_c.s0.yo" : "for (tile_c.s0.xo");
+        ASSERT_NE(alloc, std::string::npos) << last;
+        ASSERT_NE(loop, std::string::npos) << last;
+        EXPECT_LT(alloc, loop) << "the allocation is made outside the loop: " << last;
+        Buffer<float> out(201, 100);
+        t.c.realize(out);
+        t.check(out);
+        // The schedule reads back, as C++ and as text.
+        Pipeline pl(t.c);
+        std::string cpp = pl.get_schedule().cpp_source();
+        EXPECT_NE(cpp.find(root ? "tile_p.hoist_storage_root();" : "tile_p.hoist_storage(tile_c, yo);"), std::string::npos) << cpp;
+        Schedule back = Schedule::from_string(pl.get_schedule().to_string());
+        EXPECT_TRUE(back == pl.get_schedule());
+        Tiles u;
+        u.c.tile(u.x, u.y, u.xo, u.yo, u.xi, u.yi, 16, 8, TailStrategy::GuardWithIf);
+        Pipeline pu(u.c);
+        pu.apply_schedule_source(cpp);
+        EXPECT_TRUE(pu.get_schedule() == pl.get_schedule()) << pu.get_schedule().to_string();
+        // compute_inline forgets it, as it forgets store_at.
+        t.p.compute_inline();
+        EXPECT_EQ(pl.get_schedule().to_string().find("hoist"), std::string::npos);
+    }
+}
+
+TEST(Storage, HoistStorageOfASizeKnownOnlyWhenRun) {
+    // q's region along k is rows (a Param): hoisted to the root, its size is that expression.
+    Tiles t;
+    Param<int> rows("hoist_rows");
+    Func q("hoist_q"), r("hoist_r");
+    RDom k(0, rows);
+    q(t.x, t.y) = t.p(t.x, t.y) * 3.0f;
+    r(t.x) = 0.0f;
+    r(t.x) += q(t.x, k);
+    q.compute_at(r, t.x).hoist_storage_root();
+    r.update(0).reorder(k.x, t.x);  // x outside k: q computed per x, over every k
+    t.p.compute_root();
+    for (int n : {3, 7}) {
+        rows.set(n);
+        Buffer<float> o = r.realize({8});
+        for (int i = 0; i < 8; i++) {
+            float want = 0.0f;
+            for (int j = 0; j < n; j++) want += t.in(i, j) * 2.0f * 3.0f;
+            ASSERT_EQ(o(i), want) << i << " rows " << n;
+        }
+    }
+    std::string ir = Pipeline(r).lowered_ir({8});
+    std::string last = ir.substr(ir.rfind("// ----"));
+    EXPECT_EQ(count_of(last, "allocate hoist_q["), 1u) << last;
+    EXPECT_NE(last.find("in heap"), std::string::npos) << last;
+    // On the stack it would need a constant size.
+    q.store_in(MemoryType::Stack);
+    std::string m = weft_test::error_of([&] { r.realize({8}); });
+    EXPECT_NE(m.find("\"hoist_q\""), std::string::npos) << m;
+    EXPECT_NE(m.find("stack"), std::string::npos) << m;
+}
+
+TEST(Storage, HoistStorageThatCannotBeDoneIsAClearError) {
+    auto fresh = [] {
+        auto t = std::make_unique<Tiles>();
+        t->c.tile(t->x, t->y, t->xo, t->yo, t->xi, t->yi, 16, 8, TailStrategy::GuardWithIf);
+        return t;
+    };
+    auto expect = [](const std::string &m, std::vector<std::string> parts) {
+        for (auto &p : parts) EXPECT_NE(m.find(p), std::string::npos) << "\"" << p << "\" not in: " << m;
+    };
+    {  // across a parallel loop: the iterations would share one buffer
+        auto t = fresh();
+        t->c.parallel(t->yo);
+        t->p.compute_at(t->c, t->xo).hoist_storage_root();
+        Buffer<float> out(64, 32);
+        out.fill(-1.0f);
+        expect(weft_test::error_of([&] { t->c.realize(out); }), {"\"tile_p\".hoist_storage_root()", "parallel loop", "tile_c.s0.yo"});
+        EXPECT_EQ(out(0, 0), -1.0f) << "nothing is written";
+        t->c.serial(t->yo);  // the same, serial: runs
+        t->c.realize(out);
+        t->check(out);
+    }
+    {  // inside the store level: the storage is not below that loop
+        auto t = fresh();
+        t->p.store_root().compute_at(t->c, t->xo).hoist_storage(t->c, t->yo);
+        expect(weft_test::error_of([&] { t->c.realize({64, 32}); }), {"hoist_storage(tile_c, yo)", "does not contain the storage"});
+    }
+    {  // a loop the consumer does not have
+        auto t = fresh();
+        t->p.compute_at(t->c, t->xo).hoist_storage(t->c, Var("zz"));
+        expect(weft_test::error_of([&] { t->c.realize({64, 32}); }), {"no loop named \"zz\""});
+    }
+    {  // an output's storage is its buffer
+        auto t = fresh();
+        t->c.hoist_storage_root();
+        expect(weft_test::error_of([&] { t->c.realize({64, 32}); }), {"\"tile_c\"", "output"});
+    }
+    {  // the calls themselves
+        auto t = fresh();
+        expect(weft_test::error_of([&] { t->p.hoist_storage(t->p, t->x); }), {"inside itself"});
+        expect(weft_test::error_of([&] { t->p.hoist_storage(LoopLevel::inlined()); }), {"LoopLevel::inlined()"});
+        Func other("hoist_other");
+        other(t->x) = t->x;
+        t->p.compute_at(t->c, t->xo).hoist_storage(other, t->x);
+        expect(weft_test::error_of([&] { t->c.realize({64, 32}); }), {"hoist_other", "not part of this pipeline"});
+    }
+}
+
 }  // namespace

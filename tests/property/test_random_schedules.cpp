@@ -78,6 +78,8 @@ struct Node {
     // Filled in by the generator:
     bool inlined = true;
     std::vector<std::vector<Loop>> loops;  // per stage, final loop list
+    std::string store_loop;                // computed at a consumer: the loop it is stored at
+    int store_consumer = -1, store_stage = 0;
 };
 
 std::vector<Loop> initial_loops(const Func &f, int stage) {
@@ -104,12 +106,14 @@ public:
             n.loops.clear();
             for (int s = 0; s <= n.f.num_update_definitions(); s++) n.loops.push_back(initial_loops(n.f, s));
             n.inlined = !n.output;
+            n.store_loop.clear();
         }
         for (size_t i = 0; i < nodes.size(); i++) {
             Node &n = nodes[i];
             if (!n.output && !place(nodes, (int)i)) continue;  // inlined: no loop schedule
             for (int s = 0; s <= n.f.num_update_definitions(); s++) schedule_stage(n, s);
         }
+        for (auto &n : nodes) hoist(nodes, n);
     }
 
 private:
@@ -195,10 +199,41 @@ private:
             int st = rng_.pick(outer);
             log += n.f.name() + ".store_at(" + cn.f.name() + ", " + ls[(size_t)st].name + ");\n";
             n.f.store_at(cn.f, vr(ls[(size_t)st]));
+            n.store_loop = ls[(size_t)st].name;
         }
+        if (o == 2) n.store_loop = ls[(size_t)at].name;
+        n.store_consumer = c;
+        n.store_stage = use_stage;
         log += n.f.name() + ".compute_at(" + cn.f.name() + ", " + ls[(size_t)at].name + ");\n";
         n.f.compute_at(cn.f, vr(ls[(size_t)at]));
         return true;
+    }
+
+    /** Sometimes moves the allocation of a Func stored at a consumer's loop out to an outer
+        loop of it (or to the root, for an output's loops), never across a parallel loop (where
+        lowering refuses it: the iterations would share one buffer). */
+    void hoist(std::vector<Node> &nodes, Node &n) {
+        if (n.store_loop.empty() || !rng_.chance(0.3)) return;
+        Node &cn = nodes[(size_t)n.store_consumer];
+        const auto &ls = cn.loops[(size_t)n.store_stage];
+        size_t at = 0;
+        while (at < ls.size() && ls[at].name != n.store_loop) at++;
+        if (at == ls.size()) return;
+        std::vector<int> outer;  // the loops it may be hoisted to (innermost first)
+        size_t k = at;
+        for (; k < ls.size(); k++) {
+            if (ls[k].name.find('?') == std::string::npos) outer.push_back((int)k);
+            if (ls[k].parallel) break;  // (its own iterations: each gets the buffer)
+        }
+        bool root = k == ls.size() && cn.output;
+        if (root && rng_.chance(0.25)) {
+            log += n.f.name() + ".hoist_storage_root();\n";
+            n.f.hoist_storage_root();
+        } else if (!outer.empty()) {
+            const Loop &l = ls[(size_t)rng_.pick(outer)];
+            log += n.f.name() + ".hoist_storage(" + cn.f.name() + ", " + l.name + ");\n";
+            n.f.hoist_storage(cn.f, vr(l));
+        }
     }
 
     TailStrategy pick_tail(const Node &n, int s, const Loop &l, bool allow_roundup) {
@@ -740,6 +775,33 @@ TEST(RandomSchedules, HalideSpellings) {
                              std::to_string(oy) + " input " + std::to_string(IW) + "x" + std::to_string(IH) + " kind " +
                              std::to_string(kind),
                          t, out, ref);
+    }
+}
+
+// ---------------------------------------------------------------- a Tuple producer with an update
+
+TEST(RandomSchedules, Tuples) {
+    const int N = schedules_per_pipeline();
+    for (int trial = first_trial(); trial < N; trial++) {
+        Rng r(8000u + (uint32_t)trial);
+        const int W = random_extent(r, trial), H = trial == 0 ? 7 : random_extent(r, trial);
+        const int P = 24;  // (RoundUp may compute past the region read)
+        Buffer<int16_t> in(W + 2 * P, H + 2 * P);
+        in.set_min(-P, -P);
+        fill_random(in, r, -100, 100);
+        auto build = [&](std::vector<Node> &nodes) {
+            Var x("x"), y("y");
+            RDom rr(0, 3, "r");
+            Func p("p"), out("out");
+            p(x, y) = Tuple(cast<int>(in(x, y)) + in(x + 1, y), cast<float>(in(x, y + 1)) * 0.5f);
+            // Each new value from both old ones.
+            p(x, y) = Tuple(p(x, y)[0] * 2 - rr.x + cast<int>(p(x, y)[1]), p(x, y)[1] + cast<float>(p(x, y)[0]) * 0.25f);
+            out(x, y) = cast<float>(p(x, y)[0]) - p(x + 1, y)[1] + p(x, y + 1)[1];
+            nodes = {Node{out, true}, Node{p, false, true, 0, 0}};
+        };
+        Trial t = trial_of(build);
+        Buffer<float> out(W, H), ref(W, H);
+        run_trial<float>("tuples", 8000u + (uint32_t)trial, std::to_string(W) + "x" + std::to_string(H), t, out, ref);
     }
 }
 
