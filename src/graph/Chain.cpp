@@ -27,9 +27,11 @@ struct Subst {
     std::map<const ParamContents *, std::shared_ptr<ParamContents>> params;
 };
 
-Expr func_call(const std::shared_ptr<FunctionContents> &f, std::vector<Expr> args) {
-    auto c = std::make_shared<Call>(f->type, f->name, std::move(args), Call::Func);
+/** A call of f (of its value `value`, for a Func defined with a Tuple). */
+Expr func_call(const std::shared_ptr<FunctionContents> &f, std::vector<Expr> args, int value = 0) {
+    auto c = std::make_shared<Call>(f->types.empty() ? f->type : f->types.at((size_t)value), f->name, std::move(args), Call::Func);
     c->func = f;
+    c->value_index = value;
     return Expr(c);
 }
 
@@ -67,6 +69,7 @@ public:
         c->name = f->name;
         c->args = f->args;
         c->type = f->type;
+        c->types = f->types;
         c->defined = f->defined;
         c->seam = f->seam;
         c->init = definition(*f, f->init);
@@ -125,7 +128,7 @@ private:
             std::vector<Expr> args;
             for (auto &a : op->args) args.push_back(mutate(a));
             if (auto w = wrapper_read_by(op, consumer_)) return func_call(c_.get(w), std::move(args));
-            if (op->call_type == Call::Func && op->func) return func_call(c_.get(op->func), std::move(args));
+            if (op->call_type == Call::Func && op->func) return func_call(c_.get(op->func), std::move(args), op->value_index);
             if (op->call_type == Call::Image && op->image) {
                 auto it = c_.sub.images.find(op->image.get());
                 if (it != c_.sub.images.end()) {

@@ -238,4 +238,22 @@ TEST(Tuples, MisuseIsAClearError) {
     EXPECT_EQ(b(3), 3.0f);
 }
 
+TEST(Tuples, InsideADeferredPart) {
+    Var x("x");
+    ImageParam in(Int(32), 1, "tuple_chain_in");
+    Func t("tuple_chain_t"), o("tuple_chain_o");
+    t(x) = Tuple(in(x), in(x) * 10);
+    o(x) = t(x)[1] - t(x)[0];
+    t.compute_root();
+    Callable c = Pipeline(o).compile_to_callable({in});
+    Buffer<int> b(8);
+    for (int i = 0; i < 8; i++) b(i) = i;
+    LazyBuffer l = c.defer({8}, b);
+    Buffer<int> r = l.realize();
+    for (int i = 0; i < 8; i++) EXPECT_EQ(r(i), 9 * i);
+    // A part whose output is a Tuple Func: refused when deferred.
+    Callable ct = Pipeline(t).compile_to_callable({in});
+    expect_has(error_of([&] { ct.defer({8}, b); }), {"tuple_chain_t", "Tuple"});
+}
+
 }  // namespace
