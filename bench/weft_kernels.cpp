@@ -71,6 +71,35 @@ struct Sgemm : WeftKernel {
     void run() override { check(fn(bufs[0], bufs[1], bufs[2])); }
 };
 
+/** u8 x s8 -> s32 GEMM: B packed once outside the call (weft_schedules.h); the output exposed as
+    floats for the harness's check (each side converts its int32s the same way). */
+struct GemmU8S8 : bench::Kernel {
+    Buffer<uint8_t> A;
+    Buffer<int8_t> Bp;
+    Buffer<int32_t> C;
+    mutable std::vector<float> as_float;
+    Callable fn;
+    explicit GemmU8S8(int n) : A(n, n), Bp(4, n, n / 4), C(n, n) {
+        for (int y = 0; y < n; y++)
+            for (int k = 0; k < n; k++) A(k, y) = bench::gemm_u8(y, k);
+        for (int kq = 0; kq < n / 4; kq++)
+            for (int x = 0; x < n; x++)
+                for (int t = 0; t < 4; t++) Bp(t, x, kq) = bench::gemm_s8(x, 4 * kq + t);
+        weft_bench::Def d = weft_bench::gemm_u8s8(n);
+        fn = Pipeline(d.out).compile_to_callable({d.inputs[0], d.inputs[1]});
+    }
+    void run() override {
+        if (fn(A, Bp, C) != 0) throw std::runtime_error("weft call failed");
+    }
+    const float *out() const override {
+        as_float.resize((size_t)C.width() * C.height());
+        for (int y = 0; y < C.height(); y++)
+            for (int x = 0; x < C.width(); x++) as_float[(size_t)y * C.width() + x] = (float)C(x, y);
+        return as_float.data();
+    }
+    size_t out_size() const override { return (size_t)C.width() * C.height(); }
+};
+
 struct Blur : WeftKernel {
     explicit Blur(int W) {
         bufs.reserve(2);
@@ -224,6 +253,7 @@ int main(int argc, char **argv) {
         if (k == "layernorm") return std::make_unique<LayerNorm>(size);
         if (k == "conv") return std::make_unique<Conv>(size);
         if (k == "conv_add") return std::make_unique<ConvAdd>(size);
+        if (k == "gemm_u8s8") return std::make_unique<GemmU8S8>(size);
         return nullptr;
     });
 }

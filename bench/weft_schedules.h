@@ -113,6 +113,34 @@ inline Def sgemm(int n) {
     return {C, {V, S}};
 }
 
+// ======================================================================================= int8 GEMM
+// C(x, y) = Σ_k A(k, y)·B(x, k), A uint8, B int8, C int32 (as oneDNN's u8 x s8 -> s32 matmul).
+// B comes packed, as inference weights are (once, outside the call): Bp(t, x, kq) = B(x, 4 kq + t),
+// the four bytes of k that one 32-bit lane sums next to each other. Each four products of a lane
+// are one vpdpbusd where the target has AVX-512 VNNI (code generation finds the four-term sum of
+// widened u8 x s8 products); elsewhere the same code, product by product.
+inline Def gemm_u8s8(int n) {
+    ImageParam A(UInt(8), 2, "A"), Bp(Int(8), 3, "Bp");
+    Var x("x"), y("y");
+    RDom kq(0, n / 4, "kq");
+    Func prod("prod"), C("C");
+    prod(x, y) = 0;
+    Expr sum = 0;
+    for (int t = 0; t < 4; t++) sum = sum + cast<int>(A(4 * kq + t, y)) * cast<int>(Bp(t, x, kq));
+    prod(x, y) += sum;
+    C(x, y) = prod(x, y);
+    // As SGEMM's: an accumulator tile in registers (64 x 6: 24 vectors; 48 x 8 and 80 x 5 were
+    // within noise of it, 96 x 4 and 32 x 12 slower), columns of tiles in parallel.
+    const int vec = 16;
+    int tx = 4 * vec, ty = 6;
+    if (const char *t = std::getenv("WEFT_BENCH_TILE_U8S8")) std::sscanf(t, "%dx%d", &tx, &ty);
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
+    prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
+    prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
+    return {C, {A, Bp}};
+}
+
 // ============================================================================================= blur
 // 3×3 box blur as two passes over a 4096² image with a one-pixel border (input mins -1).
 inline Def blur() {

@@ -57,6 +57,11 @@ constexpr int kSoftmaxCols = 1024;
 constexpr int kConvN = 4, kConvC = 64;
 constexpr float kLayerNormEps = 1e-5f;
 
+/** The int8 GEMM's inputs (gemm_u8s8: C(x, y) = sum_k A(k, y) B(x, k), u8 x s8 -> s32), the
+    same bytes on every side: A row y, column k; B row k, column x. */
+inline uint8_t gemm_u8(int y, int k) { return (uint8_t)((y * 131 + k * 7 + (y * k) % 13) & 255); }
+inline int8_t gemm_s8(int x, int k) { return (int8_t)(((x * 29 + k * 113 + (x ^ k) % 11) & 255) - 128); }
+
 /** A deterministic value in [-1, 1) for element i of the input with this seed. */
 inline float input_value(uint64_t seed, uint64_t i) {
     uint64_t z = i + 0x9E3779B97F4A7C15ull * (seed + 1);

@@ -74,6 +74,51 @@ struct Conv : bench::Kernel {
     size_t out_size() const override { return dst.size(); }
 };
 
+/** u8 x s8 -> s32 matmul (the int8 GEMM of inference): source and destination row-major, the
+    weights in the format oneDNN prefers, reordered once outside the timed call. */
+struct GemmU8S8 : bench::Kernel {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    std::vector<uint8_t> a;
+    std::vector<int8_t> w;
+    std::vector<int32_t> c;
+    mutable std::vector<float> as_float;
+    memory a_m, w_m, c_m;
+    matmul prim;
+    explicit GemmU8S8(int n) : a((size_t)n * n), w((size_t)n * n), c((size_t)n * n) {
+        for (int y = 0; y < n; y++)
+            for (int k = 0; k < n; k++) a[(size_t)y * n + k] = bench::gemm_u8(y, k);
+        for (int k = 0; k < n; k++)
+            for (int x = 0; x < n; x++) w[(size_t)k * n + x] = bench::gemm_s8(x, k);
+        using dt = memory::data_type;
+        using tag = memory::format_tag;
+        memory::desc a_md({n, n}, dt::u8, tag::ab), c_md({n, n}, dt::s32, tag::ab);
+        memory::desc user_w_md({n, n}, dt::s8, tag::ab), any_w_md({n, n}, dt::s8, tag::any);
+        matmul::desc d(a_md, any_w_md, c_md);
+        matmul::primitive_desc pd(d, eng);
+        a_m = memory(a_md, eng, a.data());
+        c_m = memory(c_md, eng, c.data());
+        memory user_w(user_w_md, eng, w.data());
+        if (pd.weights_desc() != user_w_md) {
+            w_m = memory(pd.weights_desc(), eng);
+            reorder(user_w, w_m).execute(strm, user_w, w_m);
+            strm.wait();
+        } else {
+            w_m = user_w;
+        }
+        prim = matmul(pd);
+    }
+    void run() override {
+        prim.execute(strm, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, c_m}});
+        strm.wait();
+    }
+    const float *out() const override {
+        as_float.assign(c.begin(), c.end());
+        return as_float.data();
+    }
+    size_t out_size() const override { return c.size(); }
+};
+
 }  // namespace
 
 int main() {
@@ -81,6 +126,7 @@ int main() {
     return bench::serve([](const std::string &k, const std::string &, int size) -> std::unique_ptr<bench::Kernel> {
         if (k == "conv") return std::make_unique<Conv>(size);
         if (k == "conv_add") return std::make_unique<Conv>(size, true);
+        if (k == "gemm_u8s8") return std::make_unique<GemmU8S8>(size);
         return nullptr;
     });
 }

@@ -90,6 +90,11 @@ def make_configs(args):
         # against oneDNN's post-ops (ReLU, then a binary add).
         cfgs.append(dict(kernel="conv_add", size=S, threads=t, peers=["onednn"], atol=1e-3, rtol=1e-3,
                          flops=2.0 * 4 * S * S * 64 * 64 * 9, bytes=None, target=lambda p: 1.0))
+    # int8 GEMM (u8 x s8 -> s32) against oneDNN's matmul; exact (both sides' int32s as floats).
+    for n in ([1024] if args.quick else [1024, 2048]):
+        for t in args.threads:
+            cfgs.append(dict(kernel="gemm_u8s8", size=n, threads=t, peers=["onednn"], atol=0, rtol=0,
+                             flops=2.0 * n ** 3, bytes=None, target=lambda p: 1.0))
     # The app suite: each app with Halide's expert schedule against Halide's own, and each app
     # unscheduled against Halide unscheduled (at the app's smaller unscheduled size; not run where
     # inlining everything is exponential). Target 1.0; first-call time recorded on both sides.

@@ -1286,6 +1286,177 @@ private:
                             " writes it with a scatter (a store per lane): vectorize the dimension it is stored along "
                             "(the innermost of its storage)");
     }
+    // ---- dot products of bytes (AVX-512 VNNI / AVX-VNNI vpdpbusd)
+
+    /** An int32 vector of n lanes that is an 8-bit integer widened: the 8-bit value (a vector
+        of n lanes, or a scalar broadcast to them). */
+    struct ByteOperand {
+        Expr v;
+        bool broadcast = false, is_signed = false;
+    };
+    static bool byte_operand(const Expr &e, int n, ByteOperand *out) {
+        Expr v;
+        bool bc = false;
+        if (auto c = e.as<Cast>()) v = c->value;
+        else if (auto b = e.as<Broadcast>()) {
+            auto c = b->value.as<Cast>();
+            if (!c) return false;
+            v = c->value;
+            bc = true;
+        } else return false;
+        Type t = v.type();
+        if (t.bits() != 8 || !t.is_int_or_uint() || t.lanes() != (bc ? 1 : n)) return false;
+        *out = {v, bc, t.is_int()};
+        return true;
+    }
+    /** e's terms, through nested +. */
+    static void add_terms(const Expr &e, std::vector<Expr> &out) {
+        if (auto a = e.as<Add>()) {
+            add_terms(a->a, out);
+            add_terms(a->b, out);
+        } else out.push_back(e);
+    }
+    static bool loads_from(const Expr &e, const std::string &name) {
+        class Find : public IRVisitor {
+        public:
+            const std::string *name;
+            bool found = false;
+
+        protected:
+            void visit(const Load *op) override {
+                found |= op->name == *name;
+                IRVisitor::visit(op);
+            }
+        } f;
+        f.name = &name;
+        f.include(e);
+        return f.found;
+    }
+    /** The four 8-bit operands a0..a3 interleaved into one vector of 4n bytes: byte 4j + t is
+        lane j of a_t, as vpdpbusd reads them. Four loads at consecutive stride-4 ramps are one
+        dense load; four broadcasts, one broadcast 32-bit word. */
+    llvm::Value *interleaved_bytes(const std::vector<ByteOperand> &ops, int n) {
+        llvm::Type *i8t = llvm::Type::getInt8Ty(ctx);
+        auto l0 = ops[0].v.as<Load>();
+        bool dense = l0 && !ops[0].broadcast;
+        for (int t = 0; dense && t < 4; t++) {
+            auto l = ops[t].v.as<Load>();
+            auto r = l ? l->index.as<Ramp>() : nullptr;
+            int64_t stride = 0, off = -1;
+            dense = r && l->name == l0->name && is_const_int(r->stride, &stride) && stride == 4 &&
+                    is_const_int(simplify(r->base - l0->index.as<Ramp>()->base), &off) && off == t;
+        }
+        if (dense)
+            return codegen(Load::make(l0->type.element_of(), l0->name, Ramp::make(l0->index.as<Ramp>()->base, 1, 4 * n)));
+        if (ops[0].broadcast && ops[1].broadcast && ops[2].broadcast && ops[3].broadcast) {
+            // Four adjacent bytes of one buffer: one 32-bit load.
+            auto b0 = ops[0].v.as<Load>();
+            bool adjacent = b0 && b0->type.bytes() == 1;
+            for (int t = 1; adjacent && t < 4; t++) {
+                auto l = ops[t].v.as<Load>();
+                int64_t off = -1;
+                adjacent = l && l->name == b0->name && is_const_int(simplify(l->index - b0->index), &off) && off == t;
+            }
+            if (adjacent) {
+                Sym s = lookup(b0->name);
+                llvm::Value *p = b.CreateInBoundsGEP(i8t, s.value, index64(codegen_index(b0->index)));
+                llvm::Value *word = tag(b.CreateAlignedLoad(i32, p, llvm::Align(1)), s);
+                return b.CreateBitCast(b.CreateVectorSplat(n, word), llvm::FixedVectorType::get(i8t, 4 * n));
+            }
+            llvm::Value *word = nullptr;
+            for (int t = 0; t < 4; t++) {
+                llvm::Value *byte = b.CreateZExt(codegen(ops[t].v), i32);
+                if (t) byte = b.CreateShl(byte, (uint64_t)(8 * t));
+                word = word ? b.CreateOr(word, byte) : byte;
+            }
+            return b.CreateBitCast(b.CreateVectorSplat(n, word), llvm::FixedVectorType::get(i8t, 4 * n));
+        }
+        std::vector<llvm::Value *> v;
+        for (auto &o : ops) v.push_back(o.broadcast ? b.CreateVectorSplat(n, codegen(o.v)) : codegen(o.v));
+        std::vector<int> two(2 * n), four(4 * n), mix(4 * n);
+        for (int k = 0; k < 2 * n; k++) two[k] = k;
+        for (int k = 0; k < 4 * n; k++) four[k] = k;
+        for (int j = 0; j < n; j++)
+            for (int t = 0; t < 4; t++) mix[4 * j + t] = t * n + j;
+        llvm::Value *all = b.CreateShuffleVector(b.CreateShuffleVector(v[0], v[1], two), b.CreateShuffleVector(v[2], v[3], two), four);
+        return b.CreateShuffleVector(all, mix);
+    }
+    /** Stores list[i], list[i + 1], ... that each add to one int32 vector X[I] (X[I] = X[I] + e,
+        with e not reading X): where their terms hold widened u8 * i8 products (in either order),
+        each four of them are one vpdpbusd (the sum of four byte products per 32-bit lane) on
+        targets with VNNI, the other terms added as they are, and X[I] stored once. Exact: the
+        adds of 32-bit integers wrap, in any order. Returns how many stores it did (0: none). */
+    size_t dot_products(const std::vector<Stmt> &list, size_t i) {
+        auto s0 = list[i].as<Store>();
+        if (!s0 || s0->atomic) return 0;
+        Type t = s0->value.type();
+        const int n = t.lanes();
+        if (t.element_of() != Int(32) || (n != 4 && n != 8 && n != 16)) return 0;
+        if (n == 16 ? !has_features({"avx512vnni", "avx512bw"})
+                    : !has_features({"avx512vnni", "avx512vl"}) && !has_features({"avxvnni"}))
+            return 0;
+        if (loads_from(s0->index, s0->name)) return 0;
+        std::vector<Expr> terms;
+        Expr acc;  // X[I], as the first store reads it
+        size_t k = i;
+        for (; k < list.size(); k++) {
+            auto s = list[k].as<Store>();
+            if (!s || s->atomic || s->name != s0->name || !equal(s->index, s0->index)) break;
+            // Its value's terms: X[I] once, and terms that do not read X.
+            std::vector<Expr> mine;
+            add_terms(s->value, mine);
+            Expr x;
+            bool ok = mine.size() > 1;
+            for (auto &e : mine) {
+                auto l = e.as<Load>();
+                if (l && !x.defined() && l->name == s0->name && equal(l->index, s0->index)) x = e;
+                else if (loads_from(e, s0->name)) ok = false;
+            }
+            if (!ok || !x.defined()) break;
+            if (!acc.defined()) acc = x;
+            for (auto &e : mine)
+                if (!e.same_as(x)) terms.push_back(e);
+        }
+        std::vector<std::pair<ByteOperand, ByteOperand>> products;  // (u8, i8)
+        std::vector<Expr> rest;
+        for (auto &e : terms) {
+            auto m = e.as<Mul>();
+            ByteOperand x, y;
+            if (m && byte_operand(m->a, n, &x) && byte_operand(m->b, n, &y) && x.is_signed != y.is_signed)
+                products.push_back(x.is_signed ? std::make_pair(y, x) : std::make_pair(x, y));
+            else rest.push_back(e);
+        }
+        if (products.size() < 4) return 0;
+        llvm::Intrinsic::ID id = n == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                 : n == 8 ? llvm::Intrinsic::x86_avx512_vpdpbusd_256
+                                          : llvm::Intrinsic::x86_avx512_vpdpbusd_128;
+        llvm::Type *vt = llvm::FixedVectorType::get(i32, n);
+        llvm::Value *sum = codegen(acc);
+        size_t groups = products.size() / 4;
+        for (size_t g = 0; g < groups; g++) {
+            std::vector<ByteOperand> us, ss;
+            for (size_t q = 0; q < 4; q++) {
+                us.push_back(products[4 * g + q].first);
+                ss.push_back(products[4 * g + q].second);
+            }
+            llvm::Value *ua = b.CreateBitCast(interleaved_bytes(us, n), vt), *sb = b.CreateBitCast(interleaved_bytes(ss, n), vt);
+            sum = b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, id), {sum, ua, sb});
+        }
+        for (size_t q = 4 * groups; q < products.size(); q++)
+            rest.push_back(Mul::make(products[q].first.broadcast ? Broadcast::make(Cast::make(Int(32), products[q].first.v), n)
+                                                                 : Cast::make(t, products[q].first.v),
+                                     products[q].second.broadcast ? Broadcast::make(Cast::make(Int(32), products[q].second.v), n)
+                                                                  : Cast::make(t, products[q].second.v)));
+        for (auto &e : rest) sum = b.CreateAdd(sum, codegen(e));
+        const std::string tmp = "dot_products.sum";
+        push(tmp, {sum, 0});
+        auto last = list[k - 1].as<Store>();
+        codegen_store(static_cast<const Store *>(
+            Store::make(s0->name, Variable::make(t, tmp), s0->index, last->alignment, last->nontemporal).get()));
+        pop(tmp);
+        return k - i;
+    }
+
     void codegen_store(const Store *op) {
         if (op->atomic) return codegen_atomic_store(op);
         Type t = op->value.type();
@@ -1535,12 +1706,29 @@ private:
         }
         case IRNodeType::AssertStmt: return codegen_assert(static_cast<const AssertStmt *>(n));
         case IRNodeType::For: return codegen_for(static_cast<const For *>(n));
-        case IRNodeType::Store: return codegen_store(static_cast<const Store *>(n));
+        case IRNodeType::Store:
+            if (dot_products({s}, 0)) return;
+            return codegen_store(static_cast<const Store *>(n));
         case IRNodeType::Allocate: return codegen_allocate(static_cast<const Allocate *>(n));
         case IRNodeType::Block: {
-            auto *op = static_cast<const Block *>(n);
-            codegen(op->first);
-            codegen(op->rest);
+            std::vector<Stmt> list;
+            for (Stmt cur = s; cur.defined();) {  // (rest is a Block again, or the last)
+                auto *op = cur.as<Block>();
+                if (!op) {
+                    list.push_back(cur);
+                    break;
+                }
+                list.push_back(op->first);
+                cur = op->rest;
+            }
+            for (size_t i = 0; i < list.size();) {
+                size_t fused = dot_products(list, i);
+                if (fused) {
+                    i += fused;
+                    continue;
+                }
+                codegen(list[i++]);
+            }
             return;
         }
         case IRNodeType::IfThenElse: {
