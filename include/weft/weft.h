@@ -7,3 +7,4 @@
 #include "weft/Pipeline.h"
 #include "weft/Lazy.h"
 #include "weft/Schedule.h"
+#include "weft/Quantize.h"

@@ -65,8 +65,10 @@ VarOrRVar loop(const Directive &d, size_t i) {
 
 std::string directive_name(const Directive &d) {
     static const char *n[] = {"compute_root", "compute_inline", "compute_at", "store_root", "store_at", "bound", "store_in",
-                              "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "fold_storage", "specialize", "split", "fuse",
+                              "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "fold_storage",
+                              "hoist_storage_root", "hoist_storage", "specialize", "split", "fuse",
                               "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread", "gpu_mma", "compute_with"};
+    static_assert(sizeof(n) / sizeof(n[0]) == Directive::ComputeWith + 1, "a name for every Directive::Op");
     std::string where = "Func \"" + d.func + "\"";
     if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
     if (d.spec >= 0 && d.op != Directive::Specialize) where += " (specialization " + std::to_string(d.spec) + ")";
