@@ -14,6 +14,16 @@ namespace {
 
 using namespace dnnl;
 
+/** The weights in the format the primitive wants: reordered once (outside the timed calls),
+    as an inference engine does, or the user's memory where it is that format already. */
+memory weights_as(const memory::desc &want, memory user, engine &eng, stream &strm) {
+    if (want == user.get_desc()) return user;
+    memory m(want, eng);
+    reorder(user, m).execute(strm, user, m);
+    strm.wait();
+    return m;
+}
+
 struct Conv : bench::Kernel {
     engine eng{engine::kind::cpu, 0};
     stream strm{eng};
@@ -53,14 +63,7 @@ struct Conv : bench::Kernel {
         src_m = memory(src_md, eng, src.data());
         dst_m = memory(dst_md, eng, dst.data());
         bias_m = memory(bias_md, eng, bias.data());
-        memory user_wts(user_wts_md, eng, wts.data());
-        if (pd.weights_desc() != user_wts_md) {
-            wts_m = memory(pd.weights_desc(), eng);
-            reorder(user_wts, wts_m).execute(strm, user_wts, wts_m);
-            strm.wait();
-        } else {
-            wts_m = user_wts;
-        }
+        wts_m = weights_as(pd.weights_desc(), memory(user_wts_md, eng, wts.data()), eng, strm);
         prim = convolution_forward(pd);
     }
     void run() override {
@@ -98,14 +101,7 @@ struct GemmU8S8 : bench::Kernel {
         matmul::primitive_desc pd(d, eng);
         a_m = memory(a_md, eng, a.data());
         c_m = memory(c_md, eng, c.data());
-        memory user_w(user_w_md, eng, w.data());
-        if (pd.weights_desc() != user_w_md) {
-            w_m = memory(pd.weights_desc(), eng);
-            reorder(user_w, w_m).execute(strm, user_w, w_m);
-            strm.wait();
-        } else {
-            w_m = user_w;
-        }
+        w_m = weights_as(pd.weights_desc(), memory(user_w_md, eng, w.data()), eng, strm);
         prim = matmul(pd);
     }
     void run() override {
