@@ -1317,20 +1317,9 @@ private:
         } else out.push_back(e);
     }
     static bool loads_from(const Expr &e, const std::string &name) {
-        class Find : public IRVisitor {
-        public:
-            const std::string *name;
-            bool found = false;
-
-        protected:
-            void visit(const Load *op) override {
-                found |= op->name == *name;
-                IRVisitor::visit(op);
-            }
-        } f;
-        f.name = &name;
-        f.include(e);
-        return f.found;
+        LoadsStores ls;
+        ls.include(e);
+        return ls.reads.count(name) > 0;
     }
     /** The four 8-bit operands a0..a3 interleaved into one vector of 4n bytes: byte 4j + t is
         lane j of a_t, as vpdpbusd reads them. Four loads at consecutive stride-4 ramps are one
@@ -1417,13 +1406,17 @@ private:
             for (auto &e : mine)
                 if (!e.same_as(x)) terms.push_back(e);
         }
-        std::vector<std::pair<ByteOperand, ByteOperand>> products;  // (u8, i8)
+        struct Product {
+            ByteOperand u8, s8;
+            Expr term;
+        };
+        std::vector<Product> products;
         std::vector<Expr> rest;
         for (auto &e : terms) {
             auto m = e.as<Mul>();
             ByteOperand x, y;
             if (m && byte_operand(m->a, n, &x) && byte_operand(m->b, n, &y) && x.is_signed != y.is_signed)
-                products.push_back(x.is_signed ? std::make_pair(y, x) : std::make_pair(x, y));
+                products.push_back(x.is_signed ? Product{y, x, e} : Product{x, y, e});
             else rest.push_back(e);
         }
         if (products.size() < 4) return 0;
@@ -1436,17 +1429,13 @@ private:
         for (size_t g = 0; g < groups; g++) {
             std::vector<ByteOperand> us, ss;
             for (size_t q = 0; q < 4; q++) {
-                us.push_back(products[4 * g + q].first);
-                ss.push_back(products[4 * g + q].second);
+                us.push_back(products[4 * g + q].u8);
+                ss.push_back(products[4 * g + q].s8);
             }
             llvm::Value *ua = b.CreateBitCast(interleaved_bytes(us, n), vt), *sb = b.CreateBitCast(interleaved_bytes(ss, n), vt);
             sum = b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, id), {sum, ua, sb});
         }
-        for (size_t q = 4 * groups; q < products.size(); q++)
-            rest.push_back(Mul::make(products[q].first.broadcast ? Broadcast::make(Cast::make(Int(32), products[q].first.v), n)
-                                                                 : Cast::make(t, products[q].first.v),
-                                     products[q].second.broadcast ? Broadcast::make(Cast::make(Int(32), products[q].second.v), n)
-                                                                  : Cast::make(t, products[q].second.v)));
+        for (size_t q = 4 * groups; q < products.size(); q++) rest.push_back(products[q].term);
         for (auto &e : rest) sum = b.CreateAdd(sum, codegen(e));
         const std::string tmp = "dot_products.sum";
         push(tmp, {sum, 0});
@@ -1712,15 +1701,7 @@ private:
         case IRNodeType::Allocate: return codegen_allocate(static_cast<const Allocate *>(n));
         case IRNodeType::Block: {
             std::vector<Stmt> list;
-            for (Stmt cur = s; cur.defined();) {  // (rest is a Block again, or the last)
-                auto *op = cur.as<Block>();
-                if (!op) {
-                    list.push_back(cur);
-                    break;
-                }
-                list.push_back(op->first);
-                cur = op->rest;
-            }
+            flatten(s, list);
             for (size_t i = 0; i < list.size();) {
                 size_t fused = dot_products(list, i);
                 if (fused) {

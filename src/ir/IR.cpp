@@ -10,14 +10,13 @@
 namespace weft {
 namespace internal {
 
-Expr tuple_value(const Expr &value, int i) {
+const Call *tuple_call(const Expr &value) {
     auto c = value.as<Call>();
-    if (c && c->is_intrinsic("tuple")) return c->args.at((size_t)i);
-    return value;
+    return c && c->is_intrinsic("tuple") ? c : nullptr;
 }
-int tuple_size(const Expr &value) {
-    auto c = value.as<Call>();
-    return c && c->is_intrinsic("tuple") ? (int)c->args.size() : 1;
+Expr tuple_value(const Expr &value, int i) {
+    auto c = tuple_call(value);
+    return c ? c->args.at((size_t)i) : value;
 }
 
 namespace {

@@ -257,11 +257,11 @@ struct Call : ExprNode {
 //   "mul_shift_right"(a, b, q) "rounding_mul_shift_right"(a, b, q): a and b one type (8 to 32
 //     bits), q an unsigned type; the result a's type
 
+/** The "tuple" intrinsic a definition's value (or a Provide's) is, or null for one value. */
+const Call *tuple_call(const Expr &value);
 /** Value i of a definition's value: the "tuple" intrinsic's argument i; else (one value) the
     value itself. */
 Expr tuple_value(const Expr &value, int i);
-/** How many values a definition's value has (the "tuple" intrinsic's arguments, else 1). */
-int tuple_size(const Expr &value);
 
 /** Is an intrinsic of this name the C library's function of the name ("tanh", "atan2", ...;
     float32: the name with "f")? */

@@ -1327,11 +1327,6 @@ Expr simplify(const Expr &e, const Scope &bounds) {
     return s.mutate(e);
 }
 
-Expr substitute_lets(Expr e, const std::vector<const LetStmt *> &lets) {
-    for (auto it = lets.rbegin(); it != lets.rend(); ++it)
-        if (expr_uses_var(e, (*it)->name)) e = substitute((*it)->name, (*it)->value, e);
-    return simplify(e);
-}
 Stmt simplify(const Stmt &st) {
     if (!st.defined()) return st;
     Simp s;

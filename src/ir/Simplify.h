@@ -20,10 +20,6 @@ Expr simplify(const Expr &e, const Scope &bounds);
     constant or a variable; uses loop bounds (For min/extent) as known ranges for the loop
     variable while simplifying its body. */
 Stmt simplify(const Stmt &s);
-/** e, inside the LetStmts `lets` (outermost first), with their values substituted (the
-    innermost first, so that what its value names of an outer one is substituted in turn),
-    simplified. */
-Expr substitute_lets(Expr e, const std::vector<const LetStmt *> &lets);
 /** A constant upper (upper = true) or lower bound of a signed integer e from its structure
     alone (constants, min/max, select, + and -, * by a constant), whatever its variables are:
     min(max(v, 0), 7) + 1 is at most 8. False where there is none. */

@@ -503,11 +503,6 @@ void internal::check_one_value(const FunctionContents &f, const std::string &wha
                    std::to_string(f.types.size()) + " values at each point)");
 }
 
-static bool is_tuple_value(const Expr &e) {
-    auto c = e.as<Call>();
-    return c && c->is_intrinsic("tuple");
-}
-
 FuncRef &FuncRef::operator=(const Tuple &t) {
     check_func(f_);
     FunctionContents &f = *f_;
@@ -518,7 +513,6 @@ FuncRef &FuncRef::operator=(const Tuple &t) {
         if (!v.defined()) user_error("weft: Func \"" + f.name + "\" defined with a Tuple whose value " + std::to_string(i) + " is undefined");
         if (v.type().is_vector() || v.type().is_handle())
             user_error("weft: Func \"" + f.name + "\": value " + std::to_string(i) + " of its Tuple must be a scalar, got " + v.type().str());
-        if (is_tuple_value(v)) user_error("weft: Func \"" + f.name + "\": a Tuple cannot hold a Tuple");
     }
     if (f.defined) {
         if (f.types.size() != values.size())
@@ -556,7 +550,7 @@ FuncRef &FuncRef::operator=(Expr value) {
     check_func(f_);
     FunctionContents &f = *f_;
     if (!value.defined()) user_error("weft: Func \"" + f.name + "\" defined with an undefined Expr");
-    const bool tuple = is_tuple_value(value);
+    const bool tuple = tuple_call(value) != nullptr;
     if (f.defined && !f.types.empty() && !tuple)
         user_error("weft: update of Func \"" + f.name + "\" gives one value, but its pure definition gives a Tuple of " +
                    std::to_string(f.types.size()) + "; give a Tuple of as many");

@@ -31,13 +31,12 @@ float quantile(std::vector<float> &v, double q) {
 }
 
 void check_params(const QuantParams &p, const char *who) {
-    range_of(p.type, who);
+    Range r = range_of(p.type, who);
     if (p.scale.empty() || p.scale.size() != p.zero_point.size())
         user_error(std::string("weft: ") + who + ": QuantParams needs as many zero points as scales (at least one)");
     if (p.axis < 0 && p.scale.size() != 1)
         user_error(std::string("weft: ") + who + ": per-tensor QuantParams (axis -1) have one scale, not " +
                    std::to_string(p.scale.size()));
-    Range r = range_of(p.type, who);
     for (size_t c = 0; c < p.scale.size(); c++) {
         if (!(p.scale[c] > 0) || !std::isfinite(p.scale[c]))
             user_error(std::string("weft: ") + who + ": scale " + std::to_string(c) + " is " + std::to_string(p.scale[c]) +
@@ -49,7 +48,8 @@ void check_params(const QuantParams &p, const char *who) {
 }
 
 /** The scale and zero point of the point `args` as Exprs: constants per tensor, else read from
-    buffers of one element per channel along the axis. */
+    buffers of one element per channel along the axis (a channel it does not have is the
+    pipeline's clear error about reading past an input). */
 std::pair<Expr, Expr> params_at(const QuantParams &p, const std::vector<Var> &args, const std::string &name) {
     if (p.axis < 0) return {Expr(p.scale[0]), Expr(p.zero_point[0])};
     if (p.axis >= (int)args.size())
@@ -64,7 +64,7 @@ std::pair<Expr, Expr> params_at(const QuantParams &p, const std::vector<Var> &ar
         s(p.axis_min + c) = p.scale[(size_t)c];
         z(p.axis_min + c) = p.zero_point[(size_t)c];
     }
-    Expr c = clamp(Expr(args[(size_t)p.axis]), p.axis_min, p.axis_min + n - 1);
+    Expr c = args[(size_t)p.axis];
     return {s(c), z(c)};
 }
 

@@ -34,7 +34,7 @@ public:
 
 protected:
     std::vector<const For *> loops;
-    std::vector<const LetStmt *> lets;
+    LetStack lets;
 
     Stmt visit(const For *op, const Stmt &s) override {
         loops.push_back(op);
@@ -43,18 +43,18 @@ protected:
         return r;
     }
     Stmt visit(const LetStmt *op, const Stmt &s) override {
-        lets.push_back(op);
+        lets.push_back({op->name, op->value});
         Stmt r = IRMutator::visit(op, s);
         lets.pop_back();
         return r;
     }
-    Expr without_lets(const Expr &e) const { return substitute_lets(e, lets); }
+    Expr without_lets(const Expr &e) const { return simplify(substitute_lets(e, lets)); }
     /** A name defined between the hoist level and the allocation that e uses, or "". */
     std::string inner_name(const Expr &e) const {
         for (const For *l : loops)
             if (expr_uses_var(e, l->name)) return "loop " + l->name;
-        for (const LetStmt *l : lets)
-            if (expr_uses_var(e, l->name)) return l->name;
+        for (auto &l : lets)
+            if (expr_uses_var(e, l.first)) return l.first;
         return "";
     }
     /** An upper bound of the (non-negative) size e over the loops between: a constant where
@@ -97,11 +97,10 @@ protected:
 
 class Hoist : public IRMutator {
 public:
-    Hoist(const Env &e, const LFunc &lf, const std::string &s) : env(e), f(lf), storage(s) {}
-    const Env &env;
+    Hoist(const LFunc &lf, const std::string &s, const std::string &h) : f(lf), storage(s), head(h) {}
     const LFunc &f;
     const std::string storage;  // f's, or a value's of a Tuple
-    std::string head;
+    const std::string head;     // "weft: Func "f".hoist_storage(g, y): "
     int loops_seen = 0, hoisted = 0;
 
     /** body with f's allocations below it made once, at its top. */
@@ -124,13 +123,13 @@ public:
                        (constant ? "takes " + std::to_string(bytes) + " bytes, more than the 1 MiB a stack allocation may take"
                                  : "has a size known only at run time (" + to_string(size) + " elements)") +
                        "; hoist it less far, or store it in MemoryType::Heap");
-        if (m == MemoryType::Stack || m == MemoryType::Heap) {
-            // As storage flattening chooses: small constant sizes on the stack.
-            if (asked == MemoryType::Heap) m = MemoryType::Heap;
-            else m = constant && bytes <= 64 * 1024 ? MemoryType::Stack : asked == MemoryType::Stack ? MemoryType::Stack : MemoryType::Heap;
-        } else if (!constant || bytes > 64 * 1024) {
-            m = MemoryType::Heap;  // (registers: only what is small and constant)
-        }
+        // As storage flattening chooses: the stack where asked (checked above) or small and
+        // constant; registers only what is small and constant.
+        const bool small = constant && bytes <= kSmallStackAllocationBytes;
+        if (asked == MemoryType::Heap) m = MemoryType::Heap;
+        else if (m == MemoryType::Stack || m == MemoryType::Heap)
+            m = small || asked == MemoryType::Stack ? MemoryType::Stack : MemoryType::Heap;
+        else if (!small) m = MemoryType::Heap;
         Stmt a = Allocate::make(storage, t.type, size, m, b);
         if (!constant) {
             const std::string msg = "Func \"" + f.contents->name + "\" needs storage for % elements where it is hoisted, "
@@ -157,24 +156,21 @@ Stmt hoist_storage(const Stmt &s, const Env &env) {
         const LoopLevelSpec &h = f.sched.hoist;
         if (h.kind == LoopLevelSpec::Inline) continue;
         const std::string &user = f.contents->name;
+        const bool root = h.kind == LoopLevelSpec::Root;
+        const std::string consumer = root ? "" : env.funcs[env.index.at(f.hoist_func)].contents->name;
+        const std::string head = "weft: Func \"" + user + "\"." +
+                                 (root ? "hoist_storage_root()" : "hoist_storage(" + consumer + ", " + h.var + ")") + ": ";
+        if (f.output_index >= 0) user_error(head + "it is an output of the pipeline: its storage is the buffer it is realized into");
         for (size_t value = 0; value < std::max<size_t>(1, f.types.size()); value++) {
-            Hoist ho(env, f, tuple_buffer_name(f.name, (int)value));
-            std::string level = h.kind == LoopLevelSpec::Root ? "hoist_storage_root()"
-                                                              : "hoist_storage(" + env.funcs[env.index.at(f.hoist_func)].contents->name +
-                                                                    ", " + h.var + ")";
-            ho.head = "weft: Func \"" + user + "\"." + level + ": ";
-            if (f.output_index >= 0)
-                user_error(ho.head + "it is an output of the pipeline: its storage is the buffer it is realized into");
-            if (h.kind == LoopLevelSpec::Root) {
+            Hoist ho(f, tuple_buffer_name(f.name, (int)value), head);
+            if (root) {
                 r = ho.hoist_into(r);
             } else {
                 r = ho.mutate(r);
-                if (ho.loops_seen == 0)
-                    user_error(ho.head + "Func \"" + env.funcs[env.index.at(f.hoist_func)].contents->name +
-                               "\" has no loop named \"" + h.var + "\"");
+                if (ho.loops_seen == 0) user_error(head + "Func \"" + consumer + "\" has no loop named \"" + h.var + "\"");
             }
             if (ho.hoisted == 0)
-                user_error(ho.head + "that level does not contain the storage of \"" + user +
+                user_error(head + "that level does not contain the storage of \"" + user +
                            "\"; hoist_storage must be at or outside its store_at level");
         }
     }

@@ -27,6 +27,8 @@ struct LoweredFunc {
 
 /** The most bytes an Allocate in MemoryType::Stack may take (the CPU backend's alloca). */
 constexpr int64_t kMaxStackAllocationBytes = int64_t(1) << 20;
+/** Storage of a constant size up to this many bytes goes on the stack unless asked otherwise. */
+constexpr int64_t kSmallStackAllocationBytes = int64_t(64) << 10;
 
 }  // namespace internal
 }  // namespace weft

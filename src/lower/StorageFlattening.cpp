@@ -74,8 +74,8 @@ protected:
         for (auto &a : op->args) args.push_back(mutate(a));
         auto f = env.index.find(op->name);
         bool nt = f != env.index.end() && env.funcs[f->second].sched.nontemporal;
-        auto tuple = op->value.as<Call>();
-        if (!tuple || !tuple->is_intrinsic("tuple"))
+        const Call *tuple = tuple_call(op->value);
+        if (!tuple)
             return Store::make(op->name, mutate(op->value), flat_index(op->name, args), 0, nt, op->atomic);
         // A Tuple: every value computed (from what the point held before), then each stored.
         std::vector<std::pair<std::string, Expr>> lets;
@@ -100,7 +100,7 @@ protected:
         return r;
     }
     Stmt visit(const LetStmt *op, const Stmt &s) override {
-        outer_lets.push_back(op);
+        outer_lets.push_back({op->name, op->value});
         Stmt r = IRMutator::visit(op, s);
         outer_lets.pop_back();
         return r;
@@ -108,11 +108,11 @@ protected:
 
     /** The loops and lets around the statement being flattened (innermost last). */
     std::vector<const For *> loops;
-    std::vector<const LetStmt *> outer_lets;
+    LetStack outer_lets;
 
     /** e with the values of the lets around it substituted (innermost first, so that what an
         inner let's value names of an outer one is substituted in turn). */
-    Expr without_lets(const Expr &e) const { return substitute_lets(e, outer_lets); }
+    Expr without_lets(const Expr &e) const { return simplify(substitute_lets(e, outer_lets)); }
     /** A constant upper bound of a storage extent that varies with the loops around it (a
         tile clipped at the edge of the image), knowing those loops' ranges: the storage then
         has a constant size. False where there is none. */
@@ -192,7 +192,7 @@ protected:
             user_error("weft: " + msg);
         }
         if (constant) size = make_const(Int(64), n);
-        bool small = constant && n * op->type.bytes() <= 64 * 1024;
+        bool small = constant && n * op->type.bytes() <= kSmallStackAllocationBytes;
         if (m == MemoryType::Stack && !cuda) {
             // Asked for: on the stack, or a clear error (never silently on the heap).
             if (!constant)
@@ -218,7 +218,7 @@ protected:
             for (size_t i = env.funcs[fit->second].types.size(); i-- > 1;) {
                 Type t = env.funcs[fit->second].types[i];
                 MemoryType mi = m;
-                if (mi == MemoryType::Stack && constant && n * t.bytes() > 64 * 1024 && op->memory_type != MemoryType::Stack)
+                if (mi == MemoryType::Stack && constant && n * t.bytes() > kSmallStackAllocationBytes && op->memory_type != MemoryType::Stack)
                     mi = MemoryType::Heap;
                 if (mi == MemoryType::Stack && n * t.bytes() > kMaxStackAllocationBytes)
                     user_error("weft: Func \"" + user + "\" is stored on the stack (store_in(MemoryType::Stack)), but "

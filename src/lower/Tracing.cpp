@@ -57,8 +57,7 @@ protected:
         const Traced *t = find(op->name);
         auto p = r.as<Provide>();
         if (!t || !t->stores || p->atomic) return r;  // (an atomic update's value is its read-modify-write)
-        auto tuple = p->value.as<Call>();
-        if (tuple && tuple->is_intrinsic("tuple")) {  // a line per value: f.0, f.1, ...
+        if (const Call *tuple = tuple_call(p->value)) {  // a line per value: f.0, f.1, ...
             std::vector<Expr> values;
             for (size_t i = 0; i < tuple->args.size(); i++)
                 values.push_back(traced_value(tuple->args[i], "Store " + t->user + "." + std::to_string(i) + "(", p->args));

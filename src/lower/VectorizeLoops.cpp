@@ -152,25 +152,12 @@ bool is_likely(const Expr &e) {
 }
 
 bool loads_what_is_stored(const Expr &value, const Stmt &body) {
-    class Names : public IRVisitor {
-    public:
-        std::set<std::string> loads, stores;
-
-    protected:
-        void visit(const Load *op) override {
-            loads.insert(op->name);
-            IRVisitor::visit(op);
-        }
-        void visit(const Store *op) override {
-            stores.insert(op->name);
-            IRVisitor::visit(op);
-        }
-    } v, b;
+    LoadsStores v, b;
     v.include(value);
-    if (v.loads.empty()) return false;
+    if (v.reads.empty()) return false;
     b.include(body);
-    for (auto &n : v.loads)
-        if (b.stores.count(n)) return true;
+    for (auto &n : v.reads)
+        if (b.writes.count(n)) return true;
     return false;
 }
 

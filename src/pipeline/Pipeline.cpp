@@ -606,8 +606,8 @@ Realization Pipeline::realize(const std::vector<int> &sizes, const Target &t) {
     realize(RealizationArg(outs), t);
     return Realization(outs);
 }
-void Pipeline::realize(const RealizationArg &arg, const Target &t) {
-    check_pipeline(c_);
+/** Runs pc into the buffers given (no allocation for up to 16 of them). */
+static void realize_into_buffers(PipelineContents &pc, const RealizationArg &arg, const Target &t) {
     const std::vector<Buffer<void>> &outs = arg.bufs;
     const BufferContents *ptrs[16];
     std::vector<const BufferContents *> many;
@@ -620,7 +620,11 @@ void Pipeline::realize(const RealizationArg &arg, const Target &t) {
         if (!outs[i].defined()) throw Error("weft: realize(): output buffer " + std::to_string(i) + " is undefined");
         p[i] = outs[i].contents().get();
     }
-    c_->call(t, nullptr, p, outs.size());
+    pc.call(t, nullptr, p, outs.size());
+}
+void Pipeline::realize(const RealizationArg &arg, const Target &t) {
+    check_pipeline(c_);
+    realize_into_buffers(*c_, arg, t);
 }
 /** Every argument is a defined ImageParam or Param (who: the call, for the message). */
 static void check_arguments_defined(const std::vector<Argument> &args, const char *who) {
@@ -975,20 +979,10 @@ Realization Func::realize(const std::vector<int> &sizes, const Target &t) {
     auto p = self_pipeline(c_);
     std::vector<Buffer<void>> outs;
     new_outputs(*c_, sizes, outs);
-    std::vector<const BufferContents *> o;
-    for (auto &b : outs) o.push_back(b.contents().get());
-    p->call(t, nullptr, o.data(), o.size());
+    realize_into_buffers(*p, RealizationArg(outs), t);
     return Realization(outs);
 }
-void Func::realize(const RealizationArg &outs, const Target &t) {
-    auto p = self_pipeline(c_);
-    std::vector<const BufferContents *> o;
-    for (size_t i = 0; i < outs.bufs.size(); i++) {
-        if (!outs.bufs[i].defined()) throw Error("weft: realize() into an undefined Buffer (output " + std::to_string(i) + ")");
-        o.push_back(outs.bufs[i].contents().get());
-    }
-    p->call(t, nullptr, o.data(), o.size());
-}
+void Func::realize(const RealizationArg &outs, const Target &t) { realize_into_buffers(*self_pipeline(c_), outs, t); }
 void Func::realize_into(const Buffer<void> &out, const Target &t) {
     auto p = self_pipeline(c_);
     if (!out.defined()) throw Error("weft: realize() into an undefined Buffer");

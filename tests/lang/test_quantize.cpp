@@ -300,6 +300,11 @@ TEST(Quantize, BadInputsAreClearErrors) {
     QuantParams pc = calibrate(d, UInt(8), each);
     EXPECT_EQ(pc.scale.size(), 8u);
     expect_has(error_of([&] { pc.scale_of(8); }), {"no such channel"});
+    // Realized over channels it has no parameters for: the pipeline's error, nothing computed.
+    Buffer<uint8_t> nine(9);
+    nine.fill(7);
+    expect_has(error_of([&] { quantize(f, pc).realize(nine); }), {"[0, 8]", "[0, 7]"});
+    EXPECT_EQ(nine(0), 7);
 }
 
 }  // namespace
