@@ -27,20 +27,23 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
+#include "lower/LoweredFunc.h"
 
 namespace weft {
 namespace internal {
 
 namespace {
 
-int64_t read_cache_size(int index, int *level) {
+int64_t read_cache_size(int index, int *level, int *ways) {
     std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    std::ifstream ls(base + "level"), ss(base + "size"), ts(base + "type");
+    std::ifstream ls(base + "level"), ss(base + "size"), ts(base + "type"), ws(base + "ways_of_associativity");
     std::string size, type;
     if (!(ls >> *level) || !(ss >> size) || !(ts >> type) || type == "Instruction") return 0;
+    if (!(ws >> *ways)) *ways = 0;
     int64_t v = std::atoll(size.c_str());
     char unit = size.empty() ? 0 : size.back();
     if (unit == 'K') v <<= 10;
@@ -210,10 +213,15 @@ struct Placement {
 };
 
 struct GroupConfig {
-    enum Kind { AllRoot, Strip, Slide, Tile, Block } kind = AllRoot;
-    int64_t f0 = 0, f1 = 0;  // tile factors: Strip/Slide rows; Tile/Block dims 0 and 1
+    enum Kind { AllRoot, Strip, Slide, Rows, Tile, Block } kind = AllRoot;
+    int64_t f0 = 0, f1 = 0;  // tile factors: Strip/Slide/Rows rows; Tile/Block dims 0 and 1
+    bool strips() const { return kind == Strip || kind == Slide || kind == Rows; }
     std::string blocked;     // Block: the reduction register-blocked in the root's tiles
     bool small_inside = false;  // Tile: dimensions 2, 3, ... of at most 4 points looped inside each tile
+    // Block: columns of blocks outside, their rows inside (each column's panel of the operand
+    // read along dimension 0 is reused by every row), rather than rows of blocks outside.
+    bool panel = false;
+    std::string pack;  // Block: an inlined copy of an operand computed per column panel instead
     std::map<std::string, Placement> where;
     double cost_ns = 0;
     std::string describe() const {
@@ -221,10 +229,13 @@ struct GroupConfig {
         case AllRoot: return "every member at root";
         case Strip: return "strips of " + std::to_string(f1) + " rows, members per strip";
         case Slide: return "strips of " + std::to_string(f1) + " rows, members a sliding window per row";
+        case Rows: return "strips of " + std::to_string(f1) + " rows, members per row";
         case Tile:
             return std::to_string(f0) + "x" + std::to_string(f1) + " tiles" + (small_inside ? " (small outer dimensions inside)" : "") +
                    ", members per tile";
-        case Block: return "register blocks of " + std::to_string(f0) + "x" + std::to_string(f1) + " for \"" + blocked + "\"";
+        case Block:
+            return "register blocks of " + std::to_string(f0) + "x" + std::to_string(f1) + " for \"" + blocked + "\"" +
+                   (panel ? ", columns outside" : ", rows outside") + (pack.empty() ? "" : ", \"" + pack + "\" packed per column");
         }
         return "";
     }
@@ -486,7 +497,7 @@ private:
     }
 
     /** Time of one Func computed over `points_scale` × its region, alone at root. */
-    double compute_ns(const FuncInfo &f, double scale, bool vectorized, bool blocked = false) {
+    double compute_ns(const FuncInfo &f, double scale, bool vectorized) {
         double t = 0;
         auto &ops = stage_ops[f.name];
         int v = vd(f);
@@ -498,7 +509,8 @@ private:
             if (vec) {
                 speed = lanes(f) * vector_efficiency(s, f.f->args[v], f.name);
                 // An update whose accumulators stay in memory: a load and a store per step.
-                if (k > 0 && !s.rvars.empty()) speed *= blocked ? 1.0 : 0.5;
+                // (A register-blocked one is costed by blocked_ns.)
+                if (k > 0 && !s.rvars.empty()) speed *= 0.5;
             }
             t += s.iterations * scale * ops[k] / (m.ops_per_ns * std::max(1.0, speed));
         }
@@ -607,6 +619,12 @@ private:
         }
     }
 
+    /** One realization of a member's tile of `bytes`: a small one of constant size is on the
+        stack (loop set-up only), a larger one comes from the allocator. */
+    double realize_ns(double bytes) const {
+        return bytes <= (double)kSmallStackAllocationBytes ? m.stack_realize_overhead_ns : m.realize_overhead_ns;
+    }
+
     /** A member's tiles written and read back, `iterations` of `tile_bytes`, at the bandwidth
         of the level where every thread's `live` bytes fit. */
     double tile_traffic_ns(double iterations, double tile_bytes, double live) const {
@@ -626,7 +644,7 @@ private:
         over its own points, adds under 2% to its group's work. */
     bool negligible(const FuncInfo &f, double redundancy, double tile_bytes, double iterations, double group_ns) {
         double extra = compute_ns(f, redundancy - 1, true) + tile_traffic_ns(iterations, tile_bytes, tile_bytes) +
-                       iterations * m.realize_overhead_ns;
+                       iterations * realize_ns(tile_bytes);
         return extra < 0.02 * group_ns;
     }
 
@@ -702,13 +720,206 @@ private:
         return "";
     }
 
+    /** Columns of register blocks outside: are there enough of them to run in parallel (else
+        each column's rows do)? */
+    bool panel_columns_parallel(const ConstRegion &R, const GroupConfig &c) const {
+        return std::ceil((double)R[0].extent / c.f0) >= 4 * m.threads;
+    }
+
+    /** What f's value copies, through casts: an input or Func read at f's own Vars in order;
+        empty where f is anything else. */
+    std::string copy_source(const FuncInfo &f) const {
+        if (f.has_updates() || f.f->stages.empty()) return "";
+        Expr v = f.f->stages[0].value;
+        while (v.defined() && v.as<Cast>()) v = v.as<Cast>()->value;
+        auto c = v.defined() ? v.as<Call>() : nullptr;
+        if (!c || (c->call_type != Call::Image && c->call_type != Call::Func) || !pointwise_args(c->args, f.f->args)) return "";
+        return c->name;
+    }
+
+    /** An inlined copy of an operand (a wrapper Func) that only the blocked reduction `b`
+        reads, along b's dimension 0 and a reduction variable: the operand read in vectors. A
+        column's panel of it may be computed densely once per column of blocks (packing, as
+        BLAS libraries do): each row of blocks then reads it contiguously from L2. */
+    std::string packable(const std::string &b) const {
+        const FuncInfo &f = info.func(b);
+        for (size_t k = 1; k < f.stages.size(); k++)
+            for (auto &[callee, args] : f.stages[k].calls) {
+                if (!inlined.count(callee) || !info.is_func(callee) || args.empty()) continue;
+                const FuncInfo &w = info.func(callee);
+                if (w.consumers.size() != 1 || w.consumers[0] != b || copy_source(w).empty()) continue;
+                if (!expr_uses_var(args[0], f.f->args[0])) continue;
+                for (size_t d = 1; d < args.size(); d++)
+                    for (auto &rv : f.stages[k].rvars)
+                        if (expr_uses_var(args[d], rv)) return callee;
+            }
+        return "";
+    }
+
+    /** The inputs and materialized Funcs the update stages of f read, through inlined Funcs. */
+    std::set<std::string> operands_of(const FuncInfo &f, size_t first_stage = 1) const {
+        std::set<std::string> out;
+        for (size_t k = first_stage; k < f.stages.size(); k++)
+            for (auto &call : f.stages[k].calls) {
+                if (call.first == f.name) continue;
+                if (inlined.count(call.first) && info.is_func(call.first)) {
+                    auto more = operands_of(info.func(call.first), 0);
+                    out.insert(more.begin(), more.end());
+                } else {
+                    out.insert(call.first);
+                }
+            }
+        return out;
+    }
+
+    /** The whole region and element size of an input or Func. */
+    bool whole_region(const std::string &n, ConstRegion *r, double *bytes) const {
+        if (info.is_func(n)) {
+            *r = info.func(n).region;
+            *bytes = bytes_of(info.func(n));
+            return true;
+        }
+        auto it = info.inputs.find(n);
+        auto t = info.input_types.find(n);
+        if (it == info.inputs.end() || t == info.input_types.end()) return false;
+        *r = it->second;
+        *bytes = t->second.bytes();
+        return true;
+    }
+
+    /** Cache lines (in bytes) touched reading `fp` of a dense array over `whole`: each row
+        (dimension 0) of the footprint is its own run of lines unless it spans whole rows. */
+    static double touched_bytes(const ConstRegion &fp, const ConstRegion &whole, double eb) {
+        if (fp.empty() || whole.empty()) return region_points(fp) * eb;
+        double row = (double)fp[0].extent * eb, full = (double)whole[0].extent * eb;
+        double rows = region_points(fp) / std::max<double>(1, (double)fp[0].extent);
+        if (fp[0].extent >= whole[0].extent) return std::ceil(row * rows / 64) * 64;
+        double lines = std::ceil(row / 64) + (std::fmod(row, 64) != 0 || std::fmod(full, 64) != 0 ? 1 : 0);
+        return rows * lines * 64;
+    }
+
+    /** Does `fp` of a dense array over `whole` stay in L2 while it is reread? Its rows, a row
+        of `whole` apart, map to few sets of the cache where that stride is a multiple of a
+        large power of two: only those sets' ways hold them (the aliasing that packing avoids). */
+    bool stays_in_l2(const ConstRegion &fp, const ConstRegion &whole, double eb) const {
+        double bytes = touched_bytes(fp, whole, eb);
+        if (bytes > m.l2_bytes / 2) return false;
+        if (fp.empty() || whole.empty() || fp[0].extent >= whole[0].extent) return true;
+        double full = (double)whole[0].extent * eb;
+        int64_t sets = std::max<int64_t>(1, (int64_t)(m.l2_bytes / 64 / std::max(1, m.l2_ways)));
+        if (std::fmod(full, 64) != 0) return true;  // rows start at every offset: spread over the sets
+        int64_t stride = (int64_t)(full / 64) % sets;
+        int64_t starts = stride == 0 ? 1 : sets / std::gcd(stride, sets);
+        double rows = region_points(fp) / std::max<double>(1, (double)fp[0].extent);
+        double lines = std::ceil((double)fp[0].extent * eb / 64) + 1;
+        double used = std::min<double>((double)sets, std::min<double>(rows, (double)starts) * lines);
+        return bytes <= used * m.l2_ways * 64;
+    }
+
+    /** The register-blocked reduction's arithmetic: each step of the reduction loop is
+        f0/W x f1 vector multiply-adds (two a cycle, a dependent chain every 4 cycles), one
+        load per vector of each operand (broadcasts for those not read along dimension 0), and
+        the bytes of operands whose block does not stay in L1 brought from L2. */
+    double blocked_ns(const FuncInfo &f, const GroupConfig &c) {
+        double t = 0;
+        int W = lanes(f);
+        double nx = std::max<double>(1, (double)c.f0 / W), ty = std::max<double>(1, (double)c.f1);
+        const ConstRegion &R = f.region;
+        double blocks = std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1);
+        for (size_t d = 2; d < R.size(); d++) blocks *= (double)R[d].extent;
+        auto &ops = stage_ops[f.name];
+        for (size_t k = 0; k < f.stages.size(); k++) {
+            const StageInfo &s = f.stages[k];
+            if (k == 0 || s.rvars.empty()) {
+                t += s.iterations * ops[k] / (m.ops_per_ns * W);
+                continue;
+            }
+            double steps = 1, loads = 0, calls = 0, from_l2 = 0;
+            for (auto &sp : s.rdom) steps *= (double)sp.extent;
+            ConstRegion block = R;
+            block[0].extent = c.f0;
+            block[1].extent = c.f1;
+            for (size_t d = 2; d < R.size(); d++) block[d].extent = 1;
+            for (auto &[callee, args] : s.calls) {
+                if (callee == f.name) continue;
+                // An operand whose block (over the whole reduction) does not stay in L1 is
+                // reloaded from L2 at every step.
+                ConstRegion fp, whole;
+                double eb = 4;
+                if (whole_region(callee, &whole, &eb) && region_read(f, (int)k, block, callee, &fp) &&
+                    region_points(fp) * eb > m.l1_bytes)
+                    from_l2 += region_points(fp) * eb / steps;
+                bool ux = false, uy = false;
+                for (auto &a : args) {
+                    ux = ux || expr_uses_var(a, f.f->args[0]);
+                    uy = uy || expr_uses_var(a, f.f->args[1]);
+                }
+                loads += ux && uy ? nx * ty : ux ? nx : uy ? ty : 1;
+                auto it = inline_cost.find(callee);
+                calls += it != inline_cost.end() && copy_source(info.func(callee)).empty() ? 0 : 1;
+            }
+            // Arithmetic per point (the loads and the accumulator's own read aside), a
+            // multiply and an add fused.
+            double arith = std::max(1.0, (ops[k] - calls - 1) / 2);
+            double cycles = std::max({nx * ty * arith / 2, loads / 2, 4 * arith, from_l2 * m.ops_per_ns / m.cache_bytes_per_ns});
+            t += blocks * steps * cycles / m.ops_per_ns;
+        }
+        return t;
+    }
+
+    /** Memory traffic of the operands of a register-blocked reduction: for each, the panel
+        an outer iteration reads (a column of blocks, or a row) is fetched once from where the
+        whole operand lives if it stays in L2 while the inner loop rereads it, else every
+        block's reads come from there; a packed operand is read once per column, written
+        densely and reread from L2. */
+    double contraction_traffic_ns(const FuncInfo &f, const GroupConfig &c) {
+        const ConstRegion &R = f.region;
+        double n0 = std::ceil((double)R[0].extent / c.f0), n1 = std::ceil((double)R[1].extent / c.f1);
+        double rest = 1;
+        for (size_t d = 2; d < R.size(); d++) rest *= (double)R[d].extent;
+        // A column: every row of blocks (all of dimensions 1, 2, ...); a row: all columns.
+        double n_out = c.panel ? n0 : n1 * rest, n_in = c.panel ? n1 * rest : n0;
+        ConstRegion block = R, panel = R;
+        block[0].extent = c.f0;
+        block[1].extent = c.f1;
+        for (size_t d = 2; d < R.size(); d++) block[d].extent = 1;
+        if (c.panel) {
+            panel[0].extent = c.f0;
+        } else {
+            panel[1].extent = c.f1;
+            for (size_t d = 2; d < R.size(); d++) panel[d].extent = 1;
+        }
+        std::string packed = c.pack.empty() ? "" : copy_source(info.func(c.pack));
+        double ns = 0;
+        for (auto &op : operands_of(f)) {
+            ConstRegion whole, bfp, pfp;
+            double eb = 4;
+            if (!whole_region(op, &whole, &eb) || !read_through(f.name, block, op, &bfp) || !read_through(f.name, panel, op, &pfp))
+                continue;
+            double home = region_points(whole) * eb;
+            double bw = bandwidth_for(home <= m.l2_bytes ? home : std::max(home, m.l2_bytes + 1));
+            double panel_bytes = touched_bytes(pfp, whole, eb);
+            if (op == packed) {
+                double dense = region_points(pfp) * eb;
+                ns += n_out * (panel_bytes / bw + dense / bandwidth_for(dense) +
+                               region_points(pfp) / (m.ops_per_ns * lanes(info.func(c.pack))) + m.realize_overhead_ns);
+                if (dense > m.l2_bytes / 2) ns += n_out * n_in * region_points(bfp) * eb / bandwidth_for(dense);
+            } else if (stays_in_l2(pfp, whole, eb)) {
+                ns += n_out * panel_bytes / bw;
+            } else {
+                ns += n_out * n_in * touched_bytes(bfp, whole, eb) / bw;
+            }
+        }
+        return ns;
+    }
+
     /** Dimensions 2, 3, ... of a root of at most 4 points (colour channels) are looped over
         inside its strips (and their rows), and optionally inside 2-D tiles (both tile variants
         are costed), so that a strip or tile holds all of them: the index of the first dimension
         looped over outside. (Never inside register blocks.) */
     static size_t outer_from(const ConstRegion &r, const GroupConfig &c) {
         size_t d = 2;
-        if (c.kind != GroupConfig::Strip && c.kind != GroupConfig::Slide && !(c.kind == GroupConfig::Tile && c.small_inside))
+        if (!c.strips() && !(c.kind == GroupConfig::Tile && c.small_inside))
             return d;
         while (d < r.size() && r[d].extent <= 4) d++;
         return d;
@@ -739,15 +950,17 @@ private:
             int64_t e0 = R[0].extent, e1 = R[1].extent;
             for (int64_t S : {4, 8, 16, 32, 64, 128}) {
                 if (S >= e1) break;
-                for (auto kind : {GroupConfig::Strip, GroupConfig::Slide}) {
+                for (auto kind : {GroupConfig::Strip, GroupConfig::Slide, GroupConfig::Rows}) {
+                    // (Rows: each row of a strip computes what it needs, nothing kept between rows.)
                     GroupConfig c;
                     c.kind = kind;
                     c.f1 = S;
+                    int64_t rows = kind == GroupConfig::Rows ? 1 : S;
                     ConstRegion tile = R;
-                    tile[1] = {R[1].min + (e1 / 2 / S) * S, S};
+                    tile[1] = {R[1].min + (e1 / 2 / S) * S, rows};
                     size_t from = outer_from(R, c);
                     for (size_t d = from; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
-                    place(g, c, tile, tasks_outside(R, from, std::ceil((double)e1 / S)), group_ns);
+                    place(g, c, tile, tasks_outside(R, from, std::ceil((double)e1 / rows)), group_ns);
                     cs.push_back(c);
                 }
             }
@@ -774,14 +987,20 @@ private:
             std::string b = blockable(g);
             if (!b.empty()) {
                 int Wb = lanes(info.func(b));
+                std::string pk = packable(b);
                 for (int nx : {1, 2, 3, 4})
-                    for (int ty : {1, 2, 4, 6, 8}) {
+                    for (int ty : {1, 2, 4, 6, 8})
+                    for (int order = 0; order < 3; order++) {
+                        // 0: rows of blocks outside; 1: columns outside; 2: columns outside, packed.
                         if (nx * ty > 24 || nx * ty < 4 || (int64_t)nx * Wb > e0 || ty > e1) continue;
+                        if (order == 2 && pk.empty()) continue;
                         GroupConfig c;
                         c.kind = GroupConfig::Block;
                         c.f0 = nx * Wb;
                         c.f1 = ty;
                         c.blocked = b;
+                        c.panel = order > 0;
+                        if (order == 2) c.pack = pk;
                         ConstRegion tile = R;
                         tile[0] = {R[0].min, c.f0};
                         tile[1] = {R[1].min, c.f1};
@@ -812,12 +1031,15 @@ private:
         size_t nd = R.size();
         if (c.kind == GroupConfig::AllRoot) {
             for (size_t d = 1; d < nd; d++) tasks *= R[d].extent;
-        } else if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
+        } else if (c.strips()) {
             tasks = iterations = tasks_outside(R, outer_from(R, c), std::ceil((double)R[1].extent / c.f1));
+            if (c.kind == GroupConfig::Rows) iterations = tasks_outside(R, outer_from(R, c), (double)R[1].extent);
         } else {
             size_t from = outer_from(R, c);
             iterations = tasks_outside(R, from, std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1));
-            tasks = tasks_outside(R, from, std::ceil((double)R[1].extent / c.f1));
+            tasks = !c.panel ? tasks_outside(R, from, std::ceil((double)R[1].extent / c.f1))
+                    : panel_columns_parallel(R, c) ? std::ceil((double)R[0].extent / c.f0)
+                                                   : tasks_outside(R, 2, std::ceil((double)R[1].extent / c.f1));
         }
         double work = compute_ns(root, 1, true), mem = 0, alone = 0, overhead = 0;
         double out_bytes = root.points() * bytes_of(root);
@@ -828,6 +1050,50 @@ private:
             double pad = std::ceil((double)R[0].extent / c.f0) * c.f0 / std::max<int64_t>(1, R[0].extent);
             work *= pad;
         }
+        // What one iteration keeps live at once: the root's part (a row of a strip computed
+        // per row, else its tile) and every member's (a sliding window: only the rows one row
+        // of the root needs). Each member's tile moves at the bandwidth of the cache that holds
+        // all of it.
+        double group_live = 0;
+        if (c.kind != GroupConfig::AllRoot) {
+            size_t from = outer_from(R, c);
+            double part = bytes_of(root) * (c.strips() ? (double)R[0].extent : (double)c.f0);
+            for (size_t d = 2; d < from && d < nd; d++) part *= (double)R[d].extent;
+            group_live = part * (c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1.0 : (double)c.f1);
+        }
+        std::map<std::string, double> member_live, operand_live;
+        // (And what it reads from outside the group: inputs, Funcs computed elsewhere.)
+        auto reads_outside = [&](const std::string &name, const ConstRegion &r) {
+            for (auto &op : operands_of(info.func(name), 0)) {
+                ConstRegion whole, fp;
+                double eb = 4;
+                if (c.where.count(op) || op == g.root || !whole_region(op, &whole, &eb) || !read_through(name, r, op, &fp)) continue;
+                operand_live[op] = std::max(operand_live[op], touched_bytes(fp, whole, eb));
+            }
+        };
+        if (c.kind != GroupConfig::AllRoot && c.kind != GroupConfig::Block) {
+            ConstRegion tile = R;
+            size_t from = outer_from(R, c);
+            if (!c.strips()) tile[0].extent = std::min(tile[0].extent, c.f0);
+            tile[1].extent = c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1 : std::min(tile[1].extent, c.f1);
+            for (size_t d = from; d < nd; d++) tile[d].extent = 1;
+            reads_outside(g.root, tile);
+        }
+        for (auto &[name, p] : c.where) {
+            if (p.kind == Placement::Root) continue;
+            if (c.kind != GroupConfig::Block) reads_outside(name, p.footprint);
+            double tile_bytes = region_points(p.footprint) * bytes_of(info.func(name));
+            double live = tile_bytes;
+            if (p.kind == Placement::Slide && p.footprint.size() > 1) {
+                // The rows of it one row of the strip reads: its rows beyond the strip's, plus one.
+                double rows = (double)std::max<int64_t>(1, p.footprint[1].extent);
+                double window = std::clamp(rows - (double)c.f1 + 1, 1.0, rows);
+                live = tile_bytes / rows * window;
+            }
+            member_live[name] = live;
+            group_live += live;
+        }
+        for (auto &[op, bytes] : operand_live) group_live += bytes;
         for (auto &[name, p] : c.where) {
             const FuncInfo &f = info.func(name);
             if (p.kind == Placement::Root) {
@@ -835,12 +1101,14 @@ private:
                 continue;
             }
             bool blocked = c.kind == GroupConfig::Block && name == c.blocked;
-            work += compute_ns(f, p.redundancy, true, blocked);
+            work += blocked ? blocked_ns(f, c) + contraction_traffic_ns(f, c) : compute_ns(f, p.redundancy, true);
             double tile_bytes = region_points(p.footprint) * bytes_of(f);
-            double rows = p.kind == Placement::Slide && p.footprint.size() > 1 ? std::max<int64_t>(1, p.footprint[1].extent) : 1;
-            double live = p.kind == Placement::Slide ? tile_bytes / rows * std::min(rows, 4.0) : tile_bytes;
+            // (A tile that fits in L1 alone moves at L2's rate where the whole iteration's does
+            // not; larger ones at the rate of the level they fit in themselves.)
+            double live = member_live[name];
+            if (live <= m.l1_bytes && group_live > m.l1_bytes) live = std::min(group_live, m.l2_bytes);
             mem += tile_traffic_ns(iterations, tile_bytes, live);
-            overhead += iterations * m.realize_overhead_ns * (p.kind == Placement::Slide ? 2 : 1);
+            overhead += iterations * realize_ns(tile_bytes) * (p.kind == Placement::Slide ? 2 : 1);
         }
         double cores = (work + mem) > 20000 ? cores_for(tasks) : 1;
         double total = (work + mem + overhead) / cores + alone;
@@ -911,12 +1179,17 @@ private:
                 if (!outer.empty() && tasks >= m.threads) parallel_over(e, n, 0, outer, taken);
             }
         }
-        for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, parallel, 0, 0);
+        for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, parallel, 0, 0, f.region);
+    }
+
+    /** The extent of f's dimension d in `extents` (its region where that is shorter). */
+    static int64_t dim_extent(const ConstRegion &extents, const FuncInfo &f, size_t d) {
+        return d < extents.size() ? extents[d].extent : d < f.region.size() ? f.region[d].extent : 0;
     }
 
     /** An update's loop nest: pure loops that may move are moved inside the reduction loops
         (the innermost one vectorized; with `bx` × `by` > 0, a register block of them). */
-    void update_nest(Emitter &e, const FuncInfo &f, int k, bool parallel, int64_t bx, int64_t by) {
+    void update_nest(Emitter &e, const FuncInfo &f, int k, bool parallel, int64_t bx, int64_t by, const ConstRegion &extents) {
         const StageInfo &s = f.stages[k];
         const std::string &n = f.name;
         int W = lanes(f);
@@ -937,9 +1210,23 @@ private:
             for (auto &r : s.rvars) order.push_back(r);
             for (size_t i = 2; i < pure.size(); i++) order.push_back(pure[i]);
         } else {
+            // Where the vectorized loop holds fewer than 4 vectors, the next few small pure
+            // loops move inside the reduction loops too, unrolled: up to 8 independent
+            // accumulators instead of one chain of dependent operations (each point still
+            // reduces in the same order).
             order = {f.f->args[v]};
+            double acc = std::ceil((double)std::max<int64_t>(1, dim_extent(extents, f, v)) / W);
+            size_t i = 1;
+            for (; i < pure.size() && !s.rvars.empty() && acc < 4; i++) {
+                size_t d = std::find(f.f->args.begin(), f.f->args.end(), pure[i]) - f.f->args.begin();
+                int64_t ext = dim_extent(extents, f, d);
+                if (!s.pure_parallel[d] || ext < 2 || acc * (double)ext > 8) break;
+                order.push_back(pure[i]);
+                acc *= (double)ext;
+            }
+            for (size_t j = 1; j < i; j++) e.loop(n, k, pure[j], ForType::Unrolled);
             for (auto &r : s.rvars) order.push_back(r);
-            for (size_t i = 1; i < pure.size(); i++) order.push_back(pure[i]);
+            for (; i < pure.size(); i++) order.push_back(pure[i]);
         }
         if (!s.rvars.empty() || v != 0) e.reorder(n, k, order, rv);
         if (block) {
@@ -990,7 +1277,7 @@ private:
             std::string x = root.f->args[0], y = root.f->args[1];
             std::string yo = fresh(y, "o", taken), yi = fresh(y, "i", taken);
             std::vector<std::string> outer;
-            if (c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide) {
+            if (c.strips()) {
                 e.split(n, 0, y, yo, yi, c.f1);
                 if (R[0].extent >= W) vectorize(e, n, 0, x, W, taken);
                 size_t from = outer_from(R, c);
@@ -1010,8 +1297,8 @@ private:
                     // One loop over strips (and the outer dimensions) all the same.
                     strip = fuse_all(e, n, 0, outer, taken);
                 }
-                compute_var = c.kind == GroupConfig::Slide ? yi : strip;
-                store_var = strip;
+                compute_var = c.kind == GroupConfig::Strip ? strip : yi;
+                store_var = c.kind == GroupConfig::Rows ? yi : strip;
             } else {
                 std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
                 e.split(n, 0, x, xo, xi, c.f0);
@@ -1019,9 +1306,11 @@ private:
                 size_t from = outer_from(R, c);
                 std::vector<std::string> order = {xi, yi};
                 for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);  // inside each tile
-                order.push_back(xo);
-                order.push_back(yo);
+                // (Columns of blocks outside everything: each column's rows inside.)
+                order.push_back(c.panel ? yo : xo);
+                if (!c.panel) order.push_back(yo);
                 for (size_t d = from; d < nd; d++) order.push_back(root.f->args[d]);
+                if (c.panel) order.push_back(xo);
                 e.reorder(n, 0, order, {});
                 std::string xv = fresh(x, "v", taken);
                 e.split(n, 0, xi, xi, xv, W);
@@ -1030,11 +1319,32 @@ private:
                     if (c.f0 > W) e.loop(n, 0, xi, ForType::Unrolled);
                     if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);
                 }
-                outer.push_back(yo);
-                for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]);
-                if (m.threads > 1) parallel_over(e, n, 0, outer, taken);
-                else if (outer.size() > 1) fuse_all(e, n, 0, outer, taken);
-                compute_var = store_var = xo;
+                std::string column = xo;
+                if (c.panel) {
+                    // The columns in parallel where there are enough of them, else the rows of
+                    // each column (and the outer dimensions).
+                    compute_var = yo;
+                    std::vector<std::string> rows = {yo};
+                    for (size_t d = from; d < nd; d++) rows.push_back(root.f->args[d]);
+                    if (m.threads > 1 && panel_columns_parallel(R, c)) e.loop(n, 0, xo, ForType::Parallel);
+                    else if (m.threads > 1) compute_var = parallel_over(e, n, 0, rows, taken);
+                } else {
+                    outer.push_back(yo);
+                    for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]);
+                    column = m.threads > 1 ? parallel_over(e, n, 0, outer, taken)
+                             : outer.size() > 1 ? fuse_all(e, n, 0, outer, taken) : outer[0];
+                    compute_var = xo;
+                }
+                store_var = compute_var;
+                if (!c.pack.empty()) {
+                    // The operand's panel, packed once per column of blocks.
+                    const FuncInfo &pf = info.func(c.pack);
+                    e.compute_at(c.pack, n, column);
+                    auto ptaken = loop_names(pf, 0);
+                    int Wp = lanes(pf);
+                    if (c.f0 % Wp == 0) vectorize(e, c.pack, 0, pf.f->args[0], Wp, ptaken);
+                    sum << "  " << c.pack << ": computed at " << n << "." << column << " (a packed panel)\n";
+                }
             }
         }
         // Members, consumers first in the calls (any order is fine: levels are checked when lowering).
@@ -1053,7 +1363,7 @@ private:
                 sum << "  " << mb << ": stored per strip, computed per row (sliding window), " << p.redundancy
                     << "x its points\n";
             } else {
-                std::string at = c.kind == GroupConfig::Strip || c.kind == GroupConfig::Slide ? store_var : compute_var;
+                std::string at = c.strips() ? store_var : compute_var;
                 e.compute_at(mb, n, at);
                 sum << "  " << mb << ": computed at " << n << "." << at << ", " << p.redundancy << "x its points\n";
             }
@@ -1067,12 +1377,12 @@ private:
                 e.loop(mb, 0, xv, ForType::Vectorized);
                 if (c.f0 > Wf) e.loop(mb, 0, x, ForType::Unrolled);
                 if (c.f1 > 1) e.loop(mb, 0, y, ForType::Unrolled);
-                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, c.f0, c.f1);
+                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, c.f0, c.f1, p.footprint);
             } else {
                 int v = vd(f);
                 vector_dim_innermost(e, f, v);
                 if ((int)p.footprint.size() > v && p.footprint[v].extent >= Wf) vectorize(e, mb, 0, f.f->args[v], Wf, taken);
-                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0);
+                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0, p.footprint);
             }
         }
     }
@@ -1161,11 +1471,12 @@ MachineParams machine_params(const Target &t, int threads) {
     m.threads = std::max(1, threads);
     m.vector_bytes = t.natural_vector_size(UInt(8));
     for (int i = 0; i < 8; i++) {
-        int level = 0;
-        int64_t size = read_cache_size(i, &level);
+        int level = 0, ways = 0;
+        int64_t size = read_cache_size(i, &level, &ways);
         if (size <= 0) continue;
         if (level == 1) m.l1_bytes = (double)size;
         if (level == 2) m.l2_bytes = (double)size;
+        if (level == 2 && ways > 0) m.l2_ways = ways;
         if (level == 3) m.l3_bytes = (double)size;
     }
     return m;

@@ -14,12 +14,14 @@ struct MachineParams {
     int threads = 1;
     int vector_bytes = 64;
     double l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 16 << 20;
+    int l2_ways = 8;                   // L2's associativity (where rows at a large power-of-two stride collide)
     double ops_per_ns = 3.0;           // scalar operations per ns on one core
     double cache_bytes_per_ns = 60;    // L2 bandwidth of one core
     double l3_bytes_per_ns = 30;       // of one core
     double dram_bytes_per_ns = 12;     // of one core (all cores share about twice that)
     double task_overhead_ns = 1500;    // one parallel task
     double realize_overhead_ns = 60;   // one compute_at realization (allocation, loop set-up)
+    double stack_realize_overhead_ns = 10;  // one whose storage is small and on the stack
 };
 /** The host's caches (from sysfs), vector width (from the target) and `threads`. */
 MachineParams machine_params(const Target &t, int threads);

@@ -456,3 +456,95 @@ TEST(AutoSchedule, APyramidMatchesTheInterpreterWhicheverCandidateIsTaken) {
     }
     internal::g_autoschedule_pick = -1;
 }
+
+// A contraction whose vector operand comes through a copy (a wrapper Func) and is read a
+// whole 4 KB row apart at every step of the reduction: its rows fall in few sets of L2, so the
+// planner packs each column's panel once (the copy computed per column of blocks) and runs
+// each column's rows inside it. The sums keep their order: equal to a plain loop.
+TEST(AutoSchedule, AContractionPacksItsWrappedOperandPerColumnOfBlocks) {
+    const int N = 1024, M = 128;
+    ImageParam V(Float(32), 2, "V"), S(Float(32), 2, "S");
+    Var x("x"), y("y");
+    RDom k(0, N, "k");
+    Func Vp("Vp"), prod("prod"), C("C");
+    Vp(x, y) = V(x, y);
+    prod(x, y) = 0.0f;
+    prod(x, y) += Vp(x, k) * S(k, y);
+    C(x, y) = prod(x, y);
+    V.set_estimates({{0, N}, {0, N}});
+    S.set_estimates({{0, N}, {0, M}});
+    C.set_estimates({{0, N}, {0, M}});
+    Pipeline p(C);
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_CONTAINS(r.schedule_source, "Vp.compute_at(C, xo)");
+    EXPECT_CONTAINS(r.schedule_source, "prod.compute_at(C, yo)");
+    EXPECT_CONTAINS(r.schedule_source, "C.reorder(xv, xi, yi, yo, xo)");
+    Buffer<float> v(N, N), s(N, M), out(N, M);
+    fill(v, 6, -2, 2);
+    fill(s, 7, -2, 2);
+    V.set(v);
+    S.set(s);
+    p.realize(out);
+    double maxdiff = 0;
+    for (int j = 0; j < M; j++)
+        for (int i = 0; i < N; i++) {
+            float acc = 0;
+            for (int kk = 0; kk < N; kk++) acc += v(i, kk) * s(kk, j);
+            maxdiff = std::max(maxdiff, (double)std::fabs(out(i, j) - acc));
+        }
+    EXPECT_LE(maxdiff, 1e-3);
+}
+
+// Row reductions read by the row's other stages (a softmax): each row's members are computed
+// inside the row, where the row stays in L1, and match the interpreter bit for bit.
+TEST(AutoSchedule, RowReductionsAreComputedPerRow) {
+    const int W = 1024, H = 64;
+    ImageParam in(Float(32), 2, "in");
+    Var x("x"), y("y");
+    RDom r(0, W, "r");
+    Func mx("mx"), e("e"), sum("sum"), out("out");
+    mx(y) = Float(32).min();
+    mx(y) = max(mx(y), in(r, y));
+    e(x, y) = exp(in(x, y) - mx(y));
+    sum(y) = 0.0f;
+    sum(y) += e(r, y);
+    out(x, y) = e(x, y) / sum(y);
+    in.set_estimates({{0, W}, {0, H}});
+    out.set_estimates({{0, W}, {0, H}});
+    Pipeline p(out);
+    AutoScheduleResult res = p.auto_schedule();
+    EXPECT_CONTAINS(res.schedule_source, "e.compute_at(out, yi)");
+    EXPECT_CONTAINS(res.schedule_source, "sum.compute_at(out, yi)");
+    Buffer<float> b(W, H);
+    fill(b, 8, -5, 5);
+    in.set(b);
+    EXPECT_EQ(differences(p, Buffer<float>(W, H)), 0);
+}
+
+// Partial sums in one vector per j: the 4 small j loops move inside the reduction loop,
+// unrolled (four independent accumulators rather than one chain); each point's sum keeps its
+// order, so the results are the interpreter's bit for bit.
+TEST(AutoSchedule, SmallPureLoopsOfAReductionAreUnrolledInsideIt) {
+    const int W = 1024, H = 32;
+    ImageParam in(Float(32), 2, "in");
+    Var l("l"), j("j"), y("y");
+    RDom rc(0, W / 64, "rc");
+    Func part("part"), out("out");
+    part(l, j, y) = 0.0f;
+    part(l, j, y) += in(rc * 64 + j * 16 + l, y);
+    out(l, j, y) = part(l, j, y) * 2.0f;
+    in.set_estimates({{0, W}, {0, H}});
+    out.set_estimates({{0, 16}, {0, 4}, {0, H}});
+    Pipeline p(out);
+    AutoScheduleResult res = p.auto_schedule();
+    EXPECT_CONTAINS(res.schedule_source, "part.update(0).unroll(j)");
+    Buffer<float> b(W, H);
+    fill(b, 9, -5, 5);
+    in.set(b);
+    Buffer<float> o(16, 4, H), ref(16, 4, H);
+    p.realize(o);
+    internal::interpret_pipeline(p, {ref});
+    int64_t bad = 0;
+    o.for_each_offset([&](int64_t off) { bad += !(o.data()[off] == ref.data()[off]); });
+    EXPECT_EQ(bad, 0);
+}
