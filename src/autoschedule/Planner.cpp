@@ -1061,27 +1061,35 @@ private:
             for (size_t d = 2; d < from && d < nd; d++) part *= (double)R[d].extent;
             group_live = part * (c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1.0 : (double)c.f1);
         }
-        std::map<std::string, double> member_live, operand_live;
-        // (And what it reads from outside the group: inputs, Funcs computed elsewhere.)
-        auto reads_outside = [&](const std::string &name, const ConstRegion &r) {
+        std::map<std::string, double> member_live, operand_live, operand_readers, whole_bytes, whole_readers;
+        // (And what it reads from outside the group: inputs, Funcs computed elsewhere; per
+        // iteration where it is computed per tile, else all it reads.)
+        auto reads_outside = [&](const std::string &name, const ConstRegion &r, bool per_tile) {
             for (auto &op : operands_of(info.func(name), 0)) {
                 ConstRegion whole, fp;
                 double eb = 4;
                 if (c.where.count(op) || op == g.root || !whole_region(op, &whole, &eb) || !read_through(name, r, op, &fp)) continue;
-                operand_live[op] = std::max(operand_live[op], touched_bytes(fp, whole, eb));
+                if (per_tile) {
+                    operand_live[op] = std::max(operand_live[op], touched_bytes(fp, whole, eb));
+                    operand_readers[op] += 1;
+                } else {
+                    whole_bytes[op] = std::max(whole_bytes[op], touched_bytes(fp, whole, eb));
+                    whole_readers[op] += 1;
+                }
             }
         };
+        if (c.kind == GroupConfig::AllRoot) reads_outside(g.root, R, false);
         if (c.kind != GroupConfig::AllRoot && c.kind != GroupConfig::Block) {
             ConstRegion tile = R;
             size_t from = outer_from(R, c);
             if (!c.strips()) tile[0].extent = std::min(tile[0].extent, c.f0);
             tile[1].extent = c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1 : std::min(tile[1].extent, c.f1);
             for (size_t d = from; d < nd; d++) tile[d].extent = 1;
-            reads_outside(g.root, tile);
+            reads_outside(g.root, tile, true);
         }
         for (auto &[name, p] : c.where) {
+            if (c.kind != GroupConfig::Block) reads_outside(name, p.kind == Placement::Root ? info.func(name).region : p.footprint, p.kind != Placement::Root);
             if (p.kind == Placement::Root) continue;
-            if (c.kind != GroupConfig::Block) reads_outside(name, p.footprint);
             double tile_bytes = region_points(p.footprint) * bytes_of(info.func(name));
             double live = tile_bytes;
             if (p.kind == Placement::Slide && p.footprint.size() > 1) {
@@ -1094,6 +1102,15 @@ private:
             group_live += live;
         }
         for (auto &[op, bytes] : operand_live) group_live += bytes;
+        // An operand read by several of the group's Funcs: fetched once, read again from the
+        // cache that holds the iteration's working set where they are computed per tile, and
+        // all over again by each of those computed alone.
+        for (auto &[op, bytes] : operand_live)
+            if (operand_readers[op] > 1) mem += iterations * bytes * (operand_readers[op] - 1) / bandwidth_for(group_live);
+        for (auto &[op, bytes] : whole_bytes) {
+            double again = whole_readers[op] - (operand_readers.count(op) ? 0 : 1);
+            if (again > 0) mem += again * bytes / bandwidth_for(bytes);
+        }
         for (auto &[name, p] : c.where) {
             const FuncInfo &f = info.func(name);
             if (p.kind == Placement::Root) {
