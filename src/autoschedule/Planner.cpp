@@ -228,7 +228,9 @@ struct GroupConfig {
         switch (kind) {
         case AllRoot: return "every member at root";
         case Strip: return "strips of " + std::to_string(f1) + " rows, members per strip";
-        case Slide: return "strips of " + std::to_string(f1) + " rows, members a sliding window per row";
+        case Slide:
+            return "strips of " + std::to_string(f1) + " rows" + (f0 > 0 ? " in columns of " + std::to_string(f0) : "") +
+                   ", members a sliding window per row";
         case Rows: return "strips of " + std::to_string(f1) + " rows, members per row";
         case Tile:
             return std::to_string(f0) + "x" + std::to_string(f1) + " tiles" + (small_inside ? " (small outer dimensions inside)" : "") +
@@ -962,6 +964,16 @@ private:
                     for (size_t d = from; d < nd; d++) tile[d] = {R[d].min + R[d].extent / 2, 1};
                     place(g, c, tile, tasks_outside(R, from, std::ceil((double)e1 / rows)), group_ns);
                     cs.push_back(c);
+                    // Sliding windows in columns: each window's rows stay short (in L1).
+                    for (int64_t col : {256, 512, 1024}) {
+                        if (kind != GroupConfig::Slide || col * 2 > e0 || col % W) continue;
+                        GroupConfig cc = c;
+                        cc.f0 = col;
+                        cc.where.clear();
+                        tile[0] = {R[0].min + (e0 / 2 / col) * col, col};
+                        place(g, cc, tile, tasks_outside(R, from, std::ceil((double)e1 / S) * std::ceil((double)e0 / col)), group_ns);
+                        cs.push_back(cc);
+                    }
                 }
             }
             bool small_outer = nd > 2 && R[2].extent <= 4;
@@ -1033,6 +1045,7 @@ private:
             for (size_t d = 1; d < nd; d++) tasks *= R[d].extent;
         } else if (c.strips()) {
             tasks = iterations = tasks_outside(R, outer_from(R, c), std::ceil((double)R[1].extent / c.f1));
+            if (c.f0 > 0) iterations *= std::ceil((double)R[0].extent / c.f0);
             if (c.kind == GroupConfig::Rows) iterations = tasks_outside(R, outer_from(R, c), (double)R[1].extent);
         } else {
             size_t from = outer_from(R, c);
@@ -1057,7 +1070,7 @@ private:
         double group_live = 0;
         if (c.kind != GroupConfig::AllRoot) {
             size_t from = outer_from(R, c);
-            double part = bytes_of(root) * (c.strips() ? (double)R[0].extent : (double)c.f0);
+            double part = bytes_of(root) * (c.strips() && c.f0 == 0 ? (double)R[0].extent : (double)c.f0);
             for (size_t d = 2; d < from && d < nd; d++) part *= (double)R[d].extent;
             group_live = part * (c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1.0 : (double)c.f1);
         }
@@ -1082,13 +1095,18 @@ private:
         if (c.kind != GroupConfig::AllRoot && c.kind != GroupConfig::Block) {
             ConstRegion tile = R;
             size_t from = outer_from(R, c);
-            if (!c.strips()) tile[0].extent = std::min(tile[0].extent, c.f0);
+            if (!c.strips() || c.f0 > 0) tile[0].extent = std::min(tile[0].extent, c.f0);
             tile[1].extent = c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1 : std::min(tile[1].extent, c.f1);
             for (size_t d = from; d < nd; d++) tile[d].extent = 1;
             reads_outside(g.root, tile, true);
         }
         for (auto &[name, p] : c.where) {
-            if (c.kind != GroupConfig::Block) reads_outside(name, p.kind == Placement::Root ? info.func(name).region : p.footprint, p.kind != Placement::Root);
+            if (c.kind != GroupConfig::Block) {
+                // (A sliding window reads, per row of the root, what one new row of it needs.)
+                ConstRegion r = p.kind == Placement::Root ? info.func(name).region : p.footprint;
+                if (p.kind == Placement::Slide && r.size() > 1) r[1].extent = 1;
+                reads_outside(name, r, p.kind != Placement::Root);
+            }
             if (p.kind == Placement::Root) continue;
             double tile_bytes = region_points(p.footprint) * bytes_of(info.func(name));
             double live = tile_bytes;
@@ -1296,13 +1314,17 @@ private:
             std::vector<std::string> outer;
             if (c.strips()) {
                 e.split(n, 0, y, yo, yi, c.f1);
-                if (R[0].extent >= W) vectorize(e, n, 0, x, W, taken);
+                // Slide in columns: each strip is swept column by column.
+                std::string xo = c.f0 > 0 ? fresh(x, "o", taken) : "", xi = c.f0 > 0 ? fresh(x, "i", taken) : x;
+                if (c.f0 > 0) e.split(n, 0, x, xo, xi, c.f0);
+                if (R[0].extent >= W) vectorize(e, n, 0, xi, W, taken);
                 size_t from = outer_from(R, c);
-                if (from > 2) {
+                if (from > 2 || c.f0 > 0) {
                     // The small dimensions inside each row of the strip.
-                    std::vector<std::string> order = {x};
+                    std::vector<std::string> order = {xi};
                     for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);
                     order.push_back(yi);
+                    if (c.f0 > 0) order.push_back(xo);
                     order.push_back(yo);
                     e.reorder(n, 0, order, {});
                 }
@@ -1315,7 +1337,7 @@ private:
                     strip = fuse_all(e, n, 0, outer, taken);
                 }
                 compute_var = c.kind == GroupConfig::Strip ? strip : yi;
-                store_var = c.kind == GroupConfig::Rows ? yi : strip;
+                store_var = c.kind == GroupConfig::Rows ? yi : c.f0 > 0 ? xo : strip;
             } else {
                 std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
                 e.split(n, 0, x, xo, xi, c.f0);

@@ -548,3 +548,25 @@ TEST(AutoSchedule, SmallPureLoopsOfAReductionAreUnrolledInsideIt) {
     o.for_each_offset([&](int64_t off) { bad += !(o.data()[off] == ref.data()[off]); });
     EXPECT_EQ(bad, 0);
 }
+
+// A wide image: the planner's candidates include sliding windows in columns (the window's
+// rows stay short). Every one of the first candidates lowers and matches the interpreter, odd
+// sizes included (columns and strips with tails).
+TEST(AutoSchedule, SlidingWindowsInColumnsMatchTheInterpreter) {
+    for (auto [W, H] : {std::pair<int, int>{2048, 96}, {2051, 97}}) {
+        Blur b;
+        Pipeline est = estimated(b, W, H);
+        (void)est;
+        int columns = 0;
+        for (int pick = 0; pick < 8; pick++) {
+            internal::g_autoschedule_pick = pick;
+            Pipeline p(b.by);
+            p.auto_schedule();
+            std::string src = p.get_schedule().cpp_source();
+            columns += src.find("blur_x.store_at(blur_y, xo)") != std::string::npos;
+            EXPECT_EQ(blur_differences(b, p, W, H, 13), 0) << W << "x" << H << ", candidate " << pick << ":\n" << src;
+        }
+        internal::g_autoschedule_pick = -1;
+        EXPECT_GT(columns, 0) << W << "x" << H;
+    }
+}
