@@ -337,6 +337,7 @@ private:
     std::vector<Group> groups;
     std::map<std::string, int> group_of;
     std::map<std::string, int> vdim;  // materialized Func -> the dimension its loops vectorize
+    std::map<std::pair<std::string, size_t>, std::set<std::string>> operands_memo;  // operands_of()
     std::ostringstream log;
 
     int vd(const FuncInfo &f) const {
@@ -666,22 +667,34 @@ private:
     /** The region of `callee` read by Func `consumer` (a materialized Func) over `r`,
         following inlined Funcs between them. */
     bool read_through(const std::string &consumer, const ConstRegion &r, const std::string &callee, ConstRegion *out) {
-        const FuncInfo &c = info.func(consumer);
+        // The regions of the inlined Funcs in between, each visited once, consumers before
+        // producers (realization order backwards), so that a chain of Funcs each calling the
+        // one before several times costs its length, not a power of it.
+        std::map<std::string, ConstRegion> reached;
+        reached[consumer] = r;
         ConstRegion acc;
         bool any = false;
-        for (size_t k = 0; k < c.stages.size(); k++) {
-            for (auto &call : c.stages[k].calls) {
-                if (call.first != callee && !inlined.count(call.first)) continue;
-                ConstRegion got;
-                if (!region_read(c, (int)k, r, call.first, &got)) continue;
-                ConstRegion part;
-                if (call.first == callee) {
-                    part = got;
-                } else if (!read_through(call.first, got, callee, &part)) {  // through the inlined Func
-                    continue;
+        for (int i = info.index.at(consumer); i >= 0; i--) {
+            const FuncInfo &c = info.funcs[i];
+            auto it = reached.find(c.name);
+            if (it == reached.end()) continue;
+            const ConstRegion cr = it->second;
+            for (size_t k = 0; k < c.stages.size(); k++) {
+                std::set<std::string> seen;  // (region_read covers every call of a callee)
+                for (auto &call : c.stages[k].calls) {
+                    const std::string &n = call.first;
+                    bool through = n != callee && n != c.name && inlined.count(n) && info.is_func(n);
+                    if ((n != callee && !through) || !seen.insert(n).second) continue;
+                    ConstRegion got;
+                    if (!region_read(c, (int)k, cr, n, &got)) continue;
+                    if (!through) {
+                        acc = any ? merge(acc, got) : got;
+                        any = true;
+                    } else {
+                        auto jt = reached.find(n);
+                        reached[n] = jt == reached.end() ? got : merge(jt->second, got);
+                    }
                 }
-                acc = any ? merge(acc, part) : part;
-                any = true;
             }
         }
         if (!any) return false;
@@ -760,7 +773,10 @@ private:
     }
 
     /** The inputs and materialized Funcs the update stages of f read, through inlined Funcs. */
-    std::set<std::string> operands_of(const FuncInfo &f, size_t first_stage = 1) const {
+    std::set<std::string> operands_of(const FuncInfo &f, size_t first_stage = 1) {
+        auto key = std::make_pair(f.name, first_stage);
+        auto memo = operands_memo.find(key);
+        if (memo != operands_memo.end()) return memo->second;
         std::set<std::string> out;
         for (size_t k = first_stage; k < f.stages.size(); k++)
             for (auto &call : f.stages[k].calls) {
@@ -772,6 +788,7 @@ private:
                     out.insert(call.first);
                 }
             }
+        operands_memo[key] = out;
         return out;
     }
 
