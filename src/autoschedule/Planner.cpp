@@ -836,6 +836,15 @@ private:
         return bytes <= used * m.l2_ways * 64;
     }
 
+    /** One register block of a Func over region R: f0 x f1 points at its start. */
+    static ConstRegion block_region(const ConstRegion &R, const GroupConfig &c) {
+        ConstRegion b = R;
+        b[0].extent = c.f0;
+        b[1].extent = c.f1;
+        for (size_t d = 2; d < b.size(); d++) b[d].extent = 1;
+        return b;
+    }
+
     /** The register-blocked reduction's arithmetic: each step of the reduction loop is
         f0/W x f1 vector multiply-adds (two a cycle, a dependent chain every 4 cycles), one
         load per vector of each operand (broadcasts for those not read along dimension 0), and
@@ -856,10 +865,7 @@ private:
             }
             double steps = 1, loads = 0, calls = 0, from_l2 = 0;
             for (auto &sp : s.rdom) steps *= (double)sp.extent;
-            ConstRegion block = R;
-            block[0].extent = c.f0;
-            block[1].extent = c.f1;
-            for (size_t d = 2; d < R.size(); d++) block[d].extent = 1;
+            const ConstRegion block = block_region(R, c);
             for (auto &[callee, args] : s.calls) {
                 if (callee == f.name) continue;
                 // An operand whose block (over the whole reduction) does not stay in L1 is
@@ -899,10 +905,7 @@ private:
         for (size_t d = 2; d < R.size(); d++) rest *= (double)R[d].extent;
         // A column: every row of blocks (all of dimensions 1, 2, ...); a row: all columns.
         double n_out = c.panel ? n0 : n1 * rest, n_in = c.panel ? n1 * rest : n0;
-        ConstRegion block = R, panel = R;
-        block[0].extent = c.f0;
-        block[1].extent = c.f1;
-        for (size_t d = 2; d < R.size(); d++) block[d].extent = 1;
+        ConstRegion block = block_region(R, c), panel = R;
         if (c.panel) {
             panel[0].extent = c.f0;
         } else {
