@@ -223,6 +223,7 @@ struct GroupConfig {
     bool panel = false;
     std::string pack;  // Block: an inlined copy of an operand computed per column panel instead
     std::map<std::string, Placement> where;
+    ConstRegion tile;  // the root's region per iteration of its compute loop (a strip: all its rows)
     double cost_ns = 0;
     std::string describe() const {
         switch (kind) {
@@ -552,7 +553,7 @@ private:
         group's work computed once (what small members' recomputation is weighed against). */
     void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations, double group_ns) {
         std::map<std::string, ConstRegion> fp;
-        fp[g.root] = tile;
+        fp[g.root] = c.tile = tile;
         for (int i = (int)g.members.size() - 1; i >= 0; i--) {
             const FuncInfo &f = info.func(g.members[i]);
             Placement p;
@@ -857,6 +858,7 @@ private:
         double blocks = std::ceil((double)R[0].extent / c.f0) * std::ceil((double)R[1].extent / c.f1);
         for (size_t d = 2; d < R.size(); d++) blocks *= (double)R[d].extent;
         auto &ops = stage_ops[f.name];
+        const ConstRegion block = block_region(R, c);
         for (size_t k = 0; k < f.stages.size(); k++) {
             const StageInfo &s = f.stages[k];
             if (k == 0 || s.rvars.empty()) {
@@ -865,7 +867,6 @@ private:
             }
             double steps = 1, loads = 0, calls = 0, from_l2 = 0;
             for (auto &sp : s.rdom) steps *= (double)sp.extent;
-            const ConstRegion block = block_region(R, c);
             for (auto &[callee, args] : s.calls) {
                 if (callee == f.name) continue;
                 // An operand whose block (over the whole reduction) does not stay in L1 is
@@ -920,7 +921,7 @@ private:
             if (!whole_region(op, &whole, &eb) || !read_through(f.name, block, op, &bfp) || !read_through(f.name, panel, op, &pfp))
                 continue;
             double home = region_points(whole) * eb;
-            double bw = bandwidth_for(home <= m.l2_bytes ? home : std::max(home, m.l2_bytes + 1));
+            double bw = bandwidth_for(home);
             double panel_bytes = touched_bytes(pfp, whole, eb);
             if (op == packed) {
                 double dense = region_points(pfp) * eb;
@@ -1097,12 +1098,9 @@ private:
         // of the root needs). Each member's tile moves at the bandwidth of the cache that holds
         // all of it.
         double group_live = 0;
-        if (c.kind != GroupConfig::AllRoot) {
-            size_t from = outer_from(R, c);
-            double part = bytes_of(root) * (c.strips() && c.f0 == 0 ? (double)R[0].extent : (double)c.f0);
-            for (size_t d = 2; d < from && d < nd; d++) part *= (double)R[d].extent;
-            group_live = part * (c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1.0 : (double)c.f1);
-        }
+        ConstRegion root_part = c.tile;
+        if (c.kind == GroupConfig::Slide && root_part.size() > 1) root_part[1].extent = 1;
+        if (c.kind != GroupConfig::AllRoot) group_live = region_points(root_part) * bytes_of(root);
         std::map<std::string, double> member_live, operand_live, operand_readers, whole_bytes, whole_readers;
         // (And what it reads from outside the group: inputs, Funcs computed elsewhere; per
         // iteration where it is computed per tile, else all it reads.)
@@ -1121,14 +1119,7 @@ private:
             }
         };
         if (c.kind == GroupConfig::AllRoot) reads_outside(g.root, R, false);
-        if (c.kind != GroupConfig::AllRoot && c.kind != GroupConfig::Block) {
-            ConstRegion tile = R;
-            size_t from = outer_from(R, c);
-            if (!c.strips() || c.f0 > 0) tile[0].extent = std::min(tile[0].extent, c.f0);
-            tile[1].extent = c.kind == GroupConfig::Slide || c.kind == GroupConfig::Rows ? 1 : std::min(tile[1].extent, c.f1);
-            for (size_t d = from; d < nd; d++) tile[d].extent = 1;
-            reads_outside(g.root, tile, true);
-        }
+        else if (c.kind != GroupConfig::Block) reads_outside(g.root, root_part, true);
         for (auto &[name, p] : c.where) {
             if (c.kind != GroupConfig::Block) {
                 // (A sliding window reads, per row of the root, what one new row of it needs.)
@@ -1387,7 +1378,6 @@ private:
                     if (c.f0 > W) e.loop(n, 0, xi, ForType::Unrolled);
                     if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);
                 }
-                std::string column = xo;
                 if (c.panel) {
                     // The columns in parallel where there are enough of them, else the rows of
                     // each column (and the outer dimensions).
@@ -1399,19 +1389,20 @@ private:
                 } else {
                     outer.push_back(yo);
                     for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]);
-                    column = m.threads > 1 ? parallel_over(e, n, 0, outer, taken)
-                             : outer.size() > 1 ? fuse_all(e, n, 0, outer, taken) : outer[0];
+                    if (m.threads > 1) parallel_over(e, n, 0, outer, taken);
+                    else if (outer.size() > 1) fuse_all(e, n, 0, outer, taken);
                     compute_var = xo;
                 }
                 store_var = compute_var;
                 if (!c.pack.empty()) {
-                    // The operand's panel, packed once per column of blocks.
+                    // The operand's panel, packed once per column of blocks (packing comes
+                    // with columns outermost: the loop over columns is xo).
                     const FuncInfo &pf = info.func(c.pack);
-                    e.compute_at(c.pack, n, column);
+                    e.compute_at(c.pack, n, xo);
                     auto ptaken = loop_names(pf, 0);
                     int Wp = lanes(pf);
                     if (c.f0 % Wp == 0) vectorize(e, c.pack, 0, pf.f->args[0], Wp, ptaken);
-                    sum << "  " << c.pack << ": computed at " << n << "." << column << " (a packed panel)\n";
+                    sum << "  " << c.pack << ": computed at " << n << "." << xo << " (a packed panel)\n";
                 }
             }
         }
