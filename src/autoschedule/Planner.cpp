@@ -867,6 +867,7 @@ private:
             }
             double steps = 1, loads = 0, calls = 0, from_l2 = 0;
             for (auto &sp : s.rdom) steps *= (double)sp.extent;
+            steps = std::max(1.0, steps);  // (an empty reduction: no step, but no 0/0 either)
             for (auto &[callee, args] : s.calls) {
                 if (callee == f.name) continue;
                 // An operand whose block (over the whole reduction) does not stay in L1 is

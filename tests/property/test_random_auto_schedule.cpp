@@ -2,6 +2,7 @@
 // stencils, up- and down-sampling, transposes, reductions, scans, scalars), random estimates
 // and thread counts, the results equal the interpreter's exactly (int32 arithmetic), at the
 // estimated shapes and at others.
+#include <cmath>
 #include <gtest/gtest.h>
 #include <weft/weft.h>
 
@@ -220,4 +221,46 @@ TEST(RandomAutoSchedule, HugeEstimatesInThreeDimensions) {
     int64_t bad = 0;
     got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
     EXPECT_EQ(bad, 0) << r.schedule_source;
+}
+
+TEST(RandomAutoSchedule, HostileEstimatesForContractionsAndRowReductions) {
+    // The register-block, packing and per-row costs under estimates of 0, 1, odd and 2^30
+    // points, and a reduction whose extent (a Param) is estimated at 0 or 2^30: a schedule always
+    // comes back (no crash, hang, or NaN cost) and its results equal the interpreter's.
+    Param<int> K("K");
+    ImageParam V(Float(32), 2, "V"), S(Float(32), 2, "S");
+    Var x("x"), y("y");
+    RDom k(0, K, "k");
+    Func Vp("Vp"), prod("prod"), C("C"), mx("mx"), out("out");
+    Vp(x, y) = V(x, y);
+    prod(x, y) = 0.0f;
+    prod(x, y) += Vp(x, k) * S(k, y);
+    C(x, y) = prod(x, y);
+    mx(y) = 0.0f;
+    mx(y) = max(mx(y), C(k, y));
+    out(x, y) = C(x, y) - mx(y);
+    for (Func o : {C, out})  // (C alone: the register-blocked, packed form; out: per row)
+    for (auto [n, kk] : std::vector<std::pair<int, int>>{{0, 0}, {1, 1}, {17, 3}, {1 << 30, 1 << 30}, {5, 1 << 30}}) {
+        K.set_estimate(kk);
+        V.set_estimates({{0, n}, {0, kk}});
+        S.set_estimates({{0, kk}, {0, n}});
+        o.set_estimates({{0, n}, {0, n}});
+        Pipeline p(o);
+        AutoScheduleResult r = p.auto_schedule();
+        EXPECT_EQ(r.schedule_source, p.get_schedule().cpp_source());
+        EXPECT_FALSE(std::isnan(r.predicted_ms)) << n << ", " << kk;
+        const int N = 19, KK = 7;
+        K.set(KK);
+        Buffer<float> v(N, KK), s(KK, N);
+        v.for_each_offset([&](int64_t off) { v.data()[off] = (float)(off % 5) - 2; });
+        s.for_each_offset([&](int64_t off) { s.data()[off] = (float)(off % 3) - 1; });
+        V.set(v);
+        S.set(s);
+        Buffer<float> got(N, N), want(N, N);
+        p.realize(got);
+        internal::interpret_pipeline(p, {want});
+        int64_t bad = 0;
+        got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+        EXPECT_EQ(bad, 0) << n << ", " << kk << ":\n" << r.schedule_source;
+    }
 }
