@@ -15,6 +15,7 @@
 #include "lower/AlignLoads.h"
 #include "lower/PartitionLoops.h"
 #include "lower/PlanMemory.h"
+#include "lower/PromoteAccumulators.h"
 #include "lower/FuseParallel.h"
 #include "lower/StorageFlattening.h"
 #include "lower/Tracing.h"
@@ -191,6 +192,31 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
         if (log) log->insert(0, "// ---- loop nest ----\n" + nest);
     }
     log_pass(log, "simplify", s);
+
+    if (!cuda) {
+        // (before unrolling: it finds a reduction's loop around a block's loops)
+        std::set<std::string> out_buffers;
+        for (auto &o : env.outputs) {
+            const LFunc &f = env.func(o);
+            for (size_t i = 0; i < std::max<size_t>(1, f.types.size()); i++) out_buffers.insert(tuple_buffer_name(o, (int)i));
+        }
+        // (and the pipeline's own buffers on the heap: a root reduction blocked in place)
+        class Heap : public IRVisitor {
+        public:
+            std::set<std::string> *names;
+
+        protected:
+            void visit(const Allocate *op) override {
+                if (op->memory_type == MemoryType::Heap) names->insert(op->name);
+                IRVisitor::visit(op);
+            }
+        } heap;
+        heap.names = &out_buffers;
+        heap.include(s);
+        Stmt p = promote_accumulators(s, out_buffers);
+        if (!p.same_as(s)) log_pass(log, "promote_accumulators", p);
+        s = p;
+    }
 
     if (cuda) {
         s = lower_gpu_mma(s, env);  // (before unrolling: it works on the stages' innermost loops)
