@@ -256,16 +256,70 @@ public:
 
     std::vector<PlanCandidate> run(int max) {
         decide_inlining();
-        form_groups();
-        for (auto &g : groups)
-            for (auto &mb : g.members) {
-                int v = choose_vector_dim(info.func(mb));
-                if (v != 0) {
-                    vdim[mb] = v;
-                    log << "vectorize " << mb << " along " << info.func(mb).f->args[v] << " (its loads are dense there)\n";
+        bool settled = false;
+        for (int round = 0;; round++) {
+            groups.clear();
+            group_of.clear();
+            form_groups();
+            for (auto &g : groups)
+                for (auto &mb : g.members) {
+                    int v = choose_vector_dim(info.func(mb));
+                    if (v != 0 && !vdim.count(mb)) {
+                        vdim[mb] = v;
+                        log << "vectorize " << mb << " along " << info.func(mb).f->args[v] << " (its loads are dense there)\n";
+                    }
+                }
+            for (auto &g : groups) cost_group(g);
+            // A member left at root by its group's best choice that could be register-blocked
+            // (a contraction itself, or the pointwise reader of one that only it reads) is
+            // made the root of a group of its own, and the groups are formed and costed again.
+            if (settled) break;
+            // (The reader first: a contraction it may block stays its member.)
+            size_t before = own_group.size();
+            std::set<std::string> blocked_by_reader;
+            for (int pass = 0; pass < 2; pass++)
+                for (auto &g : groups) {
+                    if (g.configs.empty()) continue;
+                    for (auto &[mb, p] : g.configs[0].where) {
+                        if (p.kind != Placement::Root || own_group.count(mb)) continue;
+                        bool regroup = false;
+                        if (pass == 0) {
+                            Group alone;
+                            alone.root = mb;
+                            for (auto &other : g.members) {
+                                auto cons = real_consumers(other);
+                                if (other != mb && cons.size() == 1 && *cons.begin() == mb) alone.members.push_back(other);
+                            }
+                            std::string b = blockable(alone);
+                            if (!b.empty() && !is_contraction(info.func(b))) b.clear();
+                            if (!b.empty()) blocked_by_reader.insert(b);
+                            regroup = !b.empty();
+                        } else {
+                            regroup = !blocked_by_reader.count(mb) && self_blockable(info.func(mb));
+                        }
+                        if (regroup) {
+                            own_group.insert(mb);
+                            log << "regroup: " << mb << " is left at root by group " << g.root
+                                << " and may be register-blocked: it becomes a group's root\n";
+                        }
+                    }
+                }
+            if (own_group.size() > before && round < 3) continue;
+            // Kept only where the new group's best choice is a register block (else the
+            // groups are formed as before for it).
+            size_t kept = own_group.size();
+            for (auto it = own_group.begin(); it != own_group.end();) {
+                const Group &g = groups[group_of.at(*it)];
+                if (g.configs.empty() || g.configs[0].kind != GroupConfig::Block) {
+                    log << "regroup undone: " << *it << "'s group does not block a contraction\n";
+                    it = own_group.erase(it);
+                } else {
+                    ++it;
                 }
             }
-        for (auto &g : groups) cost_group(g);
+            if (own_group.size() == kept) break;
+            settled = true;
+        }
         std::vector<std::vector<int>> choices;
         std::vector<int> best(groups.size(), 0);
         choices.push_back(best);
@@ -338,6 +392,7 @@ private:
     std::vector<Group> groups;
     std::map<std::string, int> group_of;
     std::map<std::string, int> vdim;  // materialized Func -> the dimension its loops vectorize
+    std::set<std::string> own_group;  // Funcs that join no consumer's group (see run)
     std::map<std::pair<std::string, size_t>, std::set<std::string>> operands_memo;  // operands_of()
     std::ostringstream log;
 
@@ -482,7 +537,7 @@ private:
                 int g = group_of.count(cn) ? group_of[cn] : -2;
                 joined = joined == -1 ? g : joined == g ? g : -2;
             }
-            if (!f.output && joined >= 0) {
+            if (!f.output && joined >= 0 && !own_group.count(f.name)) {
                 int g = joined;
                 groups[g].members.insert(groups[g].members.begin(), f.name);
                 group_of[f.name] = g;
@@ -735,6 +790,43 @@ private:
             if (ok) return mb;
         }
         return "";
+    }
+
+    /** A root whose own update stages are a contraction (each reduces over RVars at every
+        point of its two first dimensions, which may run in parallel, vectorized along the first):
+        register-blocked in place, its block of accumulators held across the reduction loop. */
+    bool self_blockable(const FuncInfo &f) {
+        if (f.f->args.size() < 2 || !f.has_updates() || vd(f) != 0) return false;
+        for (size_t k = 1; k < f.stages.size(); k++) {
+            const StageInfo &s = f.stages[k];
+            if (s.rvars.empty()) return false;
+            for (size_t d = 0; d < f.f->args.size(); d++)
+                if (!s.pure_parallel[d] || !s.loops_over[d]) return false;  // (a reduction at every point)
+        }
+        return is_contraction(f);
+    }
+
+    /** Does each update of f read an operand that does not depend on its first Var (a value
+        reused across a block's columns) and one that does not depend on its second (reused
+        across its rows), as a matmul or a convolution does? Only then do register blocks save
+        loads: a reduction such as a minimum over a window reuses nothing across a block. */
+    static bool is_contraction(const FuncInfo &f) {
+        if (f.f->args.size() < 2 || !f.has_updates()) return false;
+        for (size_t k = 1; k < f.stages.size(); k++) {
+            bool across_x = false, across_y = false;
+            for (auto &[callee, args] : f.stages[k].calls) {
+                if (callee == f.name) continue;
+                bool ux = false, uy = false;
+                for (auto &a : args) {
+                    ux = ux || expr_uses_var(a, f.f->args[0]);
+                    uy = uy || expr_uses_var(a, f.f->args[1]);
+                }
+                across_x = across_x || !ux;
+                across_y = across_y || !uy;
+            }
+            if (!across_x || !across_y) return false;
+        }
+        return true;
     }
 
     /** Columns of register blocks outside: are there enough of them to run in parallel (else
@@ -1046,6 +1138,24 @@ private:
                     }
             }
         }
+        if (nd >= 2 && self_blockable(root)) {
+            // The root's own reduction in register blocks (its members at root, as a root with
+            // updates computes them before its first stage).
+            for (int nx : {1, 2, 3, 4})
+                for (int ty : {1, 2, 4, 6, 8})
+                    for (bool panel : {false, true}) {
+                        if (nx * ty > 24 || nx * ty < 4 || (int64_t)nx * W > R[0].extent || ty > R[1].extent) continue;
+                        GroupConfig c;
+                        c.kind = GroupConfig::Block;
+                        c.f0 = nx * W;
+                        c.f1 = ty;
+                        c.blocked = g.root;
+                        c.panel = panel;
+                        c.tile = block_region(R, c);
+                        for (auto &mb : g.members) c.where[mb] = Placement();
+                        cs.push_back(c);
+                    }
+        }
         for (auto &c : cs) c.cost_ns = config_cost(g, c);
         std::stable_sort(cs.begin(), cs.end(), [](const GroupConfig &a, const GroupConfig &b) { return a.cost_ns < b.cost_ns; });
         // Sliding windows in columns are the model's least calibrated family: it ranks them
@@ -1093,6 +1203,12 @@ private:
         if (c.kind == GroupConfig::Tile || c.kind == GroupConfig::Block) {
             double pad = std::ceil((double)R[0].extent / c.f0) * c.f0 / std::max<int64_t>(1, R[0].extent);
             work *= pad;
+        }
+        if (c.kind == GroupConfig::Block && c.blocked == g.root) {
+            // Blocked in place: its first stage writes the whole output, each block reads its
+            // part back before its reduction and writes it after.
+            work = blocked_ns(root, c) + contraction_traffic_ns(root, c);
+            mem += 2 * out_bytes / bandwidth_for(out_bytes);
         }
         // What one iteration keeps live at once: the root's part (a row of a strip computed
         // per row, else its tile) and every member's (a sliding window: only the rows one row
@@ -1210,7 +1326,7 @@ private:
     }
 
     /** The loop nest of a Func at root (or an output not tiled with members). */
-    void root_nest(Emitter &e, const FuncInfo &f, bool parallel) {
+    void root_nest(Emitter &e, const FuncInfo &f, bool parallel, bool updates = true) {
         const std::string &n = f.name;
         const ConstRegion &R = f.region;
         size_t nd = R.size();
@@ -1235,7 +1351,45 @@ private:
                 if (!outer.empty() && tasks >= m.threads) parallel_over(e, n, 0, outer, taken);
             }
         }
-        for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, parallel, 0, 0, f.region);
+        if (updates)
+            for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, parallel, 0, 0, f.region);
+    }
+
+    /** A root's own reduction stages in register blocks of c.f0 x c.f1 (see self_blockable):
+        each block's pure loops vectorized and unrolled inside the reduction loops, the blocks'
+        loops outside (columns outermost with c.panel), in parallel. */
+    void blocked_root_nest(Emitter &e, const FuncInfo &f, const GroupConfig &c) {
+        const std::string &n = f.name;
+        const ConstRegion &R = f.region;
+        int W = lanes(f);
+        root_nest(e, f, true, false);
+        for (size_t k = 1; k < f.stages.size(); k++) {
+            const StageInfo &s = f.stages[k];
+            auto taken = loop_names(f, (int)k);
+            std::string x = f.f->args[0], y = f.f->args[1];
+            std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken), yo = fresh(y, "o", taken),
+                        yi = fresh(y, "i", taken), xv = fresh(x, "v", taken);
+            e.split(n, (int)k, x, xo, xi, c.f0);
+            e.split(n, (int)k, y, yo, yi, c.f1);
+            std::vector<std::string> order = {xi, yi}, rest;
+            for (auto &r : s.rvars) order.push_back(r);
+            for (size_t d = 2; d < f.f->args.size(); d++)
+                if (s.loops_over[d]) rest.push_back(f.f->args[d]);
+            if (!c.panel) order.push_back(xo);
+            order.push_back(yo);
+            order.insert(order.end(), rest.begin(), rest.end());
+            if (c.panel) order.push_back(xo);
+            e.reorder(n, (int)k, order, std::set<std::string>(s.rvars.begin(), s.rvars.end()));
+            e.split(n, (int)k, xi, xi, xv, W);
+            e.loop(n, (int)k, xv, ForType::Vectorized);
+            if (c.f0 > W) e.loop(n, (int)k, xi, ForType::Unrolled);
+            if (c.f1 > 1) e.loop(n, (int)k, yi, ForType::Unrolled);
+            if (m.threads <= 1) continue;
+            std::vector<std::string> rows = {yo};
+            rows.insert(rows.end(), rest.begin(), rest.end());
+            if (c.panel && panel_columns_parallel(R, c)) e.loop(n, (int)k, xo, ForType::Parallel);
+            else parallel_over(e, n, (int)k, rows, taken);
+        }
     }
 
     /** The extent of f's dimension d in `extents` (its region where that is shorter). */
@@ -1328,6 +1482,8 @@ private:
         std::string compute_var, store_var;
         if (c.kind == GroupConfig::AllRoot) {
             root_nest(e, root, true);
+        } else if (c.kind == GroupConfig::Block && c.blocked == n) {
+            blocked_root_nest(e, root, c);
         } else {
             auto taken = loop_names(root, 0);
             std::string x = root.f->args[0], y = root.f->args[1];

@@ -495,6 +495,61 @@ TEST(AutoSchedule, AContractionPacksItsWrappedOperandPerColumnOfBlocks) {
     EXPECT_LE(maxdiff, 1e-3);
 }
 
+// A contraction that is its own output (no wrapper Func: mm(j, t) += a(k, t) * w(j, k)) is
+// register-blocked in place: its update tiled with the block inside the reduction loop, the
+// block held in a stack tile by lowering; the same bits as the interpreter. Read by a
+// pointwise Func (bias + GELU) whose reader needs all of it, that Func is made a group's root
+// of its own with the contraction blocked in its tiles, and the second contraction blocked too.
+TEST(AutoSchedule, AContractionThatIsItsOwnOutputIsBlockedInPlace) {
+    const int K = 128, N = 256, T = 24;
+    ImageParam a(Float(32), 2, "a"), w(Float(32), 2, "w");
+    Var j("j"), t("t");
+    RDom k(0, K, "k");
+    Func mm("mm");
+    mm(j, t) = 0.0f;
+    mm(j, t) += a(k, t) * w(j, k);
+    a.set_estimates({{0, K}, {0, T}});
+    w.set_estimates({{0, N}, {0, K}});
+    mm.set_estimates({{0, N}, {0, T}});
+    Pipeline p(mm);
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_CONTAINS(r.schedule_source, "mm.update(0).reorder(");
+    EXPECT_CONTAINS(r.schedule_source, "mm.update(0).unroll(");
+    Buffer<float> A(K, T), W(N, K), got(N, T), ref(N, T);
+    fill(A, 8, -1, 1);
+    fill(W, 9, -1, 1);
+    a.set(A);
+    w.set(W);
+    EXPECT_NE(p.lowered_ir({N, T}).find("allocate mm$acc"), std::string::npos) << "no tile of accumulators";
+    p.realize(got);
+    internal::interpret_pipeline(Pipeline(mm), {ref});
+    EXPECT_EQ(std::memcmp(got.raw_data(), ref.raw_data(), (size_t)N * T * 4), 0);
+
+    // mm -> bias + GELU -> a second contraction reading all of it.
+    ImageParam w2(Float(32), 2, "w2"), b(Float(32), 1, "b");
+    RDom k2(0, N, "k2");
+    Func g("gelu"), mm2("mm2");
+    Expr v = mm(j, t) + b(j);
+    g(j, t) = 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    mm2(j, t) = 0.0f;
+    mm2(j, t) += g(k2, t) * w2(j, k2);
+    w2.set_estimates({{0, K}, {0, N}});
+    b.set_estimates({{0, N}});
+    mm2.set_estimates({{0, K}, {0, T}});
+    Pipeline p2(mm2);
+    AutoScheduleResult r2 = p2.auto_schedule();
+    EXPECT_CONTAINS(r2.schedule_source, "mm.compute_at(gelu, ");
+    EXPECT_CONTAINS(r2.schedule_source, "mm2.update(0).unroll(");
+    Buffer<float> W2(K, N), B(N), got2(K, T), ref2(K, T);
+    fill(W2, 10, -1, 1);
+    fill(B, 11, -1, 1);
+    w2.set(W2);
+    b.set(B);
+    p2.realize(got2);
+    internal::interpret_pipeline(Pipeline(mm2), {ref2});
+    EXPECT_EQ(std::memcmp(got2.raw_data(), ref2.raw_data(), (size_t)K * T * 4), 0);
+}
+
 // Row reductions read by the row's other stages (a softmax): each row's members are computed
 // inside the row, where the row stays in L1, and match the interpreter bit for bit.
 TEST(AutoSchedule, RowReductionsAreComputedPerRow) {
