@@ -424,6 +424,52 @@ TEST(LazyChain, AnEpilogueRunsInItsScheduledProducersLoops) {
     EXPECT_EQ(big(0, 0), 42.0f);
 }
 
+TEST(LazyChain, AnEpilogueRunsInTheBlocksOfAScheduledReduction) {
+    // A matmul scheduled in register blocks on its own output (mm(j, t) += ...; no wrapper
+    // Func), then bias + GELU without a schedule: the epilogue loops over the matmul's blocks
+    // and each block of the matmul is computed there, so no buffer of the matmul's size is
+    // held; the values are eager's, bit for bit, on sizes that are and are not multiples of
+    // the block.
+    for (auto [n, tokens, k_in] : {std::tuple{128, 24, 48}, std::tuple{150, 13, 37}}) {
+        SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(tokens));
+        ImageParam a(Float(32), 2, "a"), w(Float(32), 2, "w");
+        Var j("j"), t("t"), jo("jo"), to("to"), ji("ji"), ti("ti");
+        RDom k(0, k_in, "k");
+        Func mm("linear");
+        mm(j, t) = 0.0f;
+        mm(j, t) += a(k, t) * w(j, k);
+        mm.vectorize(j, 16).parallel(t);
+        mm.update().tile(j, t, jo, to, ji, ti, 32, 4).reorder(ji, ti, k, jo, to).vectorize(ji, 16).unroll(ji).unroll(ti).parallel(to);
+        Callable linear = Pipeline(mm).compile_to_callable({a, w});
+        ImageParam h(Float(32), 2, "h"), bias(Float(32), 1, "bias");
+        Var x("x"), y("y");
+        Func g("bias_gelu");
+        Expr v = h(x, y) + bias(x);
+        g(x, y) = 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+        Callable act = Pipeline(g).compile_to_callable({h, bias});
+        Buffer<float> A = photo(k_in, tokens, 1), W = photo(n, k_in, 2), B = photo(n, 1, 3);
+        Buffer<float> b1(n);
+        for (int i = 0; i < n; i++) b1(i) = B(i, 0) - 0.5f;
+        Buffer<float> mid(n, tokens), eager(n, tokens);
+        linear(A, W, mid);
+        act(mid, b1, eager);
+        auto chain = [&] { return act.defer({n, tokens}, linear.defer({n, tokens}, A, W), b1); };
+        expect_same_bits(chain().realize(), eager);
+        MemoryStats warm = memory_stats();
+        reset_peak_memory();
+        Buffer<float> again = chain().realize();
+        expect_same_bits(again, eager);
+        EXPECT_LT(memory_stats().peak - warm.in_use, (uint64_t)n * tokens * 4 / 4) << "the matmul's result was stored";
+        // Asked for as well, the matmul is computed at root: both right.
+        LazyBuffer m = linear.defer({n, tokens}, A, W);
+        LazyBuffer r = act.defer({n, tokens}, m, b1);
+        Buffer<float> got_m(n, tokens), got_r(n, tokens);
+        weft::realize({m, r}, {got_m, got_r});
+        expect_same_bits(got_m, mid);
+        expect_same_bits(got_r, eager);
+    }
+}
+
 TEST(LazyChainErrors, MismatchesAtTheSeamsNameBothParts) {
     Part a = denoise(false);
     Var x("x"), y("y");
