@@ -293,7 +293,13 @@ public:
                             std::string b = blockable(alone);
                             if (!b.empty() && !is_contraction(info.func(b))) b.clear();
                             if (!b.empty()) blocked_by_reader.insert(b);
-                            regroup = !b.empty();
+                            // (or an operand of a contraction, kept at root for it, with members
+                            // of its own: a layer norm's reductions, then computed per row of it
+                            // rather than all at root)
+                            bool operand = false;
+                            for (auto &cn : real_consumers(mb)) operand = operand || is_contraction(info.func(cn));
+                            regroup = !b.empty() || (operand && !alone.members.empty() && info.func(mb).f->args.size() >= 2 &&
+                                                     !info.func(mb).has_updates());
                         } else {
                             regroup = !blocked_by_reader.count(mb) && self_blockable(info.func(mb));
                         }
@@ -305,13 +311,16 @@ public:
                     }
                 }
             if (own_group.size() > before && round < 3) continue;
-            // Kept only where the new group's best choice is a register block (else the
-            // groups are formed as before for it).
+            // Kept only where the new group's best choice is a register block, or (for a root
+            // of members) computes them per tile, strip or row (else the groups are formed as
+            // before for it).
             size_t kept = own_group.size();
             for (auto it = own_group.begin(); it != own_group.end();) {
                 const Group &g = groups[group_of.at(*it)];
-                if (g.configs.empty() || g.configs[0].kind != GroupConfig::Block) {
-                    log << "regroup undone: " << *it << "'s group does not block a contraction\n";
+                bool keep = !g.configs.empty() && (g.configs[0].kind == GroupConfig::Block ||
+                                                   (g.configs[0].kind != GroupConfig::AllRoot && !self_blockable(info.func(*it))));
+                if (!keep) {
+                    log << "regroup undone: " << *it << "'s group blocks no contraction and tiles nothing\n";
                     it = own_group.erase(it);
                 } else {
                     ++it;
