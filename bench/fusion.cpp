@@ -12,7 +12,10 @@
 //   conv_bias_relu_add_S: a 3x3 convolution + bias + ReLU over 4 x 64 channels x S x S (NHWC,
 //   bench/run's expert schedule: a Callable) then a residual add (a Callable without a
 //   schedule): deferred, the add runs in the convolution's loops (an epilogue); bench/run
-//   races the same chain against oneDNN's post-ops (conv_add).
+//   races the same chain against oneDNN's post-ops (conv_add);
+//   linear_bias_relu_TxIxO: a linear layer (I to O over T tokens) scheduled by hand in register
+//   blocks on its own update (no wrapper Func), then bias + ReLU without a schedule: deferred,
+//   the activation runs in the matmul's blocks (an epilogue of a reduction).
 // Each result is checked bit for bit against eager before timing. Times are medians of rounds
 // that alternate eager and lazy; peak memory is what the process holds for intermediates: the
 // Buffers eager's caller allocates plus the runtime pool's peak (memory_stats()).
@@ -298,6 +301,47 @@ Entry conv_add(int S, int rounds, double target) {
     return e;
 }
 
+/** A linear layer scheduled by hand in register blocks on its own update (no wrapper Func), then
+    bias + ReLU without a schedule: deferred, the activation runs in the matmul's blocks (an
+    epilogue of a reduction), tokens x d_in -> d_out. */
+Entry linear_bias_relu(int tokens, int d_in, int d_out, int rounds, double target) {
+    ImageParam a(Float(32), 2, "a"), w(Float(32), 2, "w");
+    Var j("j"), t("t"), jo("jo"), to("to"), ji("ji"), ti("ti");
+    RDom k(0, d_in, "k");
+    Func mm("linear");
+    mm(j, t) = 0.0f;
+    mm(j, t) += a(k, t) * w(j, k);
+    mm.vectorize(j, 16).parallel(t, 8);
+    mm.update().tile(j, t, jo, to, ji, ti, 64, 6).reorder(ji, ti, k, jo, to).vectorize(ji, 16).unroll(ji).unroll(ti).parallel(to);
+    Callable lin = Pipeline(mm).compile_to_callable({a, w});
+    ImageParam h(Float(32), 2, "h"), bias(Float(32), 1, "bias");
+    Func act("bias_relu");
+    act(j, t) = max(h(j, t) + bias(j), 0.0f);
+    Callable relu = Pipeline(act).compile_to_callable({h, bias});
+    Buffer<float> x(d_in, tokens), wt(d_out, d_in), b(d_out), mid(d_out, tokens), eager(d_out, tokens), lazy(d_out, tokens);
+    for (auto *buf : {&x, &wt, &b}) {
+        float *p = (float *)buf->raw_data();
+        size_t n = 1;
+        for (int q = 0; q < buf->dimensions(); q++) n *= buf->dim(q).extent();
+        for (size_t i = 0; i < n; i++) p[i] = (float)(((i * 2654435761u + 7) >> 7) % 2001 - 1000) / 1000.0f / 16;
+    }
+    auto run_eager = [&] {
+        lin(x, wt, mid);
+        relu(mid, b, eager);
+    };
+    auto run_lazy = [&] { relu.defer({d_out, tokens}, lin.defer({d_out, tokens}, x, wt), b).realize(lazy); };
+    Entry e;
+    e.name = "linear_bias_relu_" + std::to_string(tokens) + "x" + std::to_string(d_in) + "x" + std::to_string(d_out);
+    e.target = target;
+    run_eager();
+    double t0 = now_ms();
+    run_lazy();
+    e.lazy_first_ms = now_ms() - t0;
+    e.same_bits = std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)d_out * tokens * 4) == 0;
+    race(e, rounds, 4ull * d_out * tokens, run_eager, run_lazy);
+    return e;
+}
+
 std::string entry_json(const Entry &e) {
     std::ostringstream os;
     double speedup = e.eager_ms / e.lazy_ms;
@@ -339,6 +383,7 @@ int main(int argc, char **argv) {
         const int tokens = quick ? 128 : 256, d = quick ? 256 : 512;
         run("mlp_block_" + std::to_string(tokens) + "x" + std::to_string(d), [&] { return mlp_block(tokens, d, rounds, 1.2); });
         run("conv_bias_relu_add_56", [&] { return conv_add(56, rounds, 1.0); });
+        run("linear_bias_relu", [&] { return linear_bias_relu(quick ? 192 : 384, 512, 2048, rounds, 1.0); });
         return 0;
     }
     std::printf("%-28s %7s %10s %10s %8s %8s %12s %12s %s\n", "entry", "threads", "eager ms", "lazy ms", "speedup",
