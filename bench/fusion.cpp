@@ -13,6 +13,8 @@
 //   bench/run's expert schedule: a Callable) then a residual add (a Callable without a
 //   schedule): deferred, the add runs in the convolution's loops (an epilogue); bench/run
 //   races the same chain against oneDNN's post-ops (conv_add);
+//   two_readers_N: colour and tone (no schedules) reading one N x N input, both asked for:
+//   deferred, one pipeline whose two outputs run in one pass over the input (horizontal fusion);
 //   linear_bias_relu_TxIxO: a linear layer (I to O over T tokens) scheduled by hand in register
 //   blocks on its own update (no wrapper Func), then bias + ReLU without a schedule: deferred,
 //   the activation runs in the matmul's blocks (an epilogue of a reduction).
@@ -301,6 +303,31 @@ Entry conv_add(int S, int rounds, double target) {
     return e;
 }
 
+/** Two parts without schedules reading one input, both results asked for: deferred, one pipeline
+    whose two outputs run in one pass over the input (horizontal fusion). */
+Entry two_readers(int n, int rounds, double target) {
+    Part c = colour(false), t = tone(false);
+    Buffer<float> in(n, n), e1(n, n), e2(n, n), l1(n, n), l2(n, n);
+    float *p = (float *)in.raw_data();
+    for (size_t i = 0; i < (size_t)n * n; i++) p[i] = (float)((i * 2654435761u) >> 20 & 1023) / 1023.0f;
+    auto run_eager = [&] {
+        c.fn(in, 1.3f, e1);
+        t.fn(in, -0.05f, e2);
+    };
+    auto run_lazy = [&] { weft::realize({c.fn.defer({n, n}, in, 1.3f), t.fn.defer({n, n}, in, -0.05f)}, {l1, l2}); };
+    Entry e;
+    e.name = "two_readers_" + std::to_string(n);
+    e.target = target;
+    run_eager();
+    double t0 = now_ms();
+    run_lazy();
+    e.lazy_first_ms = now_ms() - t0;
+    e.same_bits = std::memcmp(e1.raw_data(), l1.raw_data(), (size_t)n * n * 4) == 0 &&
+                  std::memcmp(e2.raw_data(), l2.raw_data(), (size_t)n * n * 4) == 0;
+    race(e, rounds, 0, run_eager, run_lazy);
+    return e;
+}
+
 /** A linear layer scheduled by hand in register blocks on its own update (no wrapper Func), then
     bias + ReLU without a schedule: deferred, the activation runs in the matmul's blocks (an
     epilogue of a reduction), tokens x d_in -> d_out. */
@@ -383,6 +410,7 @@ int main(int argc, char **argv) {
         const int tokens = quick ? 128 : 256, d = quick ? 256 : 512;
         run("mlp_block_" + std::to_string(tokens) + "x" + std::to_string(d), [&] { return mlp_block(tokens, d, rounds, 1.2); });
         run("conv_bias_relu_add_56", [&] { return conv_add(56, rounds, 1.0); });
+        run("two_readers", [&] { return two_readers(quick ? 2048 : 4096, rounds, 1.0); });
         run("linear_bias_relu", [&] { return linear_bias_relu(quick ? 192 : 384, 512, 2048, rounds, 1.0); });
         return 0;
     }

@@ -190,6 +190,14 @@ struct Emitter {
         for (auto &n : order) d.rvars.push_back(rvars.count(n) > 0);
         calls.push_back(d);
     }
+    /** f's pure stage computed with g's pure stage, their loops fused down to v. */
+    void compute_with(const std::string &f, const std::string &g, const std::string &v) {
+        Directive d = base(Directive::ComputeWith, f, 0);
+        d.names = {g, v};
+        d.rvars = {false, false};
+        d.exprs = {IntImm::make(Int(32), 0)};
+        calls.push_back(d);
+    }
     void reorder_storage(const std::string &f, const std::vector<std::string> &dims) {
         Directive d = base(Directive::ReorderStorage, f, 0);
         d.names = dims;
@@ -356,7 +364,7 @@ public:
                 if (g.configs[i].kind == GroupConfig::AllRoot) k = (int)i;
             safe.push_back(k);
         }
-        if (safe != best) out.push_back(emit(safe));
+        if (safe != best) out.push_back(emit(safe, false));
         return out;
     }
 
@@ -402,6 +410,9 @@ private:
     std::map<std::string, int> group_of;
     std::map<std::string, int> vdim;  // materialized Func -> the dimension its loops vectorize
     std::set<std::string> own_group;  // Funcs that join no consumer's group (see run)
+    /** Per group root emitted at root with its pure stage's outermost loop recorded: that
+        loop's name and what shapes the loops outside the members' (see horizontal). */
+    std::map<std::string, std::pair<std::string, std::string>> outer_loop;
     std::map<std::pair<std::string, size_t>, std::set<std::string>> operands_memo;  // operands_of()
     std::ostringstream log;
 
@@ -1357,7 +1368,14 @@ private:
                     tasks *= R[d].extent;
                     if (tasks >= 8 * m.threads) break;
                 }
-                if (!outer.empty() && tasks >= m.threads) parallel_over(e, n, 0, outer, taken);
+                if (!outer.empty() && tasks >= m.threads) {
+                    std::string par = parallel_over(e, n, 0, outer, taken);
+                    outer_loop[n] = {par, "root, parallel over " + std::to_string(outer.size())};
+                }
+            }
+            if (!outer_loop.count(n) && nd >= 1) {
+                std::string o = nd == 1 ? f.f->args[0] : f.f->args[(int)nd - 1 == v ? nd - 2 : nd - 1];
+                outer_loop[n] = {o, "root, serial"};
             }
         }
         if (updates)
@@ -1524,6 +1542,7 @@ private:
                 }
                 compute_var = c.kind == GroupConfig::Strip ? strip : yi;
                 store_var = c.kind == GroupConfig::Rows ? yi : c.f0 > 0 ? xo : strip;
+                if (c.f0 == 0) outer_loop[n] = {strip, "strips of " + std::to_string(c.f1) + (par.empty() ? "" : ", parallel")};
             } else {
                 std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);
                 e.split(n, 0, x, xo, xi, c.f0);
@@ -1671,16 +1690,90 @@ private:
         return k == 0 ? f.name : f.name + ".update(" + std::to_string(k - 1) + ")";
     }
 
-    PlanCandidate emit(const std::vector<int> &choice) {
+    /** The inputs and Funcs the group reads from outside it. */
+    std::set<std::string> group_reads(const Group &g) {
+        std::set<std::string> inside(g.members.begin(), g.members.end()), out;
+        inside.insert(g.root);
+        for (auto &n : inside)
+            for (auto &op : operands_of(info.func(n), 0))
+                if (!inside.count(op)) out.insert(op);
+        return out;
+    }
+
+    /** Does Func `from` feed Func `to` (through consumers)? */
+    bool feeds(const std::string &from, const std::string &to) const {
+        std::set<std::string> seen;
+        std::vector<std::string> work{from};
+        while (!work.empty()) {
+            std::string n = work.back();
+            work.pop_back();
+            if (n == to) return true;
+            if (!seen.insert(n).second || !info.index.count(n)) continue;
+            for (auto &c : info.func(n).consumers) work.push_back(c);
+        }
+        return false;
+    }
+
+    /** Horizontal fusion: two groups one after the other whose roots are at root with the
+        same Vars, region and outer loops (every member at root, or strips of the same height),
+        that do not feed each other and read a common operand too large to stay in L2 between
+        the two passes, run in one pass: the second's outer loop fused with the first's
+        (compute_with), so each block of rows of the operand is read from memory once. Returns
+        the time saved (the second read). */
+    double horizontal(Emitter &e, std::ostringstream &sum) {
+        double saved = 0;
+        for (size_t gi = 1; gi < groups.size(); gi++) {
+            const Group &a = groups[gi - 1], &b = groups[gi];
+            auto ia = outer_loop.find(a.root), ib = outer_loop.find(b.root);
+            if (ia == outer_loop.end() || ib == outer_loop.end() || ia->second != ib->second) continue;
+            const FuncInfo &fa = info.func(a.root), &fb = info.func(b.root);
+            if (fa.has_updates() || fb.has_updates() || fa.f->args != fb.f->args || fa.region.size() != fb.region.size())
+                continue;
+            bool same = true;
+            for (size_t d = 0; d < fa.region.size(); d++)
+                same = same && fa.region[d].min == fb.region[d].min && fa.region[d].extent == fb.region[d].extent;
+            if (!same || vd(fa) != vd(fb) || lanes(fa) != lanes(fb)) continue;
+            bool dependent = false;
+            std::set<std::string> in_b(b.members.begin(), b.members.end());
+            in_b.insert(b.root);
+            for (auto &n : in_b) dependent = dependent || feeds(a.root, n);
+            std::set<std::string> ra = group_reads(a), rb = group_reads(b);
+            for (auto &n : a.members) dependent = dependent || rb.count(n);
+            if (dependent) continue;
+            double bytes = 0;
+            std::string common;
+            for (auto &op : ra) {
+                ConstRegion whole;
+                double eb = 4;
+                if (!rb.count(op) || !whole_region(op, &whole, &eb)) continue;
+                double by = region_points(whole) * eb;
+                if (by > bytes) {
+                    bytes = by;
+                    common = op;
+                }
+            }
+            if (bytes <= m.l2_bytes) continue;
+            e.compute_with(b.root, a.root, ia->second.first);
+            saved += bytes / bandwidth_for(bytes);
+            sum << "horizontal: " << b.root << " computed with " << a.root << " at " << ia->second.first << " ("
+                << ia->second.second << "): both read " << common << ", " << bytes / 1048576 << " MiB, once\n";
+            outer_loop.erase(b.root);  // (one partner each)
+        }
+        return saved;
+    }
+
+    PlanCandidate emit(const std::vector<int> &choice, bool fuse_horizontally = true) {
         Emitter e;
         std::ostringstream sum;
         sum << log.str();
         double total = 0;
+        outer_loop.clear();
         for (size_t gi = 0; gi < groups.size(); gi++) {
             const GroupConfig &c = groups[gi].configs[choice[gi]];
             total += c.cost_ns;
             emit_group(e, groups[gi], c, sum);
         }
+        if (fuse_horizontally) total -= horizontal(e, sum);
         PlanCandidate pc;
         pc.calls = e.calls;
         pc.predicted_ms = total / 1e6;

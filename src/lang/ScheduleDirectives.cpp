@@ -283,6 +283,21 @@ PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const
             break;
         }
         case Directive::Loop: st.dims[dim_index(st, d.names.at(0), where)].for_type = d.for_type; break;
+        case Directive::ComputeWith: {
+            FuseLevel &fl = f.stages[d.stage].fuse;
+            fl = FuseLevel();
+            fl.func_name = d.names.at(0);
+            fl.var = d.names.at(1);
+            int64_t ps = 0;
+            if (!d.exprs.empty()) is_const_int(d.exprs[0], &ps);
+            fl.stage = (int)ps;
+            for (size_t i = 2; i < d.names.size(); i++) {
+                int64_t a = 0;
+                if (i - 1 < d.exprs.size()) is_const_int(d.exprs[i - 1], &a);
+                fl.align.push_back({d.names[i], (LoopAlignStrategy)a});
+            }
+            break;
+        }
         default: user_error("weft: " + where + ": this directive is not built as a value here");
         }
     }

@@ -278,6 +278,9 @@ Env build_env(const std::vector<std::shared_ptr<FunctionContents>> &outputs, boo
             if (s.fuse.fused()) {
                 auto pc = s.fuse.func.lock();
                 if (pc && fnames.count(pc.get())) s.fuse_func = fnames[pc.get()];
+                if (ov)  // (a schedule value names the parent by its unique name)
+                    for (auto &[ptr, n] : fnames)
+                        if (n == s.fuse.func_name) s.fuse_func = n;
             }
             for (auto &sp : ds.specializations)
                 s.specs.push_back({fuse_multiply_adds(rn.mutate(sp.condition)), sp.schedule});

@@ -550,6 +550,48 @@ TEST(AutoSchedule, AContractionThatIsItsOwnOutputIsBlockedInPlace) {
     EXPECT_EQ(std::memcmp(got2.raw_data(), ref2.raw_data(), (size_t)K * T * 4), 0);
 }
 
+// Two outputs that read one input too large for L2 run in one pass (horizontal fusion: the
+// second computed with the first at their outer loop), with the interpreter's results; one
+// that reads the other is not fused.
+TEST(AutoSchedule, SiblingsReadingOneLargeInputRunInOnePass) {
+    const int W = 1024, H = 640;
+    ImageParam in(Float(32), 2, "in");
+    Var x("x"), y("y");
+    Func a("a"), b("b");
+    a(x, y) = in(x, y) * in(x, y) * 0.5f + 0.25f;
+    b(x, y) = sqrt(abs(in(x, y))) - 0.1f;
+    in.set_estimates({{0, W}, {0, H}});
+    a.set_estimates({{0, W}, {0, H}});
+    b.set_estimates({{0, W}, {0, H}});
+    Pipeline p({a, b});
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_CONTAINS(r.schedule_source, "b.compute_with(a, ");
+    Buffer<float> I(W, H), A(W, H), B(W, H), RA(W, H), RB(W, H);
+    fill(I, 12, -2, 2);
+    in.set(I);
+    p.realize({A, B});
+    internal::interpret_pipeline(Pipeline({a, b}), {RA, RB});
+    EXPECT_EQ(std::memcmp(A.raw_data(), RA.raw_data(), (size_t)W * H * 4), 0);
+    EXPECT_EQ(std::memcmp(B.raw_data(), RB.raw_data(), (size_t)W * H * 4), 0);
+    // At other sizes (the schedule is for the estimates; the fused loops cover both ranges).
+    Buffer<float> I2(W / 2 + 3, 37), A2(W / 2 + 3, 37), B2(W / 2 + 3, 37), RA2(W / 2 + 3, 37), RB2(W / 2 + 3, 37);
+    fill(I2, 13, -2, 2);
+    in.set(I2);
+    p.realize({A2, B2});
+    internal::interpret_pipeline(Pipeline({a, b}), {RA2, RB2});
+    EXPECT_EQ(std::memcmp(A2.raw_data(), RA2.raw_data(), A2.number_of_elements() * 4), 0);
+    EXPECT_EQ(std::memcmp(B2.raw_data(), RB2.raw_data(), B2.number_of_elements() * 4), 0);
+
+    // c reads a: not fused with it.
+    Func a3("a3"), c("c");
+    a3(x, y) = in(x, y) + 1.0f;
+    c(x, y) = in(x, y) * a3(x, y);
+    a3.set_estimates({{0, W}, {0, H}});
+    c.set_estimates({{0, W}, {0, H}});
+    AutoScheduleResult r3 = Pipeline({a3, c}).auto_schedule();
+    EXPECT_EQ(r3.schedule_source.find("compute_with"), std::string::npos) << r3.schedule_source;
+}
+
 // Row reductions read by the row's other stages (a softmax): each row's members are computed
 // inside the row, where the row stays in L1, and match the interpreter bit for bit.
 TEST(AutoSchedule, RowReductionsAreComputedPerRow) {

@@ -470,6 +470,25 @@ TEST(LazyChain, AnEpilogueRunsInTheBlocksOfAScheduledReduction) {
     }
 }
 
+TEST(LazyChain, TwoReadersOfOneValueAskedForTogether) {
+    // colour and tone both read denoise's result, and both are asked for: the chain is one
+    // pipeline (the two readers may run in one pass over it, horizontally fused), with eager's
+    // values bit for bit, at a size larger than L2 and at a small odd one.
+    for (auto [w, h] : {std::pair{1024, 600}, std::pair{37, 11}}) {
+        Part d = denoise(false), c = colour(false), t = tone(false);
+        Buffer<float> img = photo(w, h, 4), mid(w, h), e1(w, h), e2(w, h);
+        d.fn(img, 0.7f, mid);
+        c.fn(mid, 1.3f, e1);
+        t.fn(mid, -0.05f, e2);
+        LazyBuffer v = d.fn.defer({w, h}, img, 0.7f);
+        LazyBuffer a = c.fn.defer({w, h}, v, 1.3f), b = t.fn.defer({w, h}, v, -0.05f);
+        Buffer<float> g1(w, h), g2(w, h);
+        weft::realize({a, b}, {g1, g2});
+        expect_same_bits(g1, e1);
+        expect_same_bits(g2, e2);
+    }
+}
+
 TEST(LazyChainErrors, MismatchesAtTheSeamsNameBothParts) {
     Part a = denoise(false);
     Var x("x"), y("y");
