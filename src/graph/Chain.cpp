@@ -451,7 +451,8 @@ std::string update_blocks_loop(const FunctionContents &q) {
 
         protected:
             void visit(const Call *op) override {
-                if (op->call_type == Call::Func && op->func.get() == q)
+                // (a Func's calls of itself may hold no pointer to it: by name)
+                if (op->call_type == Call::Func && (op->func.get() == q || op->name == q->name))
                     for (size_t k = 0; ok && k < op->args.size(); k++) ok = equal(op->args[k], (*at)[k]);
                 IRVisitor::visit(op);
             }

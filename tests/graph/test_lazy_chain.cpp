@@ -470,6 +470,43 @@ TEST(LazyChain, AnEpilogueRunsInTheBlocksOfAScheduledReduction) {
     }
 }
 
+TEST(LazyChain, EpiloguesOfReductionsUnderOtherSchedules) {
+    // The reduction's update under schedules a user might write: the default (its loops over
+    // every point outside the reduction), the reduction split with its inner half unrolled in
+    // the block, a block wider than the output, and a reduction read elsewhere than at its
+    // point (a scan: no epilogue). Each deferred chain gives eager's bits.
+    const int n = 45, tokens = 7, k_in = 19;
+    Buffer<float> A = photo(k_in, tokens, 5), W = photo(n, k_in, 6), B = photo(n, 1, 7);
+    Buffer<float> b1(n);
+    for (int i = 0; i < n; i++) b1(i) = B(i, 0) - 0.5f;
+    ImageParam h(Float(32), 2, "h"), bias(Float(32), 1, "bias");
+    Var x("x"), y("y");
+    Func g("bias_relu");
+    g(x, y) = max(h(x, y) + bias(x), 0.0f);
+    Callable act = Pipeline(g).compile_to_callable({h, bias});
+    for (int variant = 0; variant < 4; variant++) {
+        SCOPED_TRACE("variant " + std::to_string(variant));
+        ImageParam a(Float(32), 2, "a"), w(Float(32), 2, "w");
+        Var j("j"), t("t"), jo("jo"), to("to"), ji("ji"), ti("ti");
+        RDom k(0, k_in, "k");
+        RVar ko("ko"), ki("ki");
+        Func mm("linear");
+        mm(j, t) = 0.0f;
+        if (variant == 3) mm(j, t) += a(k, t) * w(j, k) + mm(max(j - 1, 0), t) * 0.25f;
+        else mm(j, t) += a(k, t) * w(j, k);
+        if (variant == 0) mm.update().parallel(t);
+        if (variant == 1)
+            mm.update().tile(j, t, jo, to, ji, ti, 16, 2).split(k, ko, ki, 4).reorder(ji, ti, ki, ko, jo, to).vectorize(ji, 8).unroll(ki);
+        if (variant == 2) mm.update().tile(j, t, jo, to, ji, ti, 64, 8).reorder(ji, ti, k, jo, to).vectorize(ji, 16).unroll(ti);
+        if (variant == 3) mm.update().parallel(t);
+        Callable linear = Pipeline(mm).compile_to_callable({a, w});
+        Buffer<float> mid(n, tokens), eager(n, tokens);
+        linear(A, W, mid);
+        act(mid, b1, eager);
+        expect_same_bits(act.defer({n, tokens}, linear.defer({n, tokens}, A, W), b1).realize(), eager);
+    }
+}
+
 TEST(LazyChain, TwoReadersOfOneValueAskedForTogether) {
     // colour and tone both read denoise's result, and both are asked for: the chain is one
     // pipeline (the two readers may run in one pass over it, horizontally fused), with eager's
