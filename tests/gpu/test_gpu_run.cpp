@@ -254,3 +254,74 @@ TEST(GPURun, CallableWithParamsAndPipelineOfTwoOutputs) {
             EXPECT_FLOAT_EQ(h(i, j), a(i, j) + 3.0f) << i << "," << j;
         }
 }
+
+namespace {
+using weft::internal::CudaDriver;
+using weft::internal::CUdeviceptr_t;
+using weft::internal::CUresult_t;
+using weft::internal::cuda_driver;
+// Counts of the driver calls a deferred chain makes (the driver's entry points wrapped).
+int g_launches = 0, g_to_host = 0, g_to_device = 0;
+decltype(CudaDriver::cuLaunchKernel) g_launch_orig = nullptr;
+decltype(CudaDriver::cuMemcpyDtoH) g_dtoh_orig = nullptr;
+decltype(CudaDriver::cuMemcpyHtoD) g_htod_orig = nullptr;
+CUresult_t counted_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                          void *st, void **params, void **extra) {
+    g_launches++;
+    return g_launch_orig(f, gx, gy, gz, bx, by, bz, sh, st, params, extra);
+}
+CUresult_t counted_dtoh(void *dst, CUdeviceptr_t src, size_t n) {
+    g_to_host++;
+    return g_dtoh_orig(dst, src, n);
+}
+CUresult_t counted_htod(CUdeviceptr_t dst, const void *src, size_t n) {
+    g_to_device++;
+    return g_htod_orig(dst, src, n);
+}
+}  // namespace
+
+// A chain of two GPU-scheduled parts, deferred: one pipeline, one sequence of launches with no
+// copy to the host between the parts and no host buffer for the intermediate; the values are
+// the parts' run one by one, bit for bit.
+TEST(GPURun, ADeferredChainStaysOnTheDevice) {
+    REQUIRE_DEVICE();
+    const int w = 200, h = 75;
+    Target t = Target::cuda();
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    ImageParam ia(Float(32), 2, "ia"), ib(Float(32), 2, "ib");
+    Func fa("scale"), fb("neighbours");
+    fa(x, y) = ia(x, y) * 2.0f + 1.0f;
+    fa.gpu_tile(x, y, xo, yo, xi, yi, 16, 8);
+    fb(x, y) = ib(x, y) + ib(min(x + 1, w - 1), y) * 0.5f;
+    fb.gpu_tile(x, y, xo, yo, xi, yi, 32, 4);
+    Callable a = Pipeline(fa).compile_to_callable({ia}, t), b = Pipeline(fb).compile_to_callable({ib}, t);
+    Buffer<float> in = ramp_buffer(w, h, 1.0f, "in"), mid(w, h), eager(w, h), lazy(w, h);
+    a(in, mid);
+    b(mid, eager);
+    eager.copy_to_host();
+    auto chain = [&] { b.defer({w, h}, a.defer({w, h}, in)).realize(lazy); };
+    chain();  // (compiles; the input goes to the device)
+    CudaDriver &d = cuda_driver();
+    g_launch_orig = d.cuLaunchKernel;
+    g_dtoh_orig = d.cuMemcpyDtoH;
+    g_htod_orig = d.cuMemcpyHtoD;
+    d.cuLaunchKernel = counted_launch;
+    d.cuMemcpyDtoH = counted_dtoh;
+    d.cuMemcpyHtoD = counted_htod;
+    g_launches = g_to_host = g_to_device = 0;
+    reset_peak_memory();
+    const uint64_t before = memory_stats().in_use;
+    chain();
+    const int launches = g_launches, to_host = g_to_host, to_device = g_to_device;
+    const uint64_t host_peak = memory_stats().peak - before;
+    d.cuLaunchKernel = g_launch_orig;
+    d.cuMemcpyDtoH = g_dtoh_orig;
+    d.cuMemcpyHtoD = g_htod_orig;
+    EXPECT_EQ(launches, 2) << "one kernel per part";
+    EXPECT_EQ(to_host, 0) << "nothing copied to the host during the chain";
+    EXPECT_EQ(to_device, 0) << "the input is on the device already";
+    EXPECT_LT(host_peak, (uint64_t)w * h * 4) << "a host buffer of the intermediate's size was held";
+    lazy.copy_to_host();
+    for (int yy = 0; yy < h; yy++)
+        for (int xx = 0; xx < w; xx++) ASSERT_EQ(std::memcmp(&lazy(xx, yy), &eager(xx, yy), 4), 0) << xx << ", " << yy;
+}
