@@ -4,6 +4,9 @@
 // one Pipeline, whose first call schedules or fuses it. The copies for a chain structure are
 // made once and kept (a bounded memo); later chains of that structure only bind their buffers
 // and scalars.
+#include <chrono>
+#include <cstdlib>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -241,6 +244,12 @@ struct Walk {
     arguments comes from at a call. */
 struct ChainPlan {
     Callable callable;
+    /** Vertical fusion between scheduled parts (see build_plan): the seams that may be fused
+        ("producer:output"), decided by timing at the first realize; `fused` those kept. */
+    std::vector<std::string> candidates;
+    std::set<std::string> fused;
+    bool decided = true;
+    std::mutex decide;  // guards callable, fused and decided while undecided
     struct Slot {
         int leaf = -1;           // a buffer read
         int node = -1, arg = -1;  // else a scalar of a deferred call
@@ -504,7 +513,8 @@ void adopt_update_blocks(FunctionContents &p, const std::shared_ptr<FunctionCont
     prefetch_other_inputs(p, p_ptr, at);
 }
 
-std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffer> &values) {
+std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffer> &values,
+                                      const std::set<std::string> &fuse = {}) {
     auto plan = std::make_shared<ChainPlan>();
     const Target target = w.nodes.back()->call->target;
     for (auto *n : w.nodes)
@@ -667,6 +677,50 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
             if (!whole && !inlined_results.count(outs[i][j].get())) Func(outs[i][j]).compute_root();
         }
     }
+    // Vertical fusion between scheduled parts: a result without updates read by one part only
+    // (not asked for, not made an epilogue's) whose output loops over strips of at least 8
+    // (its outermost loop the outer half of a split) may be computed per strip of that output,
+    // its own loops serial there. Whether that pays (the strips it recomputes at their edges
+    // against the round trip through memory it saves) is measured at the first realize, one
+    // seam at a time (realize_chain); `fuse` names the seams fused in this build.
+    if (!whole && first_call_autoschedule_enabled() && target.arch() == Target::Arch::Host) {
+        std::map<std::pair<int, int>, int> readers_of;
+        std::map<std::pair<int, int>, int> reader_node;
+        for (size_t m = 0; m < w.nodes.size(); m++)
+            for (auto &a : w.nodes[m]->args)
+                if (!a.scalar && !a.node->leaf.defined()) {
+                    std::pair<int, int> k{w.node_index.at(a.node.get()), a.index};
+                    readers_of[k]++;
+                    reader_node[k] = (int)m;
+                }
+        for (auto &v : values) readers_of[{w.node_index.at(v.node().get()), v.index()}] += 2;
+        for (auto &[k, count] : readers_of) {
+            if (count != 1) continue;
+            int m = reader_node[k];
+            auto q = outs[k.first].at(k.second);
+            if (inlined_results.count(q.get()) || epilogue.count(m) || outs[m].size() != 1 || !q->updates.empty()) continue;
+            auto P = outs[m][0];
+            if (!P->updates.empty() || P->stage_schedules.empty()) continue;
+            const StageSchedule &ps = P->stage_schedules[0].schedule;
+            if (ps.dims.size() < 2) continue;
+            const std::string v = ps.dims.back().var;
+            bool strip = false;
+            for (auto &sp : ps.splits) {
+                int64_t f = 0;
+                strip = strip || (sp.kind == Split::SplitVar && sp.outer == v && is_const_int(sp.factor, &f) && f >= 8);
+            }
+            if (!strip) continue;
+            std::string id = std::to_string(k.first) + ":" + std::to_string(k.second);
+            plan->candidates.push_back(id);
+            if (!fuse.count(id)) continue;
+            for (auto &ds : q->stage_schedules)
+                for (auto &d : ds.schedule.dims)
+                    if (d.for_type == ForType::Parallel) d.for_type = ForType::Serial;
+            Func(q).compute_at(Func(P), Var(v));
+        }
+        plan->fused = fuse;
+        plan->decided = plan->candidates.empty() || !fuse.empty();
+    }
     std::vector<Func> result;
     for (auto &v : values) {
         auto f = outs[w.node_index.at(v.node().get())].at(v.index());
@@ -714,6 +768,72 @@ Walk walk(const std::vector<LazyBuffer> &values) {
 
 }  // namespace
 
+namespace {
+double now_ms() {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/** The fastest of a few calls (each writes the same values). */
+double time_call(Callable &c, std::vector<CallArg> &args, int reps) {
+    double best = 1e300;
+    for (int r = 0; r < reps; r++) {
+        double t = now_ms();
+        c.call(args.data(), args.size());
+        best = std::min(best, now_ms() - t);
+    }
+    return best;
+}
+
+/** The first realize of a chain with seams that may be fused vertically: each seam in turn is
+    fused on top of those kept, the chain built and timed against the best so far on this call's
+    buffers, and kept where it is at least 5% faster (a variant lowering refuses is dropped).
+    The values are the same either way; only time is at stake. */
+void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, ChainPlan &plan, std::vector<CallArg> &args) {
+    // WEFT_CHAIN_VERTICAL=all fuses every such seam (no timing; where lowering refuses the
+    // whole, none), =off none; otherwise each is timed.
+    const char *mode = std::getenv("WEFT_CHAIN_VERTICAL");
+    if (mode && std::string(mode) == "off") return;
+    if (mode && std::string(mode) == "all") {
+        std::set<std::string> all(plan.candidates.begin(), plan.candidates.end());
+        try {
+            auto p = build_plan(w, values, all);
+            Callable c = p->callable;
+            c.call(args.data(), args.size());  // (lowered and compiled here: an Error keeps the chain apart)
+            plan.callable = c;
+            plan.fused = all;
+        } catch (Error &e) {
+            if (debug_enabled()) std::fprintf(stderr, "weft: chain: not fused vertically: %s\n", e.what());
+        }
+        return;
+    }
+    std::set<std::string> kept;
+    Callable best = plan.callable;
+    double best_ms = time_call(best, args, 3);
+    for (auto &seam : plan.candidates) {
+        std::set<std::string> trial = kept;
+        trial.insert(seam);
+        try {
+            auto p = build_plan(w, values, trial);
+            double t = time_call(p->callable, args, 3);
+            best_ms = std::min(best_ms, time_call(best, args, 2));
+            t = std::min(t, time_call(p->callable, args, 2));
+            if (debug_enabled())
+                std::fprintf(stderr, "weft: chain: seam %s fused vertically %.3f ms, apart %.3f ms%s\n", seam.c_str(), t,
+                             best_ms, t < 0.95 * best_ms ? ": fused" : "");
+            if (t < 0.95 * best_ms) {
+                kept = trial;
+                best = p->callable;
+                best_ms = t;
+            }
+        } catch (Error &e) {
+            if (debug_enabled()) std::fprintf(stderr, "weft: chain: seam %s not fused: %s\n", seam.c_str(), e.what());
+        }
+    }
+    plan.callable = best;
+    plan.fused = kept;
+}
+}  // namespace
+
 void realize_chain(const std::vector<LazyBuffer> &values, const std::vector<Buffer<void>> &outs) {
     Walk w = walk(values);
     auto plan = plan_for(w, values);
@@ -733,7 +853,16 @@ void realize_chain(const std::vector<LazyBuffer> &values, const std::vector<Buff
         args[plan->slots.size() + j].is_buffer = true;
         args[plan->slots.size() + j].buf = outs[j].contents().get();
     }
-    plan->callable.call(args.data(), args.size());
+    Callable c;
+    {
+        std::lock_guard<std::mutex> l(plan->decide);
+        if (!plan->decided) {
+            decide_vertical(w, values, *plan, args);
+            plan->decided = true;
+        }
+        c = plan->callable;
+    }
+    c.call(args.data(), args.size());
 }
 
 }  // namespace internal

@@ -507,6 +507,40 @@ TEST(LazyChain, EpiloguesOfReductionsUnderOtherSchedules) {
     }
 }
 
+TEST(LazyChain, ScheduledPartsFusedVertically) {
+    // Scheduled parts whose consumer loops over strips of rows: the producer may be computed
+    // per strip of its consumer (decided by timing at the first realize; WEFT_CHAIN_VERTICAL=all
+    // fuses every such seam, =off none). Eager's bits in every mode, at a large and a small odd
+    // size; with the seam fused, colour's result is not held whole.
+    const char *old = std::getenv("WEFT_CHAIN_VERTICAL");
+    std::string saved = old ? old : "";
+    std::map<std::string, uint64_t> peak;
+    for (const char *mode : {"all", "off", ""}) {
+        for (auto [w, h] : {std::pair{640, 300}, std::pair{45, 19}}) {
+            SCOPED_TRACE(std::string("mode '") + mode + "', " + std::to_string(w) + "x" + std::to_string(h));
+            setenv("WEFT_CHAIN_VERTICAL", mode, 1);
+            // colour (rows in parallel) -> denoise (strips of 16 rows) -> tone
+            Part c = colour(true), a = denoise(true), s2 = tone(true);
+            Buffer<float> img = photo(w, h, 8), t1(w, h), t2(w, h), eager(w, h);
+            c.fn(img, 1.3f, t1);
+            a.fn(t1, 0.7f, t2);
+            s2.fn(t2, -0.05f, eager);
+            auto chain = [&] { return s2.fn.defer({w, h}, a.fn.defer({w, h}, c.fn.defer({w, h}, img, 1.3f), 0.7f), -0.05f); };
+            expect_same_bits(chain().realize(), eager);
+            MemoryStats warm = memory_stats();
+            reset_peak_memory();
+            Buffer<float> again = chain().realize();
+            expect_same_bits(again, eager);
+            if (w == 640) peak[mode] = memory_stats().peak - warm.in_use;
+        }
+    }
+    // Apart, colour's and denoise's results are both held while denoise runs; with colour
+    // computed per strip of denoise, only denoise's.
+    EXPECT_LT(peak["all"], peak["off"]);
+    if (old) setenv("WEFT_CHAIN_VERTICAL", saved.c_str(), 1);
+    else unsetenv("WEFT_CHAIN_VERTICAL");
+}
+
 TEST(LazyChain, TwoReadersOfOneValueAskedForTogether) {
     // colour and tone both read denoise's result, and both are asked for: the chain is one
     // pipeline (the two readers may run in one pass over it, horizontally fused), with eager's
