@@ -186,6 +186,19 @@ void race(Entry &e, int rounds, uint64_t eager_held_bytes, Eager run_eager, Lazy
     e.lazy_ms = tl[tl.size() / 2];
 }
 
+/** The first deferred call's time (compiles included), whether deferred gives eager's bits
+    (`same`, after both ran), and the race (see race()). */
+template <typename Eager, typename Lazy, typename Same>
+void measure(Entry &e, int rounds, uint64_t eager_held_bytes, Eager run_eager, Lazy run_lazy, Same same) {
+    run_eager();
+    double t0 = now_ms();
+    run_lazy();
+    e.lazy_first_ms = now_ms() - t0;
+    e.same_bits = same();
+    race(e, rounds, eager_held_bytes, run_eager, run_lazy);
+}
+
+
 Entry image_chain(int n, bool scheduled, int rounds, double target) {
     Part a = denoise(scheduled), b = colour(scheduled), c = sharpen(scheduled), d = tone(scheduled);
     Buffer<float> in(n, n);
@@ -208,13 +221,9 @@ Entry image_chain(int n, bool scheduled, int rounds, double target) {
     Entry e;
     e.name = std::string("image_chain_") + (scheduled ? "scheduled_" : "") + std::to_string(n);
     e.target = target;
-    run_eager();
-    double t = now_ms();
-    run_lazy();
-    e.lazy_first_ms = now_ms() - t;
-    e.same_bits = std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)n * n * 4) == 0;
     // Peak memory of intermediates: eager's three Buffers plus the pool's peak during a call.
-    race(e, rounds, 3ull * n * n * 4, run_eager, run_lazy);
+    measure(e, rounds, 3ull * n * n * 4, run_eager, run_lazy,
+            [&] { return std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)n * n * 4) == 0; });
     return e;
 }
 
@@ -254,12 +263,8 @@ Entry mlp_block(int tokens, int d, int rounds, double target) {
     Entry e;
     e.name = "mlp_block_" + std::to_string(tokens) + "x" + std::to_string(d);
     e.target = target;
-    run_eager();
-    double t = now_ms();
-    run_lazy();
-    e.lazy_first_ms = now_ms() - t;
-    e.same_bits = std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)d * tokens * 4) == 0;
-    race(e, rounds, 4ull * (2ull * d * tokens + 2ull * hdim * tokens), run_eager, run_lazy);
+    measure(e, rounds, 4ull * (2ull * d * tokens + 2ull * hdim * tokens), run_eager, run_lazy,
+            [&] { return std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)d * tokens * 4) == 0; });
     return e;
 }
 
@@ -294,12 +299,8 @@ Entry conv_add(int S, int rounds, double target) {
     Entry e;
     e.name = "conv_bias_relu_add_" + std::to_string(S);
     e.target = target;
-    run_eager();
-    double t0 = now_ms();
-    run_lazy();
-    e.lazy_first_ms = now_ms() - t0;
-    e.same_bits = std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)N * S * S * C * 4) == 0;
-    race(e, rounds, 4ull * N * S * S * C, run_eager, run_lazy);
+    measure(e, rounds, 4ull * N * S * S * C, run_eager, run_lazy,
+            [&] { return std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)N * S * S * C * 4) == 0; });
     return e;
 }
 
@@ -318,13 +319,9 @@ Entry two_readers(int n, int rounds, double target) {
     Entry e;
     e.name = "two_readers_" + std::to_string(n);
     e.target = target;
-    run_eager();
-    double t0 = now_ms();
-    run_lazy();
-    e.lazy_first_ms = now_ms() - t0;
-    e.same_bits = std::memcmp(e1.raw_data(), l1.raw_data(), (size_t)n * n * 4) == 0 &&
-                  std::memcmp(e2.raw_data(), l2.raw_data(), (size_t)n * n * 4) == 0;
-    race(e, rounds, 0, run_eager, run_lazy);
+    measure(e, rounds, 0, run_eager, run_lazy,
+            [&] { return std::memcmp(e1.raw_data(), l1.raw_data(), (size_t)n * n * 4) == 0 &&
+                             std::memcmp(e2.raw_data(), l2.raw_data(), (size_t)n * n * 4) == 0; });
     return e;
 }
 
@@ -360,12 +357,8 @@ Entry linear_bias_relu(int tokens, int d_in, int d_out, int rounds, double targe
     Entry e;
     e.name = "linear_bias_relu_" + std::to_string(tokens) + "x" + std::to_string(d_in) + "x" + std::to_string(d_out);
     e.target = target;
-    run_eager();
-    double t0 = now_ms();
-    run_lazy();
-    e.lazy_first_ms = now_ms() - t0;
-    e.same_bits = std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)d_out * tokens * 4) == 0;
-    race(e, rounds, 4ull * d_out * tokens, run_eager, run_lazy);
+    measure(e, rounds, 4ull * d_out * tokens, run_eager, run_lazy,
+            [&] { return std::memcmp(eager.raw_data(), lazy.raw_data(), (size_t)d_out * tokens * 4) == 0; });
     return e;
 }
 

@@ -390,11 +390,8 @@ void prefetch_other_inputs(FunctionContents &p, const std::shared_ptr<FunctionCo
     for (auto &img : in.found) Func(p_ptr).prefetch(ImageParam(img), Var(loop), 1);
 }
 
-/** The epilogue `p` (a pointwise Func, see pointwise_epilogue) takes over the loops of its
-    producer `q` (the scheduled result it reads): p's Vars are renamed to q's, p gets q's
-    schedule, q is inlined into p, and whatever was computed or stored at q's loops is at p's.
-    The values are those of q written out and read back: the same operations in the same order. */
-void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr<FunctionContents> &p_ptr) {
+/** p's pure Vars renamed to q's (the same number of them), in its definition too. */
+void take_vars(FunctionContents &p, const FunctionContents &q) {
     std::map<std::string, Expr> rename;
     for (size_t k = 0; k < p.args.size(); k++)
         if (p.args[k] != q.args[k]) rename[p.args[k]] = Variable::make(Int(32), q.args[k]);
@@ -403,6 +400,14 @@ void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr
         for (auto &a : p.init.args) a = substitute(rename, a);
     }
     p.args = q.args;
+}
+
+/** The epilogue `p` (a pointwise Func, see pointwise_epilogue) takes over the loops of its
+    producer `q` (the scheduled result it reads): p's Vars are renamed to q's, p gets q's
+    schedule, q is inlined into p, and whatever was computed or stored at q's loops is at p's.
+    The values are those of q written out and read back: the same operations in the same order. */
+void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr<FunctionContents> &p_ptr) {
+    take_vars(p, q);
     FuncSchedule keep = p.schedule;
     p.schedule = q.schedule;
     p.schedule.compute = keep.compute;
@@ -490,14 +495,7 @@ std::string update_blocks_loop(const FunctionContents &q) {
 void adopt_update_blocks(FunctionContents &p, const std::shared_ptr<FunctionContents> &q_ptr,
                          const std::shared_ptr<FunctionContents> &p_ptr, const std::string &at) {
     FunctionContents &q = *q_ptr;
-    std::map<std::string, Expr> rename;
-    for (size_t k = 0; k < p.args.size(); k++)
-        if (p.args[k] != q.args[k]) rename[p.args[k]] = Variable::make(Int(32), q.args[k]);
-    if (!rename.empty()) {
-        p.init.value = substitute(rename, p.init.value);
-        for (auto &a : p.init.args) a = substitute(rename, a);
-    }
-    p.args = q.args;
+    take_vars(p, q);
     const StageSchedule &st = q.stage_schedules.back().schedule;
     const std::set<std::string> rv = rvar_names(st);
     StageSchedule ps;
