@@ -1725,6 +1725,7 @@ private:
         for (size_t gi = 1; gi < groups.size(); gi++) {
             const Group &a = groups[gi - 1], &b = groups[gi];
             auto ia = outer_loop.find(a.root), ib = outer_loop.find(b.root);
+            // (the same loop names and shapes: compute_with fuses loops of the same names)
             if (ia == outer_loop.end() || ib == outer_loop.end() || ia->second != ib->second) continue;
             const FuncInfo &fa = info.func(a.root), &fb = info.func(b.root);
             if (fa.has_updates() || fb.has_updates() || fa.f->args != fb.f->args || fa.region.size() != fb.region.size())

@@ -337,6 +337,19 @@ TEST(LazyChain, ConcurrentRealizes) {
         });
     for (auto &th : ts) th.join();
     for (auto &g : got) expect_same_bits(g, eager);
+    // A chain whose first realize times a vertical fusion (colour -> denoise in strips), first
+    // realized from four threads at once: one decides, the others wait for it; all get eager's.
+    Part c2 = colour(true), d2 = denoise(true);
+    Buffer<float> t2(90, 64), eager2(90, 64);
+    c2.fn(in, 1.3f, t2);
+    d2.fn(t2, 0.7f, eager2);
+    std::vector<std::thread> ts2;
+    for (int i = 0; i < 4; i++)
+        ts2.emplace_back([&, i] {
+            for (int rep = 0; rep < 3; rep++) got[i] = d2.fn.defer({90, 64}, c2.fn.defer({90, 64}, in, 1.3f), 0.7f).realize();
+        });
+    for (auto &th : ts2) th.join();
+    for (auto &g : got) expect_same_bits(g, eager2);
 }
 
 /** A 3x3 convolution with a bias and ReLU, register-tiled as a library would ship it: the
