@@ -554,6 +554,40 @@ TEST(LazyChain, ScheduledPartsFusedVertically) {
     else unsetenv("WEFT_CHAIN_VERTICAL");
 }
 
+TEST(LazyChain, ARequantisationEpilogueOfAnInt8Matmul) {
+    // u8 x s8 -> s32 accumulated in blocks on the matmul's own update, then a requantisation
+    // part (scale, shift, saturate to u8) without a schedule: computed in the matmul's blocks,
+    // eager's bytes exactly.
+    const int n = 70, tokens = 9, k_in = 24;
+    ImageParam a(UInt(8), 2, "a"), w(Int(8), 2, "w");
+    Var j("j"), t("t"), jo("jo"), to("to"), ji("ji"), ti("ti");
+    RDom k(0, k_in, "k");
+    Func mm("qlinear");
+    mm(j, t) = 0;
+    mm(j, t) += cast<int>(a(k, t)) * cast<int>(w(j, k));
+    mm.update().tile(j, t, jo, to, ji, ti, 32, 4).reorder(ji, ti, k, jo, to).vectorize(ji, 16).unroll(ti).parallel(to);
+    Callable linear = Pipeline(mm).compile_to_callable({a, w});
+    ImageParam acc(Int(32), 2, "acc");
+    Param<int> scale("scale");
+    Var x("x"), y("y");
+    Func rq("requantize");
+    rq(x, y) = saturating_cast<uint8_t>((acc(x, y) * scale + 128) >> 8);
+    Callable requant = Pipeline(rq).compile_to_callable({acc, scale});
+    Buffer<uint8_t> A(k_in, tokens);
+    Buffer<int8_t> W(n, k_in);
+    for (int yy = 0; yy < tokens; yy++)
+        for (int xx = 0; xx < k_in; xx++) A(xx, yy) = (uint8_t)((xx * 37 + yy * 11) % 256);
+    for (int yy = 0; yy < k_in; yy++)
+        for (int xx = 0; xx < n; xx++) W(xx, yy) = (int8_t)((xx * 13 + yy * 7) % 256 - 128);
+    Buffer<int> mid(n, tokens);
+    Buffer<uint8_t> eager(n, tokens), lazy(n, tokens);
+    linear(A, W, mid);
+    requant(mid, 3, eager);
+    requant.defer({n, tokens}, linear.defer({n, tokens}, A, W), 3).realize(lazy);
+    for (int yy = 0; yy < tokens; yy++)
+        for (int xx = 0; xx < n; xx++) ASSERT_EQ(lazy(xx, yy), eager(xx, yy)) << xx << ", " << yy;
+}
+
 TEST(LazyChain, TwoReadersOfOneValueAskedForTogether) {
     // colour and tone both read denoise's result, and both are asked for: the chain is one
     // pipeline (the two readers may run in one pass over it, horizontally fused), with eager's
