@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include "autoschedule/Planner.h"
 #include "graph/Lazy.h"
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
@@ -682,6 +683,7 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
     // against the round trip through memory it saves) is measured at the first realize, one
     // seam at a time (realize_chain); `fuse` names the seams fused in this build.
     if (!whole && first_call_autoschedule_enabled() && target.arch() == Target::Arch::Host) {
+        const double l2_bytes = machine_params(target, 1).l2_bytes;
         std::map<std::pair<int, int>, int> readers_of;
         std::map<std::pair<int, int>, int> reader_node;
         for (size_t m = 0; m < w.nodes.size(); m++)
@@ -708,6 +710,11 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
                 strip = strip || (sp.kind == Split::SplitVar && sp.outer == v && is_const_int(sp.factor, &f) && f >= 8);
             }
             if (!strip) continue;
+            // (An intermediate that stays in L2 between the parts has little to save: not timed.)
+            double bytes = (double)(q->types.empty() ? q->type : q->types[0]).bytes();
+            for (int e : w.nodes[k.first]->sizes.at(k.second)) bytes *= (double)e;
+            if (bytes <= l2_bytes && !(std::getenv("WEFT_CHAIN_VERTICAL") && std::string(std::getenv("WEFT_CHAIN_VERTICAL")) == "all"))
+                continue;
             std::string id = std::to_string(k.first) + ":" + std::to_string(k.second);
             plan->candidates.push_back(id);
             if (!fuse.count(id)) continue;

@@ -339,14 +339,16 @@ TEST(LazyChain, ConcurrentRealizes) {
     for (auto &g : got) expect_same_bits(g, eager);
     // A chain whose first realize times a vertical fusion (colour -> denoise in strips), first
     // realized from four threads at once: one decides, the others wait for it; all get eager's.
+    // (An intermediate larger than L2: 1024 x 512 floats.)
     Part c2 = colour(true), d2 = denoise(true);
-    Buffer<float> t2(90, 64), eager2(90, 64);
-    c2.fn(in, 1.3f, t2);
+    Buffer<float> in2 = photo(1024, 512), t2(1024, 512), eager2(1024, 512);
+    c2.fn(in2, 1.3f, t2);
     d2.fn(t2, 0.7f, eager2);
     std::vector<std::thread> ts2;
     for (int i = 0; i < 4; i++)
         ts2.emplace_back([&, i] {
-            for (int rep = 0; rep < 3; rep++) got[i] = d2.fn.defer({90, 64}, c2.fn.defer({90, 64}, in, 1.3f), 0.7f).realize();
+            for (int rep = 0; rep < 3; rep++)
+                got[i] = d2.fn.defer({1024, 512}, c2.fn.defer({1024, 512}, in2, 1.3f), 0.7f).realize();
         });
     for (auto &th : ts2) th.join();
     for (auto &g : got) expect_same_bits(g, eager2);
@@ -523,13 +525,14 @@ TEST(LazyChain, EpiloguesOfReductionsUnderOtherSchedules) {
 TEST(LazyChain, ScheduledPartsFusedVertically) {
     // Scheduled parts whose consumer loops over strips of rows: the producer may be computed
     // per strip of its consumer (decided by timing at the first realize; WEFT_CHAIN_VERTICAL=all
-    // fuses every such seam, =off none). Eager's bits in every mode, at a large and a small odd
-    // size; with the seam fused, colour's result is not held whole.
+    // fuses every such seam, =off none; an intermediate that fits in L2 is not timed). Eager's
+    // bits in every mode, at a large and a small odd size; with the seam fused, colour's result
+    // is not held whole.
     const char *old = std::getenv("WEFT_CHAIN_VERTICAL");
     std::string saved = old ? old : "";
     std::map<std::string, uint64_t> peak;
     for (const char *mode : {"all", "off", ""}) {
-        for (auto [w, h] : {std::pair{640, 300}, std::pair{45, 19}}) {
+        for (auto [w, h] : {std::pair{1024, 600}, std::pair{45, 19}}) {
             SCOPED_TRACE(std::string("mode '") + mode + "', " + std::to_string(w) + "x" + std::to_string(h));
             setenv("WEFT_CHAIN_VERTICAL", mode, 1);
             // colour (rows in parallel) -> denoise (strips of 16 rows) -> tone
@@ -544,7 +547,7 @@ TEST(LazyChain, ScheduledPartsFusedVertically) {
             reset_peak_memory();
             Buffer<float> again = chain().realize();
             expect_same_bits(again, eager);
-            if (w == 640) peak[mode] = memory_stats().peak - warm.in_use;
+            if (w == 1024) peak[mode] = memory_stats().peak - warm.in_use;
         }
     }
     // Apart, colour's and denoise's results are both held while denoise runs; with colour
