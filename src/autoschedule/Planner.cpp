@@ -279,8 +279,9 @@ public:
                 }
             for (auto &g : groups) cost_group(g);
             // A member left at root by its group's best choice that could be register-blocked
-            // (a contraction itself, or the pointwise reader of one that only it reads) is
-            // made the root of a group of its own, and the groups are formed and costed again.
+            // (a contraction itself, or the pointwise reader of one that only it reads), or an
+            // operand of a contraction with members of its own, is made the root of a group of
+            // its own, and the groups are formed and costed again.
             if (settled) break;
             // (The reader first: a contraction it may block stays its member.)
             size_t before = own_group.size();
@@ -291,6 +292,7 @@ public:
                     for (auto &[mb, p] : g.configs[0].where) {
                         if (p.kind != Placement::Root || own_group.count(mb)) continue;
                         bool regroup = false;
+                        std::string why = "may be register-blocked in place";
                         if (pass == 0) {
                             Group alone;
                             alone.root = mb;
@@ -308,13 +310,15 @@ public:
                             for (auto &cn : real_consumers(mb)) operand = operand || is_contraction(info.func(cn));
                             regroup = !b.empty() || (operand && !alone.members.empty() && info.func(mb).f->args.size() >= 2 &&
                                                      !info.func(mb).has_updates());
+                            why = !b.empty() ? "may block the contraction " + b + " it reads"
+                                             : "may compute its own members per row or tile";
                         } else {
                             regroup = !blocked_by_reader.count(mb) && self_blockable(info.func(mb));
                         }
                         if (regroup) {
                             own_group.insert(mb);
-                            log << "regroup: " << mb << " is left at root by group " << g.root
-                                << " and may be register-blocked: it becomes a group's root\n";
+                            log << "regroup: " << mb << " is left at root by group " << g.root << " and " << why
+                                << ": it becomes a group's root\n";
                         }
                     }
                 }
