@@ -1704,18 +1704,17 @@ private:
         return out;
     }
 
-    /** Does Func `from` feed Func `to` (through consumers)? */
-    bool feeds(const std::string &from, const std::string &to) const {
+    /** The Funcs `from` feeds (through consumers), itself included. */
+    std::set<std::string> downstream(const std::string &from) const {
         std::set<std::string> seen;
         std::vector<std::string> work{from};
         while (!work.empty()) {
             std::string n = work.back();
             work.pop_back();
-            if (n == to) return true;
             if (!seen.insert(n).second || !info.index.count(n)) continue;
             for (auto &c : info.func(n).consumers) work.push_back(c);
         }
-        return false;
+        return seen;
     }
 
     /** Horizontal fusion: two groups one after the other whose roots are at root with the
@@ -1739,9 +1738,9 @@ private:
                 same = same && fa.region[d].min == fb.region[d].min && fa.region[d].extent == fb.region[d].extent;
             if (!same || vd(fa) != vd(fb) || lanes(fa) != lanes(fb)) continue;
             bool dependent = false;
-            std::set<std::string> in_b(b.members.begin(), b.members.end());
-            in_b.insert(b.root);
-            for (auto &n : in_b) dependent = dependent || feeds(a.root, n);
+            std::set<std::string> fed = downstream(a.root);
+            dependent = fed.count(b.root) > 0;
+            for (auto &n : b.members) dependent = dependent || fed.count(n);
             std::set<std::string> ra = group_reads(a), rb = group_reads(b);
             for (auto &n : a.members) dependent = dependent || rb.count(n);
             if (dependent) continue;

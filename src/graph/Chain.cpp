@@ -4,6 +4,7 @@
 // one Pipeline, whose first call schedules or fuses it. The copies for a chain structure are
 // made once and kept (a bounded memo); later chains of that structure only bind their buffers
 // and scalars.
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -249,8 +250,8 @@ struct ChainPlan {
         ("producer:output"), decided by timing at the first realize; `fused` those kept. */
     std::vector<std::string> candidates;
     std::set<std::string> fused;
-    bool decided = true;
-    std::mutex decide;  // guards callable, fused and decided while undecided
+    std::atomic<bool> decided{true};  // (set last: callable is not changed after)
+    std::mutex decide;                // guards callable and fused while undecided
     struct Slot {
         int leaf = -1;           // a buffer read
         int node = -1, arg = -1;  // else a scalar of a deferred call
@@ -550,13 +551,19 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
     // one pointwise Func (bias, activation, residual add, requantisation) whose only reader
     // of a scheduled part's result is that Func, and which is that result's only reader, is
     // computed in the result's own loops instead of reading it back from memory.
+    // Per result (node, output): how many arguments read it (a value asked for counts 2: it is
+    // kept), and the last node reading it.
+    std::map<std::pair<int, int>, int> reads, reader_node;
+    for (size_t m = 0; m < w.nodes.size(); m++)
+        for (auto &a : w.nodes[m]->args)
+            if (!a.scalar && !a.node->leaf.defined()) {
+                std::pair<int, int> k{w.node_index.at(a.node.get()), a.index};
+                reads[k]++;
+                reader_node[k] = (int)m;
+            }
+    for (auto &v : values) reads[{w.node_index.at(v.node().get()), v.index()}] += 2;
     std::map<int, std::pair<int, int>> epilogue;  // consumer node -> (producer node, output)
     if (!whole) {
-        std::map<std::pair<int, int>, int> reads;  // (node, output) -> number of args reading it
-        for (size_t m = 0; m < w.nodes.size(); m++)
-            for (auto &a : w.nodes[m]->args)
-                if (!a.scalar && !a.node->leaf.defined()) reads[{w.node_index.at(a.node.get()), a.index}]++;
-        for (auto &v : values) reads[{w.node_index.at(v.node().get()), v.index()}] += 2;  // asked for: kept
         for (size_t m = 0; m < w.nodes.size(); m++) {
             if (info[m].scheduled || info[m].outputs.size() != 1) continue;
             const auto &decl = w.nodes[m]->call->args;
@@ -684,17 +691,7 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
     // seam at a time (realize_chain); `fuse` names the seams fused in this build.
     if (!whole && first_call_autoschedule_enabled() && target.arch() == Target::Arch::Host) {
         const double l2_bytes = machine_params(target, 1).l2_bytes;
-        std::map<std::pair<int, int>, int> readers_of;
-        std::map<std::pair<int, int>, int> reader_node;
-        for (size_t m = 0; m < w.nodes.size(); m++)
-            for (auto &a : w.nodes[m]->args)
-                if (!a.scalar && !a.node->leaf.defined()) {
-                    std::pair<int, int> k{w.node_index.at(a.node.get()), a.index};
-                    readers_of[k]++;
-                    reader_node[k] = (int)m;
-                }
-        for (auto &v : values) readers_of[{w.node_index.at(v.node().get()), v.index()}] += 2;
-        for (auto &[k, count] : readers_of) {
+        for (auto &[k, count] : reads) {
             if (count != 1) continue;
             int m = reader_node[k];
             auto q = outs[k.first].at(k.second);
@@ -801,6 +798,7 @@ void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, Chain
     if (mode && std::string(mode) == "all") {
         std::set<std::string> all(plan.candidates.begin(), plan.candidates.end());
         try {
+            QuietCompiles quiet;
             auto p = build_plan(w, values, all);
             Callable c = p->callable;
             c.call(args.data(), args.size());  // (lowered and compiled here: an Error keeps the chain apart)
@@ -818,6 +816,7 @@ void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, Chain
         std::set<std::string> trial = kept;
         trial.insert(seam);
         try {
+            QuietCompiles quiet;
             auto p = build_plan(w, values, trial);
             double t = time_call(p->callable, args, 3);
             best_ms = std::min(best_ms, time_call(best, args, 2));
@@ -858,16 +857,14 @@ void realize_chain(const std::vector<LazyBuffer> &values, const std::vector<Buff
         args[plan->slots.size() + j].is_buffer = true;
         args[plan->slots.size() + j].buf = outs[j].contents().get();
     }
-    Callable c;
-    {
+    if (!plan->decided.load(std::memory_order_acquire)) {
         std::lock_guard<std::mutex> l(plan->decide);
-        if (!plan->decided) {
+        if (!plan->decided.load(std::memory_order_relaxed)) {
             decide_vertical(w, values, *plan, args);
-            plan->decided = true;
+            plan->decided.store(true, std::memory_order_release);
         }
-        c = plan->callable;
     }
-    c.call(args.data(), args.size());
+    plan->callable.call(args.data(), args.size());
 }
 
 }  // namespace internal

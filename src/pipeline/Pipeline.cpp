@@ -256,6 +256,7 @@ LowerOptions lower_options(const Target &t, std::string *log) {
     warnings (for the user's own schedules, not automatic ones). */
 std::shared_ptr<CompiledKernel> compile(const Env &env, const std::map<std::string, Expr> &consts, const Target &t,
                                         bool generic, const std::string &key, bool warn = true) {
+    warn = warn && !compiles_quiet();  // (read on this thread: the compile runs on a large stack's)
     return on_large_stack<std::shared_ptr<CompiledKernel>>([&] { return compile_here(env, consts, t, generic, key, warn); });
 }
 
@@ -1102,4 +1103,15 @@ void compiled_reference(const Pipeline &p, const std::vector<Buffer<void>> &outs
 }
 }  // namespace internal
 
+}  // namespace weft
+
+namespace weft {
+namespace internal {
+namespace {
+thread_local int t_quiet_compiles = 0;
+}
+QuietCompiles::QuietCompiles() { t_quiet_compiles++; }
+QuietCompiles::~QuietCompiles() { t_quiet_compiles--; }
+bool compiles_quiet() { return t_quiet_compiles > 0; }
+}  // namespace internal
 }  // namespace weft

@@ -24,6 +24,17 @@ struct PartInfo {
 PartInfo part_info(PipelineContents &p);
 const std::vector<std::shared_ptr<FunctionContents>> &pipeline_outputs(const PipelineContents &p);
 
+/** While alive, compiles on this thread print no warnings: a schedule weft changed itself (a
+    chain's trial of vertical fusion) is not the user's to be warned about. Scopes nest. */
+class QuietCompiles {
+public:
+    QuietCompiles();
+    ~QuietCompiles();
+    QuietCompiles(const QuietCompiles &) = delete;
+    QuietCompiles &operator=(const QuietCompiles &) = delete;
+};
+bool compiles_quiet();
+
 /** Computes p's outputs with no schedule (every Func at root, loops in definition order),
     by the interpreter. ImageParams and Params must be bound. */
 void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs);

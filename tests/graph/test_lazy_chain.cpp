@@ -482,6 +482,13 @@ TEST(LazyChain, AnEpilogueRunsInTheBlocksOfAScheduledReduction) {
         weft::realize({m, r}, {got_m, got_r});
         expect_same_bits(got_m, mid);
         expect_same_bits(got_r, eager);
+        // Hostile: the epilogue deferred over more columns than the matmul computes (its bias
+        // long enough): the seam's Error naming both parts, before anything runs.
+        Buffer<float> big_bias(n + 5), big(n + 5, tokens);
+        big(0, 0) = 42.0f;
+        std::string msg = error_of([&] { act.defer({n + 5, tokens}, linear.defer({n, tokens}, A, W), big_bias).realize(big); });
+        EXPECT_CONTAINS(msg, "reads the output of part \"linear\" in dimension 0");
+        EXPECT_EQ(big(0, 0), 42.0f);
     }
 }
 
@@ -553,6 +560,17 @@ TEST(LazyChain, ScheduledPartsFusedVertically) {
     // Apart, colour's and denoise's results are both held while denoise runs; with colour
     // computed per strip of denoise, only denoise's.
     EXPECT_LT(peak["all"], peak["off"]);
+    // Hostile: denoise deferred over more rows than colour computes, with the seam timed or
+    // fused: the seam's Error naming both parts, before anything runs.
+    for (const char *mode : {"all", ""}) {
+        setenv("WEFT_CHAIN_VERTICAL", mode, 1);
+        Part c = colour(true), a = denoise(true);
+        Buffer<float> img = photo(1024, 700, 9), out(1024, 700);
+        out(0, 0) = 42.0f;
+        std::string msg = error_of([&] { a.fn.defer({1024, 700}, c.fn.defer({1024, 600}, img, 1.3f), 0.7f).realize(out); });
+        EXPECT_CONTAINS(msg, "part \"denoise\" reads the output of part \"colour\" in dimension 1");
+        EXPECT_EQ(out(0, 0), 42.0f);
+    }
     if (old) setenv("WEFT_CHAIN_VERTICAL", saved.c_str(), 1);
     else unsetenv("WEFT_CHAIN_VERTICAL");
 }
