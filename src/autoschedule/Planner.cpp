@@ -23,6 +23,16 @@
 //    innermost in storage too), outer loops fused into one parallel loop with enough tasks,
 //    update stages' pure loops moved inside their reduction loops where that is legal (the
 //    reduction order, hence the floating-point result, is unchanged).
+// 5. Transposes: a Func that reads a scan (or a reduction over many points) transposed is not
+//    inlined but made a group's root: the scan is then computed per strip of it (a strip of
+//    the transpose's rows is a strip of the scan's columns), and a root that reads anything
+//    transposed may loop over each strip in columns of one vector, so that a gather's cache
+//    lines are read again from L1 by the next row. Such strips may also keep colour channels
+//    outside them (each strip's scan for one channel). Costed: gathered lines at the rate of
+//    the level they come from unless a row's lines stay in L1; a page walk per row where a
+//    tall, narrow footprint touches more pages than the TLBs hold; a scan's tile at the rate
+//    of the level that holds everything its iteration moves (its stages sweep all of it);
+//    a scan over a footprint narrower than a vector unvectorized.
 #include "autoschedule/Planner.h"
 #include <algorithm>
 #include <cmath>
@@ -226,6 +236,7 @@ struct GroupConfig {
     bool strips() const { return kind == Strip || kind == Slide || kind == Rows; }
     std::string blocked;     // Block: the reduction register-blocked in the root's tiles
     bool small_inside = false;  // Tile: dimensions 2, 3, ... of at most 4 points looped inside each tile
+    bool small_outside = false;  // Strip: those dimensions looped outside the strips instead
     // Block: columns of blocks outside, their rows inside (each column's panel of the operand
     // read along dimension 0 is reused by every row), rather than rows of blocks outside.
     bool panel = false;
@@ -236,7 +247,9 @@ struct GroupConfig {
     std::string describe() const {
         switch (kind) {
         case AllRoot: return "every member at root";
-        case Strip: return "strips of " + std::to_string(f1) + " rows, members per strip";
+        case Strip:
+            return "strips of " + std::to_string(f1) + " rows" + (f0 > 0 ? " in columns of " + std::to_string(f0) : "") +
+                   (small_outside ? " (small outer dimensions outside)" : "") + ", members per strip";
         case Slide:
             return "strips of " + std::to_string(f1) + " rows" + (f0 > 0 ? " in columns of " + std::to_string(f0) : "") +
                    ", members a sliding window per row";
@@ -509,6 +522,18 @@ private:
             std::vector<double> ops;
             for (size_t k = 0; k < f.stages.size(); k++) ops.push_back(stage_cost_ops(f, k));
             bool can = !f.output && !f.has_updates() && f.f->contents && f.f->contents->wrappers.empty();
+            // A transpose of a scan (or of a reduction over many points) is kept, as the root of
+            // a group of its own: computed in tiles, each gather's cache lines are read again
+            // from L1, and the scan may be computed per strip of it. Inlined, its reader would
+            // gather from the whole scan, computed at root.
+            std::string scan;
+            for (auto &g : can ? transposed_reads(f) : std::set<std::string>())
+                if (info.is_func(g) && info.func(g).has_updates() && large_domain(info.func(g))) scan = g;
+            if (!scan.empty()) {
+                own_group.insert(f.name);
+                log << "keep " << f.name << " (reads the scan " << scan << " transposed: tiled as a group's root)\n";
+                can = false;
+            }
             if (can) {
                 // Reads of f per point of f, over all its consumers' iterations.
                 double reads = 0;
@@ -599,6 +624,19 @@ private:
             t += s.iterations * scale * ops[k] / (m.ops_per_ns * std::max(1.0, speed));
         }
         return t;
+    }
+
+    /** A member computed per tile over its footprint. A scan's (an update over many points)
+        is not vectorized where the footprint spans several points but fewer than a vector
+        along its vectorized dimension (a strip of columns narrower than a vector: emit_group
+        leaves that loop scalar, and every step of the scan waits for the one before). (One
+        point there, a row's own reduction computed per row, keeps the vectorized cost: those
+        ran faster than the alternatives, vectorized across rows with gathers.) */
+    double member_ns(const FuncInfo &f, const Placement &p) {
+        int v = vd(f);
+        bool vec = !(f.has_updates() && large_domain(f)) || (int)p.footprint.size() <= v ||
+                   p.footprint[v].extent >= lanes(f) || p.footprint[v].extent <= 1;
+        return compute_ns(f, p.redundancy, vec);
     }
 
     double bandwidth_for(double bytes) const {
@@ -742,6 +780,24 @@ private:
             if (n > 16) return true;
         }
         return false;
+    }
+
+    /** What stage 0 of f reads transposed: the Funcs and inputs it calls at args whose first
+        does not move with f's first Var while another does (a loop vectorized along that Var
+        gathers a cache line per lane). */
+    std::set<std::string> transposed_reads(const FuncInfo &f) const {
+        std::set<std::string> out;
+        if (f.f->args.empty() || f.stages.empty()) return out;
+        const std::string &x = f.f->args[0];
+        for (auto &[callee, args] : f.stages[0].calls) {
+            if (callee == f.name || args.size() < 2 || expr_uses_var(args[0], x)) continue;
+            for (size_t d = 1; d < args.size(); d++)
+                if (expr_uses_var(args[d], x)) {
+                    out.insert(callee);
+                    break;
+                }
+        }
+        return out;
     }
 
     /** The region of `callee` read by Func `consumer` (a materialized Func) over `r`,
@@ -1060,7 +1116,7 @@ private:
         looped over outside. (Never inside register blocks.) */
     static size_t outer_from(const ConstRegion &r, const GroupConfig &c) {
         size_t d = 2;
-        if (!c.strips() && !(c.kind == GroupConfig::Tile && c.small_inside))
+        if ((!c.strips() && !(c.kind == GroupConfig::Tile && c.small_inside)) || c.small_outside)
             return d;
         while (d < r.size() && r[d].extent <= 4) d++;
         return d;
@@ -1089,13 +1145,25 @@ private:
         // (A root with updates computes its members before its first stage: at root.)
         if (!g.members.empty() && nd >= 2 && !root.has_updates()) {
             int64_t e0 = R[0].extent, e1 = R[1].extent;
+            bool small_outer = nd > 2 && R[2].extent <= 4;
+            // A root that reads transposed loops over each strip in columns of one vector: a
+            // gather's lines are read again by the next row while they are in L1.
+            bool gathers = !transposed_reads(root).empty() && e0 > 2 * W;
             for (int64_t S : {4, 8, 16, 32, 64, 128}) {
                 if (S >= e1) break;
-                for (auto kind : {GroupConfig::Strip, GroupConfig::Slide, GroupConfig::Rows}) {
-                    // (Rows: each row of a strip computes what it needs, nothing kept between rows.)
+                for (auto kind : {GroupConfig::Strip, GroupConfig::Slide, GroupConfig::Rows})
+                for (int variant = 0; variant < 4; variant++) {
+                    // (Rows: each row of a strip computes what it needs, nothing kept between rows.
+                    // Strips may also have their small outer dimensions outside them, each
+                    // strip's members then computed for one of those points.)
+                    bool outside = variant & 1, cols = variant & 2;
+                    if ((outside && (kind != GroupConfig::Strip || !small_outer)) || (cols && (kind != GroupConfig::Strip || !gathers)))
+                        continue;
                     GroupConfig c;
                     c.kind = kind;
                     c.f1 = S;
+                    c.small_outside = outside;
+                    if (cols) c.f0 = W;
                     int64_t rows = kind == GroupConfig::Rows ? 1 : S;
                     ConstRegion tile = R;
                     tile[1] = {R[1].min + (e1 / 2 / S) * S, rows};
@@ -1115,7 +1183,6 @@ private:
                     }
                 }
             }
-            bool small_outer = nd > 2 && R[2].extent <= 4;
             for (int64_t tx : {64, 128, 256, 512}) {
                 if (tx >= e0 || tx % W) continue;
                 for (int64_t ty : {8, 16, 32, 64})
@@ -1210,7 +1277,7 @@ private:
             for (size_t d = 1; d < nd; d++) tasks *= R[d].extent;
         } else if (c.strips()) {
             tasks = iterations = tasks_outside(R, outer_from(R, c), std::ceil((double)R[1].extent / c.f1));
-            if (c.f0 > 0) iterations *= std::ceil((double)R[0].extent / c.f0);
+            if (c.f0 > 0 && c.kind == GroupConfig::Slide) iterations *= std::ceil((double)R[0].extent / c.f0);
             if (c.kind == GroupConfig::Rows) iterations = tasks_outside(R, outer_from(R, c), (double)R[1].extent);
         } else {
             size_t from = outer_from(R, c);
@@ -1243,6 +1310,7 @@ private:
         if (c.kind == GroupConfig::Slide && root_part.size() > 1) root_part[1].extent = 1;
         if (c.kind != GroupConfig::AllRoot) group_live = region_points(root_part) * bytes_of(root);
         std::map<std::string, double> member_live, operand_live, operand_readers, whole_bytes, whole_readers;
+        double page_walks = 0;
         // (And what it reads from outside the group: inputs, Funcs computed elsewhere; per
         // iteration where it is computed per tile, else all it reads.)
         auto reads_outside = [&](const std::string &name, const ConstRegion &r, bool per_tile) {
@@ -1253,6 +1321,12 @@ private:
                 if (per_tile) {
                     operand_live[op] = std::max(operand_live[op], touched_bytes(fp, whole, eb));
                     operand_readers[op] += 1;
+                    // A tall, narrow footprint (a scan's strip of columns) reads a page per row:
+                    // where one iteration's pages outnumber the TLBs', each row's costs a page
+                    // walk again in the next iteration.
+                    double rows = region_points(fp) / std::max<double>(1, (double)fp[0].extent);
+                    if (!whole.empty() && (double)whole[0].extent * eb >= 4096 && (double)fp[0].extent * eb < 4096 && rows > m.tlb_pages)
+                        page_walks += iterations * rows;
                 } else {
                     whole_bytes[op] = std::max(whole_bytes[op], touched_bytes(fp, whole, eb));
                     whole_readers[op] += 1;
@@ -1297,15 +1371,33 @@ private:
                 continue;
             }
             bool blocked = c.kind == GroupConfig::Block && name == c.blocked;
-            work += blocked ? blocked_ns(f, c) + contraction_traffic_ns(f, c) : compute_ns(f, p.redundancy, true);
+            work += blocked ? blocked_ns(f, c) + contraction_traffic_ns(f, c) : member_ns(f, p);
             double tile_bytes = region_points(p.footprint) * bytes_of(f);
             // (A tile that fits in L1 alone moves at L2's rate where the whole iteration's does
-            // not; larger ones at the rate of the level they fit in themselves.)
+            // not; larger ones at the rate of the level they fit in themselves, except a scan's:
+            // each of its stages sweeps all of it, so everything else the iteration moves
+            // passes through the caches between its sweeps.)
             double live = member_live[name];
             if (live <= m.l1_bytes && group_live > m.l1_bytes) live = std::min(group_live, m.l2_bytes);
+            if (f.has_updates() && large_domain(f) && p.kind != Placement::Slide) live = std::max(live, group_live);
             mem += tile_traffic_ns(iterations, tile_bytes, live);
             overhead += iterations * realize_ns(tile_bytes) * (p.kind == Placement::Slide ? 2 : 1);
         }
+        // The root's transposed reads: a cache line per lane, read again by the root's next row
+        // only while a row's lines stay in L1 (columns of a strip, tiles), else fetched again by
+        // each lane from where the operand lies.
+        for (auto &op : transposed_reads(root)) {
+            ConstRegion whole;
+            double eb = 4;
+            if (!whole_region(op, &whole, &eb)) continue;
+            bool narrow = c.kind == GroupConfig::Tile || c.kind == GroupConfig::Block || (c.kind == GroupConfig::Strip && c.f0 > 0);
+            double span = narrow ? (double)c.f0 : (double)R[0].extent;
+            double lanes_read = root.stages[0].iterations;
+            double lines = span * 64 <= m.l1_bytes / 2 ? lanes_read * eb / 64 : lanes_read;
+            bool near = c.where.count(op) && c.where.at(op).kind != Placement::Root;
+            mem += lines * 64 / (near ? m.cache_bytes_per_ns : bandwidth_for(region_points(whole) * eb));
+        }
+        mem += page_walks * m.page_walk_ns;
         double cores = (work + mem) > 20000 ? cores_for(tasks) : 1;
         double total = (work + mem + overhead) / cores + alone;
         if (cores > 1) total += std::min(tasks, 64.0 * m.threads) * m.task_overhead_ns / m.threads;
@@ -1529,10 +1621,16 @@ private:
                 size_t from = outer_from(R, c);
                 if (from > 2 || c.f0 > 0) {
                     // The small dimensions inside each row of the strip.
+                    // (Strips in columns: the small dimensions outside the columns, each
+                    // column's rows reading one of them.)
+                    bool cols = c.f0 > 0 && c.kind == GroupConfig::Strip;
                     std::vector<std::string> order = {xi};
-                    for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);
+                    if (!cols)
+                        for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);
                     order.push_back(yi);
                     if (c.f0 > 0) order.push_back(xo);
+                    if (cols)
+                        for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);
                     order.push_back(yo);
                     e.reorder(n, 0, order, {});
                 }
@@ -1545,7 +1643,7 @@ private:
                     strip = fuse_all(e, n, 0, outer, taken);
                 }
                 compute_var = c.kind == GroupConfig::Strip ? strip : yi;
-                store_var = c.kind == GroupConfig::Rows ? yi : c.f0 > 0 ? xo : strip;
+                store_var = c.kind == GroupConfig::Rows ? yi : c.f0 > 0 && c.kind == GroupConfig::Slide ? xo : strip;
                 if (c.f0 == 0) outer_loop[n] = {strip, "strips of " + std::to_string(c.f1) + (par.empty() ? "" : ", parallel")};
             } else {
                 std::string xo = fresh(x, "o", taken), xi = fresh(x, "i", taken);

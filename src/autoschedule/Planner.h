@@ -22,6 +22,8 @@ struct MachineParams {
     double task_overhead_ns = 1500;    // one parallel task
     double realize_overhead_ns = 60;   // one compute_at realization (allocation, loop set-up)
     double stack_realize_overhead_ns = 10;  // one whose storage is small and on the stack
+    double tlb_pages = 2048;           // 4 KiB pages the data TLBs hold
+    double page_walk_ns = 8;           // a read of a page the TLBs no longer hold
 };
 /** The host's caches (from sysfs), vector width (from the target) and `threads`. */
 MachineParams machine_params(const Target &t, int threads);

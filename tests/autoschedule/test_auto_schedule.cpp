@@ -550,6 +550,45 @@ TEST(AutoSchedule, AContractionThatIsItsOwnOutputIsBlockedInPlace) {
     EXPECT_EQ(std::memcmp(got2.raw_data(), ref2.raw_data(), (size_t)K * T * 4), 0);
 }
 
+// A scan down the columns, transposed, scanned again and transposed back (an IIR blur): the
+// transposes are not inlined into the scans that read them (each read would gather from a
+// whole scan at root), each is a group's root looped over in strips and, in each strip,
+// columns of one vector, and each scan is computed per strip of its transpose. Same bits as
+// the interpreter.
+TEST(AutoSchedule, ATransposeOfAScanIsTiledWithTheScanPerStrip) {
+    const int W = 384, H = 640;
+    ImageParam in(Float(32), 3, "in");
+    Var x("x"), y("y"), c("c");
+    auto pass = [&](Func input, Expr height, const std::string &n) {
+        Func blur("blur" + n), tr("tr" + n);
+        blur(x, y, c) = undef<float>();
+        blur(x, 0, c) = input(x, 0, c);
+        RDom ry(1, height - 1, "ry");
+        blur(x, ry, c) = 0.9f * blur(x, ry - 1, c) + 0.1f * input(x, ry, c);
+        Expr up = height - ry - 1;
+        blur(x, up, c) = 0.9f * blur(x, up + 1, c) + 0.1f * blur(x, up, c);
+        tr(x, y, c) = blur(y, x, c);
+        return tr;
+    };
+    Func src("src");
+    src(x, y, c) = in(x, y, c);
+    Func t1 = pass(src, in.height(), "1");
+    Func t2 = pass(t1, in.width(), "2");
+    in.set_estimates({{0, W}, {0, H}, {0, 3}});
+    t2.set_estimates({{0, W}, {0, H}, {0, 3}});
+    Pipeline p(t2);
+    AutoScheduleResult r = p.auto_schedule();
+    EXPECT_CONTAINS(r.schedule_source, "tr1.compute_root()");
+    EXPECT_CONTAINS(r.schedule_source, "blur1.compute_at(tr1, ");
+    EXPECT_CONTAINS(r.schedule_source, "blur2.compute_at(tr2, ");
+    Buffer<float> I(W, H, 3), got(W, H, 3), ref(W, H, 3);
+    fill(I, 12, 0, 1);
+    in.set(I);
+    p.realize(got);
+    internal::interpret_pipeline(Pipeline(t2), {ref});
+    EXPECT_EQ(std::memcmp(got.raw_data(), ref.raw_data(), (size_t)W * H * 3 * 4), 0);
+}
+
 // Two outputs that read one input too large for L2 run in one pass (horizontal fusion: the
 // second computed with the first at their outer loop), with the interpreter's results; one
 // that reads the other is not fused.
