@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <weft/weft.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -556,7 +557,9 @@ TEST(AutoSchedule, AContractionThatIsItsOwnOutputIsBlockedInPlace) {
 // columns of one vector, and each scan is computed per strip of its transpose. Same bits as
 // the interpreter.
 TEST(AutoSchedule, ATransposeOfAScanIsTiledWithTheScanPerStrip) {
-    const int W = 384, H = 640;
+    // (Hostile shapes first: narrower than a vector, one row, one column, five channels.)
+    for (auto [W, H, C] : {std::array<int, 3>{17, 5, 1}, {1, 300, 2}, {300, 1, 1}, {40, 33, 5}, {384, 640, 3}}) {
+    SCOPED_TRACE(std::to_string(W) + "x" + std::to_string(H) + "x" + std::to_string(C));
     ImageParam in(Float(32), 3, "in");
     Var x("x"), y("y"), c("c");
     auto pass = [&](Func input, Expr height, const std::string &n) {
@@ -574,19 +577,22 @@ TEST(AutoSchedule, ATransposeOfAScanIsTiledWithTheScanPerStrip) {
     src(x, y, c) = in(x, y, c);
     Func t1 = pass(src, in.height(), "1");
     Func t2 = pass(t1, in.width(), "2");
-    in.set_estimates({{0, W}, {0, H}, {0, 3}});
-    t2.set_estimates({{0, W}, {0, H}, {0, 3}});
+    in.set_estimates({{0, W}, {0, H}, {0, C}});
+    t2.set_estimates({{0, W}, {0, H}, {0, C}});
     Pipeline p(t2);
     AutoScheduleResult r = p.auto_schedule();
-    EXPECT_CONTAINS(r.schedule_source, "tr1.compute_root()");
-    EXPECT_CONTAINS(r.schedule_source, "blur1.compute_at(tr1, ");
-    EXPECT_CONTAINS(r.schedule_source, "blur2.compute_at(tr2, ");
-    Buffer<float> I(W, H, 3), got(W, H, 3), ref(W, H, 3);
+    if (W == 384) {
+        EXPECT_CONTAINS(r.schedule_source, "tr1.compute_root()");
+        EXPECT_CONTAINS(r.schedule_source, "blur1.compute_at(tr1, ");
+        EXPECT_CONTAINS(r.schedule_source, "blur2.compute_at(tr2, ");
+    }
+    Buffer<float> I(W, H, C), got(W, H, C), ref(W, H, C);
     fill(I, 12, 0, 1);
     in.set(I);
     p.realize(got);
     internal::interpret_pipeline(Pipeline(t2), {ref});
-    EXPECT_EQ(std::memcmp(got.raw_data(), ref.raw_data(), (size_t)W * H * 3 * 4), 0);
+    EXPECT_EQ(std::memcmp(got.raw_data(), ref.raw_data(), (size_t)W * H * C * 4), 0);
+    }
 }
 
 // Two outputs that read one input too large for L2 run in one pass (horizontal fusion: the
