@@ -431,6 +431,7 @@ private:
         loop's name and what shapes the loops outside the members' (see horizontal). */
     std::map<std::string, std::pair<std::string, std::string>> outer_loop;
     std::map<std::pair<std::string, size_t>, std::set<std::string>> operands_memo;  // operands_of()
+    std::map<std::string, std::set<std::string>> transposed_memo;  // transposed_reads()
     std::ostringstream log;
 
     int vd(const FuncInfo &f) const {
@@ -527,8 +528,9 @@ private:
             // from L1, and the scan may be computed per strip of it. Inlined, its reader would
             // gather from the whole scan, computed at root.
             std::string scan;
-            for (auto &g : can ? transposed_reads(f) : std::set<std::string>())
-                if (info.is_func(g) && info.func(g).has_updates() && large_domain(info.func(g))) scan = g;
+            if (can)
+                for (auto &g : transposed_reads(f))
+                    if (info.is_func(g) && info.func(g).has_updates() && large_domain(info.func(g))) scan = g;
             if (!scan.empty()) {
                 own_group.insert(f.name);
                 log << "keep " << f.name << " (reads the scan " << scan << " transposed: tiled as a group's root)\n";
@@ -785,8 +787,10 @@ private:
     /** What stage 0 of f reads transposed: the Funcs and inputs it calls at args whose first
         does not move with f's first Var while another does (a loop vectorized along that Var
         gathers a cache line per lane). */
-    std::set<std::string> transposed_reads(const FuncInfo &f) const {
-        std::set<std::string> out;
+    const std::set<std::string> &transposed_reads(const FuncInfo &f) {
+        auto it = transposed_memo.find(f.name);
+        if (it != transposed_memo.end()) return it->second;
+        std::set<std::string> &out = transposed_memo[f.name];
         if (f.f->args.empty() || f.stages.empty()) return out;
         const std::string &x = f.f->args[0];
         for (auto &[callee, args] : f.stages[0].calls) {

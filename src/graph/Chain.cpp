@@ -392,6 +392,12 @@ void prefetch_other_inputs(FunctionContents &p, const std::shared_ptr<FunctionCo
     for (auto &img : in.found) Func(p_ptr).prefetch(ImageParam(img), Var(loop), 1);
 }
 
+/** WEFT_CHAIN_VERTICAL ("all", "off"; empty where unset). */
+std::string vertical_mode() {
+    const char *m = std::getenv("WEFT_CHAIN_VERTICAL");
+    return m ? m : "";
+}
+
 /** p's pure Vars renamed to q's (the same number of them), in its definition too. */
 void take_vars(FunctionContents &p, const FunctionContents &q) {
     std::map<std::string, Expr> rename;
@@ -710,7 +716,7 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
             // (An intermediate that stays in L2 between the parts has little to save: not timed.)
             double bytes = (double)(q->types.empty() ? q->type : q->types[0]).bytes();
             for (int e : w.nodes[k.first]->sizes.at(k.second)) bytes *= (double)e;
-            if (bytes <= l2_bytes && !(std::getenv("WEFT_CHAIN_VERTICAL") && std::string(std::getenv("WEFT_CHAIN_VERTICAL")) == "all"))
+            if (bytes <= l2_bytes && vertical_mode() != "all")
                 continue;
             std::string id = std::to_string(k.first) + ":" + std::to_string(k.second);
             plan->candidates.push_back(id);
@@ -793,9 +799,9 @@ double time_call(Callable &c, std::vector<CallArg> &args, int reps) {
 void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, ChainPlan &plan, std::vector<CallArg> &args) {
     // WEFT_CHAIN_VERTICAL=all fuses every such seam (no timing; where lowering refuses the
     // whole, none), =off none; otherwise each is timed.
-    const char *mode = std::getenv("WEFT_CHAIN_VERTICAL");
-    if (mode && std::string(mode) == "off") return;
-    if (mode && std::string(mode) == "all") {
+    const std::string mode = vertical_mode();
+    if (mode == "off") return;
+    if (mode == "all") {
         std::set<std::string> all(plan.candidates.begin(), plan.candidates.end());
         try {
             QuietCompiles quiet;
