@@ -1,11 +1,15 @@
 // weft_app_suite: runs the ported Halide apps (apps/suite), each checked against its plain C++
 // reference, and prints the first call's time (JIT included) and the median of later calls.
-//   weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both | --auto [--budget S]] [--reps N] [--list]
+//   weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both | --auto [--budget S] | --schedule FILE]
+//                  [--reps N] [--list]
 // Sizes: the app's default (what bench/run races), --test (small), or --size; the unscheduled
 // version runs at the app's unscheduled_size unless --size is given.
 // --auto schedules the algorithm with Pipeline::auto_schedule instead of Halide's schedule (the
 // cost model alone, or a measured search of S seconds with --budget) and prints the schedule.
+// --schedule FILE applies the schedule calls in FILE (as --auto prints them, or written by hand;
+// Pipeline::apply_schedule_source) to the algorithm instead of Halide's schedule.
 // --ir prints the lowered IR instead of running. With no APP, every app. Exit status: 0 all matched, 1 a mismatch, 2 an error.
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -24,16 +28,18 @@ double now_ms() {
 int usage(const char *msg) {
     std::fprintf(stderr,
                  "weft_app_suite: %s\nusage: weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both] "
-                 "[--auto [--budget S]] [--reps N] [--list] [--ir]\n",
+                 "[--auto [--budget S] | --schedule FILE] [--reps N] [--list] [--ir]\n",
                  msg);
     return 2;
 }
 
 /** Runs one app once with or without its schedule; returns 0 (matched), 1 (mismatch). */
-int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps, bool autos, double budget) {
+int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps, bool autos, double budget,
+            const std::string *source) {
     suite::AppInfo info = app.info();
     using V = suite::WeftRunner::Variant;
-    suite::WeftRunner r(app, size, autos ? V::Auto : scheduled ? V::Manual : V::None, budget);
+    V v = source ? V::Source : autos ? V::Auto : scheduled ? V::Manual : V::None;
+    suite::WeftRunner r(app, size, v, budget, source ? *source : std::string());
     if (autos)
         std::printf("%-24s auto_schedule: %.1f ms, predicted %.3f ms%s; the schedule:\n%s", info.name.c_str(), r.auto_ms,
                     r.autos.predicted_ms, r.autos.candidates_measured ? (", " + std::to_string(r.autos.candidates_measured) +
@@ -47,7 +53,7 @@ int run_one(const suite::WeftApp &app, int size, bool scheduled, int reps, bool 
     size_t bad = suite::check_against_reference(app, r.p, info, &max_abs);
     std::printf("%-24s %-11s size %5d: first call %8.1f ms (JIT included), median of %d calls %9.3f ms: %s "
                 "(max |weft - reference| %g)\n",
-                info.name.c_str(), autos ? "auto" : scheduled ? "scheduled" : "unscheduled", size, first, reps,
+                info.name.c_str(), source ? "from file" : autos ? "auto" : scheduled ? "scheduled" : "unscheduled", size, first, reps,
                 median, bad ? "MISMATCH" : "OK", max_abs);
     if (bad)
         std::printf("  %zu of %zu values differ beyond %g + %g * |reference|\n", bad, r.p.output.count, info.atol, info.rtol);
@@ -62,6 +68,8 @@ int main(int argc, char **argv) {
     int size = 0, reps = 5;
     bool test = false, sched = true, unsched = false, ir = false, autos = false;
     double budget = 0;
+    bool have_source = false;
+    std::string source;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a == "--size" || a == "--reps") {
@@ -77,6 +85,15 @@ int main(int argc, char **argv) {
             char *end = nullptr;
             budget = std::strtod(argv[++i], &end);
             if (*end || !(budget >= 0) || budget > 3600) return usage("bad value for --budget");
+        } else if (a == "--schedule") {
+            if (i + 1 >= argc) return usage("--schedule needs a file");
+            std::FILE *f = std::fopen(argv[++i], "rb");
+            if (!f) return usage((std::string("cannot read ") + argv[i] + ": " + std::strerror(errno)).c_str());
+            char buf[4096];
+            size_t n;
+            while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) source.append(buf, n);
+            std::fclose(f);
+            have_source = true;
         } else if (a == "--ir") {
             ir = true;
         } else if (a == "--test") {
@@ -100,6 +117,8 @@ int main(int argc, char **argv) {
             names.push_back(a);
         }
     }
+    if (have_source && autos) return usage("--schedule and --auto: choose one");
+    if (have_source && !sched) return usage("--schedule and --unscheduled: choose one (--both runs the file's schedule and none)");
     if (names.empty())
         for (const auto &app : suite::weft_apps()) names.push_back(app.info().name);
     int rc = 0;
@@ -118,15 +137,18 @@ int main(int argc, char **argv) {
             }
             try {
                 if (ir) {
-                    suite::WeftRunner r(app, s, scheduled);
+                    using V = suite::WeftRunner::Variant;
+                    bool from_file = have_source && scheduled;
+                    suite::WeftRunner r(app, s, from_file ? V::Source : scheduled ? V::Manual : V::None, 0, source);
                     for (size_t i = 0; i < r.p.inputs.size(); i++) r.def.inputs[i].set(r.bufs[i]);
                     std::printf("%s\n", weft::Pipeline(r.def.out).lowered_ir(r.p.output.extents).c_str());
                     continue;
                 }
-                rc = std::max(rc, run_one(app, s, scheduled, reps, autos && scheduled, budget));
+                rc = std::max(rc, run_one(app, s, scheduled, reps, autos && scheduled, budget,
+                                             have_source && scheduled ? &source : nullptr));
             } catch (const std::exception &e) {
-                std::printf("%-24s %-11s size %5d: error: %s\n", n.c_str(), scheduled ? "scheduled" : "unscheduled", s,
-                            e.what());
+                std::printf("%-24s %-11s size %5d: error: %s\n", n.c_str(),
+                            have_source && scheduled ? "from file" : scheduled ? "scheduled" : "unscheduled", s, e.what());
                 rc = 2;
             }
         }

@@ -60,8 +60,10 @@ inline weft::Buffer<void> weft_buffer(const Array &a, const std::string &name) {
 struct WeftRunner {
     /** Manual: Halide's expert schedule translated; None: no schedule (everything inlined);
         Auto: no schedule, then Pipeline::auto_schedule for the problem's shapes (with
-        `budget` seconds of measured search; 0: the cost model alone). */
-    enum class Variant { Manual, None, Auto };
+        `budget` seconds of measured search; 0: the cost model alone); Source: no schedule,
+        then `source` (schedule calls as schedule_source prints them) applied with
+        Pipeline::apply_schedule_source. */
+    enum class Variant { Manual, None, Auto, Source };
     Problem p;
     WeftDef def;
     weft::Callable fn;
@@ -72,7 +74,7 @@ struct WeftRunner {
     double build_ms = 0;             // building the pipeline (auto_schedule included), not the data
     WeftRunner(const WeftApp &app, int size, bool scheduled)
         : WeftRunner(app, size, scheduled ? Variant::Manual : Variant::None) {}
-    WeftRunner(const WeftApp &app, int size, Variant v, double budget = 0) {
+    WeftRunner(const WeftApp &app, int size, Variant v, double budget = 0, const std::string &source = "") {
         p = app.make(size);
         auto b0 = std::chrono::steady_clock::now();
         def = app.build(size, v == Variant::Manual);
@@ -95,6 +97,7 @@ struct WeftRunner {
             autos = weft::Pipeline(def.out).auto_schedule(weft::Target::host(), o);
             auto_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }
+        if (v == Variant::Source) weft::Pipeline(def.out).apply_schedule_source(source);
         std::vector<weft::Argument> args(def.inputs.begin(), def.inputs.end());
         fn = weft::Pipeline(def.out).compile_to_callable(args);
         for (auto &b : bufs) call_args.push_back(weft::internal::make_call_arg(b));
