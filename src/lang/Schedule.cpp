@@ -56,7 +56,10 @@ bool operator==(const FuncScheduleValue &a, const FuncScheduleValue &b) {
     return a.func == b.func && a.args == b.args && a.schedule == b.schedule && a.stages == b.stages &&
            a.initial_loops == b.initial_loops;
 }
-bool operator==(const PipelineSchedule &a, const PipelineSchedule &b) { return a.funcs == b.funcs; }
+bool operator==(const WrapperValue &a, const WrapperValue &b) {
+    return a.of == b.of && a.wrapper == b.wrapper && a.consumers == b.consumers && a.clone == b.clone;
+}
+bool operator==(const PipelineSchedule &a, const PipelineSchedule &b) { return a.wrappers == b.wrappers && a.funcs == b.funcs; }
 
 const FuncScheduleValue *PipelineSchedule::find(const std::string &func) const {
     for (auto &f : funcs)
@@ -139,6 +142,11 @@ PipelineSchedule rename_schedule(const PipelineSchedule &s, const std::function<
         }
     };
     PipelineSchedule r = s;
+    for (auto &w : r.wrappers) {
+        w.of = name(w.of);
+        w.wrapper = name(w.wrapper);
+        for (auto &c : w.consumers) c = name(c);
+    }
     for (auto &f : r.funcs) {
         f.func = name(f.func);
         for (auto &a : f.args) a = name(a);

@@ -133,8 +133,21 @@ struct FuncScheduleValue {
     std::vector<std::vector<Dim>> initial_loops;
 };
 
+/** A wrapper Func made by a schedule (Func::in, Func::clone_in, ImageParam::in, Buffer::in):
+    what it wraps, its name and the consumers that read it instead, by unique names. */
+struct WrapperValue {
+    std::string of;       // the wrapped Func or input
+    std::string wrapper;  // the wrapper Func
+    std::vector<std::string> consumers;  // empty: every consumer (in() with no argument)
+    bool clone = false;   // clone_in(): a copy of the definition, not a call of it
+};
+bool operator==(const WrapperValue &a, const WrapperValue &b);
+
 /** The schedule of every Func of a pipeline, producers first. */
 struct PipelineSchedule {
+    /** The wrappers, each after those it wraps or is read by (so that they can be made in
+        this order); their Funcs' schedules are among `funcs`. */
+    std::vector<WrapperValue> wrappers;
     std::vector<FuncScheduleValue> funcs;
     const FuncScheduleValue *find(const std::string &func) const;
 };
@@ -204,8 +217,10 @@ struct Directive {
         ComputeRoot, ComputeInline, ComputeAt, StoreRoot, StoreAt, Bound, StoreIn, ReorderStorage, StoreNontemporal,
         LoadAhead, AlignStorage, AlignBounds, FoldStorage, HoistStorageRoot, HoistStorage,  // Func-level
         Specialize, Split, Fuse, Atomic, Reorder, Loop, Prefetch, SingleThread, Mma,  // stage-level
-        ComputeWith  // stage-level: names = parent Func, var, then each aligned loop; exprs = parent
-                     // stage, then each loop's LoopAlignStrategy
+        ComputeWith,  // stage-level: names = parent Func, var, then each aligned loop; exprs = parent
+                      // stage, then each loop's LoopAlignStrategy
+        Wrap  // func = the wrapped Func or input; names = the wrapper's name, then its consumers
+              // (none: all); flag = clone_in
     } op;
     std::string func;
     int stage = 0;                 // 0: the pure definition, k: update(k - 1)

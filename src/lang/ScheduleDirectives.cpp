@@ -109,6 +109,15 @@ void nest_directives(std::vector<Directive> &out, const std::string &func, int s
 
 std::vector<Directive> schedule_directives(const PipelineSchedule &s) {
     std::vector<Directive> out;
+    for (auto &w : s.wrappers) {
+        Directive d;
+        d.op = Directive::Wrap;
+        d.func = w.of;
+        d.names = {w.wrapper};
+        d.names.insert(d.names.end(), w.consumers.begin(), w.consumers.end());
+        d.flag = w.clone;
+        out.push_back(d);
+    }
     for (auto &f : s.funcs) {
         auto make = [&](Directive::Op op) {
             Directive d;
@@ -233,6 +242,8 @@ PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const
         user_error("weft: Func \"" + n + "\" is not part of this pipeline");
     };
     for (const Directive &d : calls) {
+        if (d.op == Directive::Wrap)
+            user_error("weft: a wrapper of \"" + d.func + "\" (in()) is not built as a value without its Funcs");
         FuncScheduleValue &f = func(d.func);
         std::string where = "Func \"" + d.func + "\" stage " + std::to_string(d.stage);
         if (d.stage < 0 || d.stage >= (int)f.stages.size() || d.spec >= 0) user_error("weft: " + where + ": no such stage");

@@ -432,6 +432,7 @@ struct StageRef {
     int stage = 0;         // 0: the pure definition, k: update(k - 1)
     int spec = -1;         // a specialization of the stage, or -1
     bool is_func = false;  // the Func itself (Func-level calls and update() allowed)
+    bool input = false;    // an input (func: its name): only in() is called on it
 };
 
 /** What an argument (or a part of one) is. */
@@ -585,6 +586,7 @@ private:
     };
     std::map<std::string, Decl> vars_;                                     // declared Vars and RVars, by identifier
     std::map<std::string, StageRef> stage_vars_;                           // declared Stages, by identifier
+    std::deque<FuncScheduleValue> wrappers_;  // wrapper Funcs the text makes (in(), clone_in()), as they start
     std::map<std::pair<std::string, int>, int> specs_;                     // (Func, stage) -> specializations made
     std::map<std::tuple<std::string, int, int>, std::vector<Dim>> loops_;  // each stage's loops so far
 
@@ -660,7 +662,12 @@ private:
         for (auto &[n, e] : param_exprs_) v.push_back(n);
         return v.empty() ? "none" : join(v);
     }
-    const FuncScheduleValue &func_value(const std::string &unique) const { return *cur_.find(unique); }
+    const FuncScheduleValue &func_value(const std::string &unique) const {
+        if (auto f = cur_.find(unique)) return *f;
+        for (auto &w : wrappers_)
+            if (w.func == unique) return w;
+        fail(prev_line_, "unknown Func " + quoted(unique));
+    }
     /** The Func an identifier names, or "" (an error where two Funcs have that identifier). */
     std::string func_named(const std::string &id, int line) const {
         auto it = func_ids_.find(id);
@@ -748,8 +755,14 @@ private:
                 declare_stage();
                 return;
             }
+            if (w.text == "Func") {
+                skip_namespace();
+                take();
+                declare_func();
+                return;
+            }
             if (!func_ids_.count(w.text) && !stage_vars_.count(w.text))
-                fail(w.line, "only Var, RVar and Stage declarations and schedule calls are read; " +
+                fail(w.line, "only Var, RVar, Stage and Func (a wrapper: Func w = f.in(g);) declarations and schedule calls are read; " +
                                  quoted(w.text + " " + peek(k + 1).text) + " is neither");
         }
         skip_namespace();
@@ -795,14 +808,97 @@ private:
         expect(";", "after the Stage declaration");
     }
 
+    /** Func w = f.in(g) (or any chain of calls giving a Func): w names that Func from here on. */
+    void declare_func() {
+        int line = peek().line;
+        std::string id = identifier("the Func's name");
+        if (vars_.count(id) || stage_vars_.count(id)) fail(line, quoted(id) + " is already declared");
+        expect("=", "after the Func's name");
+        skip_namespace();
+        size_t wraps = std::count_if(out_.begin(), out_.end(), [](const Directive &d) { return d.op == Directive::Wrap; });
+        StageRef r = chain();
+        bool wrapped = (size_t)std::count_if(out_.begin(), out_.end(), [](const Directive &d) { return d.op == Directive::Wrap; }) > wraps;
+        if (!r.is_func || r.input || !wrapped)
+            fail(line, "a Func declaration takes a wrapper made there by in() or clone_in() (Func " + id +
+                           " = f.in(g);); other Funcs are named as they are");
+        auto it = func_ids_.find(id);
+        if (it != func_ids_.end() && it->second != r.func)
+            fail(line, quoted(id) + " already names the Func " + quoted(it->second));
+        func_ids_[id] = r.func;
+        expect(";", "after the Func declaration");
+    }
+
+    /** The name a wrapper gets (Func.cpp's get_wrapper and clone_in): from the names the
+        Funcs were given (a unique name "f$2" is Func "f"). */
+    static std::string given_name(const std::string &unique) {
+        size_t d = unique.find('$');
+        return d == std::string::npos ? unique : unique.substr(0, d);
+    }
+
+    /** f.in(), f.in(g), f.in({g, h}), f.clone_in(g), f.clone_in({g, h}), input.in(...): the
+        Wrap call, and the wrapper as a Func that later calls schedule. */
+    StageRef wrap(const StageRef &r, const std::string &name, const std::vector<Value> &a, int line) {
+        bool clone = name == "clone_in";
+        if (!r.input) need_func(r, name, line);
+        arg_count(name, a, 0, 1, "(a consumer Func, or {its consumers})", line);
+        std::vector<std::string> cons;
+        if (!a.empty()) {
+            std::vector<Value> items = a[0].kind == Value::List ? a[0].items : std::vector<Value>{a[0]};
+            for (auto &v : items) {
+                if (v.kind != Value::FuncValue) fail(line, name + "() takes consumer Funcs, not " + describe(v));
+                if (v.name == r.func) fail(line, name + "(): a Func cannot be wrapped for itself");
+                cons.push_back(v.name);
+            }
+        }
+        if (clone && cons.empty()) fail(line, "clone_in() needs the consumers it clones the Func for");
+        if (clone && r.input) fail(line, "clone_in() of the input " + quoted(r.func) + ": inputs have in(), not clone_in()");
+        std::string w = given_name(r.func) + (clone ? "_clone_in" : "_in");
+        if (clone)
+            for (auto &c : cons) w += "_" + given_name(c);
+        else if (!cons.empty())
+            w += "_" + given_name(cons[0]);
+        Directive &d = emit(Directive::Wrap, StageRef{r.func, 0, -1, false, false}, line);
+        d.names = {w};
+        d.names.insert(d.names.end(), cons.begin(), cons.end());
+        d.flag = clone;
+        if (!cur_.find(w) && std::none_of(wrappers_.begin(), wrappers_.end(), [&](const FuncScheduleValue &v) { return v.func == w; })) {
+            FuncScheduleValue v;
+            v.func = w;
+            if (r.input) {
+                int dims = 0;
+                for (auto &[k, e] : fields_)
+                    if (std::get<0>(k) == r.func) dims = std::max(dims, std::get<2>(k) + 1);
+                for (int i = 0; i < dims; i++) v.args.push_back("_" + std::to_string(i));
+            } else {
+                v.args = func_value(r.func).args;
+            }
+            std::vector<Expr> args;
+            for (auto &n : v.args) args.push_back(Variable::make(Int(32), n));
+            v.initial_loops = {default_stage_schedule(v.args, args, {}, false).dims};
+            v.stages.resize(1);
+            v.stages[0].schedule.dims = v.initial_loops[0];
+            wrappers_.push_back(v);
+            func_ids_.emplace(w, w);
+            func_ids_.emplace(cpp_identifier(w), w);
+        }
+        StageRef out;
+        out.func = w;
+        out.is_func = true;
+        return out;
+    }
+
     /** f[.call(args)]*: the calls made, in order; the Func or Stage the last one returns. */
     StageRef chain() {
         int line = peek().line;
         std::string id = identifier("a Func or a Stage");
         StageRef r;
         auto st = stage_vars_.find(id);
+        auto in = inputs_.find(id);
         if (st != stage_vars_.end()) {
             r = st->second;
+        } else if (func_named(id, line).empty() && in != inputs_.end() && !in->second.empty()) {
+            r.func = in->second;
+            r.input = true;
         } else {
             std::string f = func_named(id, line);
             if (f.empty()) {
@@ -1495,6 +1591,8 @@ private:
     }
 
     StageRef call(const StageRef &r, const std::string &name, const std::vector<Value> &a, int line) {
+        if (name == "in" || name == "clone_in") return wrap(r, name, a, line);
+        if (r.input) fail(line, "input " + quoted(r.func) + ": in() is the only schedule call on an input, not " + name + "()");
         // Func-level calls.
         if (std::find(func_calls().begin(), func_calls().end(), name) != func_calls().end()) {
             if (name == "update") return update(r, a, line);

@@ -192,6 +192,12 @@ std::string schedule_cpp_source(const PipelineSchedule &s) {
     for (auto &d : ds) {
         std::string f = cpp_identifier(d.func);
         switch (d.op) {
+        case Directive::Wrap: {
+            std::vector<std::string> cons(d.names.begin() + 1, d.names.end());
+            os << "Func " << cpp_identifier(d.names[0]) << " = " << f << (d.flag ? ".clone_in(" : ".in(")
+               << (cons.size() > 1 ? "{" + list(cons) + "}" : list(cons)) << ");\n";
+            break;
+        }
         case Directive::ComputeRoot: os << f << ".compute_root();\n"; break;
         case Directive::ComputeInline: os << f << ".compute_inline();\n"; break;
         case Directive::ComputeAt:

@@ -2,6 +2,8 @@
 // the schedule part of the cache key.
 //
 //   weft-schedule 1
+//   wrapper "f" "f_in_g" for "g"    (f.in(g): the wrapper's name, then its consumers, none for
+//                                    f.in(); "clone" after the name for clone_in)
 //   func "f" args "x" "y"
 //     compute at "g" "y"            (root | inline | at "consumer" "loop")
 //     store root                    (only where store_root()/store_at() was given)
@@ -423,6 +425,11 @@ Expr parse_expr(const std::string &text) {
 std::string serialize_schedule(const PipelineSchedule &s) {
     std::ostringstream os;
     os << "weft-schedule 1\n";
+    for (auto &w : s.wrappers) {
+        os << "wrapper " << quote(w.of) << " " << quote(w.wrapper) << (w.clone ? " clone" : "") << " for";
+        for (auto &c : w.consumers) os << " " << quote(c);
+        os << "\n";
+    }
     for (auto &f : s.funcs) {
         os << "func " << quote(f.func) << " args";
         for (auto &a : f.args) os << " " << quote(a);
@@ -513,6 +520,21 @@ PipelineSchedule parse_schedule(const std::string &text) {
         if (w == "end") {
             need(1);
             ended = true;
+        } else if (w == "wrapper") {
+            if (f) bad(line, "\"wrapper\" lines come before the first \"func\" line");
+            WrapperValue v;
+            size_t i = 3;
+            if (t.size() < 4) bad(line, "wrapper \"of\" \"name\" [clone] for [\"consumer\" ...]");
+            v.of = name(1);
+            v.wrapper = name(2);
+            if (t[i].kind == Token::Word && t[i].text == "clone") v.clone = true, i++;
+            if (i >= t.size() || t[i].kind != Token::Word || t[i].text != "for")
+                bad(line, "wrapper \"of\" \"name\" [clone] for [\"consumer\" ...]");
+            for (i++; i < t.size(); i++) v.consumers.push_back(name(i));
+            if (v.clone && v.consumers.empty()) bad(line, "a clone (clone_in) is made for named consumers");
+            for (auto &o : r.wrappers)
+                if (o.wrapper == v.wrapper) bad(line, "the wrapper \"" + v.wrapper + "\" appears twice");
+            r.wrappers.push_back(v);
         } else if (w == "func") {
             if (t.size() < 3 || t[2].kind != Token::Word || t[2].text != "args") bad(line, "func \"name\" args \"x\" ...");
             FuncScheduleValue v;

@@ -1,5 +1,7 @@
 // A pipeline's schedule read as a value, and a value applied to a pipeline (see ApplySchedule.h).
 #include "pipeline/ApplySchedule.h"
+#include <algorithm>
+#include <set>
 #include "ir/IRVisitor.h"
 #include "ir/Stack.h"
 #include "lower/Env.h"
@@ -67,8 +69,10 @@ std::string directive_name(const Directive &d) {
     static const char *n[] = {"compute_root", "compute_inline", "compute_at", "store_root", "store_at", "bound", "store_in",
                               "reorder_storage", "store_nontemporal", "load_ahead", "align_storage", "align_bounds", "fold_storage",
                               "hoist_storage_root", "hoist_storage", "specialize", "split", "fuse",
-                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread", "gpu_mma", "compute_with"};
-    static_assert(sizeof(n) / sizeof(n[0]) == Directive::ComputeWith + 1, "a name for every Directive::Op");
+                              "atomic", "reorder", "a loop type", "prefetch", "gpu_single_thread", "gpu_mma", "compute_with",
+                              "in"};
+    static_assert(sizeof(n) / sizeof(n[0]) == Directive::Wrap + 1, "a name for every Directive::Op");
+    if (d.op == Directive::Wrap) return "\"" + d.func + "\"." + (d.flag ? "clone_in" : "in");
     std::string where = "Func \"" + d.func + "\"";
     if (d.stage > 0) where += ".update(" + std::to_string(d.stage - 1) + ")";
     if (d.spec >= 0 && d.op != Directive::Specialize) where += " (specialization " + std::to_string(d.spec) + ")";
@@ -79,19 +83,117 @@ std::string directive_name(const Directive &d) {
 void apply_directives(const Env &env, const std::vector<std::string> &reset, const std::vector<Directive> &calls,
                       const char *who, size_t *failed = nullptr);
 
+using WrapperMap = std::map<const FunctionContents *, std::shared_ptr<FunctionContents>>;
+
+/** Each wrapper map of the pipeline: its owner's unique name, the map, the owner's change
+    counter, and whether the owner is an input. */
+struct WrapperOwner {
+    std::string name;
+    WrapperMap *map;
+    ChangeCount *changes;
+    bool input;
+};
+std::vector<WrapperOwner> wrapper_owners(const Env &env) {
+    std::vector<WrapperOwner> r;
+    for (auto &[n, f] : env.all_funcs) r.push_back({n, &f->wrappers, &f->changes, false});
+    for (auto &in : env.inputs) {
+        if (in.image) r.push_back({in.name, &in.image->wrappers, &in.image->wrapper_changes, true});
+        else if (in.buffer) r.push_back({in.name, &in.buffer->wrappers, &in.buffer->wrapper_changes, true});
+    }
+    return r;
+}
+
+/** Was w made by clone_in() (a copy of of's definition) rather than in() (a call of it)? */
+bool is_clone(const FunctionContents &w, const FunctionContents *of) {
+    auto c = w.init.value.as<Call>();
+    return !w.updates.empty() || !c || c->call_type != Call::Func || c->func.get() != of;
+}
+
+/** The wrappers this pipeline reads, each after those it wraps or is read by. */
+std::vector<WrapperValue> wrappers_of(const Env &env) {
+    std::map<const FunctionContents *, std::string> names;
+    for (auto &[n, f] : env.all_funcs) names[f.get()] = n;
+    std::vector<WrapperValue> found;
+    for (auto &o : wrapper_owners(env)) {
+        std::map<std::string, WrapperValue> by_wrapper;
+        const FunctionContents *self = o.input ? nullptr : env.all_funcs.at(o.name).get();
+        for (auto &[cons, w] : *o.map) {
+            auto wn = names.find(w.get());
+            if (wn == names.end()) continue;  // read by no Func of this pipeline
+            std::string cn;
+            if (cons) {
+                auto c = names.find(cons);
+                if (c == names.end()) continue;
+                cn = c->second;
+            }
+            WrapperValue &v = by_wrapper[wn->second];
+            v.of = o.name;
+            v.wrapper = wn->second;
+            v.clone = !o.input && is_clone(*w, self);
+            if (!cn.empty()) v.consumers.push_back(cn);
+        }
+        for (auto &[n, v] : by_wrapper) {
+            std::sort(v.consumers.begin(), v.consumers.end());
+            found.push_back(v);
+        }
+    }
+    // Each after the wrappers it names (f.in().in(), or a wrapper read by another's wrapper).
+    std::vector<WrapperValue> out;
+    std::set<std::string> placed;
+    while (out.size() < found.size()) {
+        size_t before = out.size();
+        for (auto &v : found) {
+            if (placed.count(v.wrapper)) continue;
+            bool ready = true;
+            for (auto &o : found) {
+                if (&o == &v || placed.count(o.wrapper)) continue;
+                if (o.wrapper == v.of || std::count(v.consumers.begin(), v.consumers.end(), o.wrapper)) ready = false;
+            }
+            if (!ready) continue;
+            placed.insert(v.wrapper);
+            out.push_back(v);
+        }
+        if (out.size() == before) {  // (a cycle cannot be made through the API; keep what is left)
+            for (auto &v : found)
+                if (!placed.count(v.wrapper)) out.push_back(v), placed.insert(v.wrapper);
+        }
+    }
+    return out;
+}
+
+bool same_wrapper(const WrapperValue &a, const WrapperValue &b) {
+    return a.of == b.of && a.consumers == b.consumers && a.clone == b.clone;
+}
+
 }  // namespace
 
 PipelineSchedule schedule_of(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
-    return names_env(outputs).given;
+    Env env = names_env(outputs);
+    PipelineSchedule s = env.given;
+    s.wrappers = wrappers_of(env);
+    return s;
 }
 
 void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs, const PipelineSchedule &s) {
     Env env = names_env(outputs);
     std::vector<std::string> all;
     for (auto &f : env.given.funcs) all.push_back(f.func);
+    // The wrappers s makes that are not here yet: their Funcs are made by s's calls.
+    std::set<std::string> to_make;
+    std::vector<WrapperValue> here = wrappers_of(env);
+    for (auto &w : s.wrappers) {
+        bool found = false;
+        for (auto &h : here) found = found || same_wrapper(h, w);
+        if (!found) to_make.insert(w.wrapper);
+        if (!env.all_funcs.count(w.of) &&
+            std::none_of(env.inputs.begin(), env.inputs.end(), [&](const LInput &in) { return in.name == w.of; }) &&
+            std::none_of(s.wrappers.begin(), s.wrappers.end(), [&](const WrapperValue &o) { return o.wrapper == w.of; }))
+            user_error("weft: apply_schedule(): the schedule wraps \"" + w.of + "\" (in()), which is not part of this pipeline");
+    }
     // Check first that s is for this algorithm: its Funcs, their Vars and their stages' loops.
     for (auto &v : s.funcs) {
         const FuncScheduleValue *mine = env.given.find(v.func);
+        if (!mine && to_make.count(v.func)) continue;
         if (!mine)
             user_error("weft: apply_schedule(): the schedule names Func \"" + v.func +
                        "\", which is not part of this pipeline (its Funcs are " + join(all) + ")");
@@ -109,8 +211,27 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
         if (v.initial_loops.size() != v.stages.size())
             user_error("weft: apply_schedule(): Func \"" + v.func + "\": the schedule does not give its stages' loops");
     }
+    // The wrappers here that s does not have are taken away (a schedule value is the whole
+    // schedule), then those it has are made by its calls.
+    bool removed = false;
+    for (auto &h : here) {
+        bool keep = false;
+        for (auto &w : s.wrappers) keep = keep || same_wrapper(h, w);
+        if (keep) continue;
+        for (auto &o : wrapper_owners(env)) {
+            if (o.name != h.of) continue;
+            for (auto it = o.map->begin(); it != o.map->end();) {
+                auto wn = env.all_funcs.find(h.wrapper);
+                if (wn != env.all_funcs.end() && it->second == wn->second) it = o.map->erase(it), removed = true;
+                else ++it;
+            }
+            changed(*o.changes);
+        }
+    }
+    if (removed) env = names_env(outputs);
     std::vector<std::string> reset;
-    for (auto &v : s.funcs) reset.push_back(v.func);
+    for (auto &v : s.funcs)
+        if (env.given.find(v.func)) reset.push_back(v.func);
     apply_directives(env, reset, schedule_directives(s), "apply_schedule()");
 }
 
@@ -126,6 +247,43 @@ void apply_directives_to(const Env &env, const std::vector<Directive> &calls, co
 }
 
 namespace {
+/** The wrapper a Wrap directive names: the one there is where its consumers read one already
+    (made by the algorithm, or by an earlier apply), else a new one, as the call makes it. */
+template <typename FuncOf>
+std::shared_ptr<FunctionContents> make_wrapper(const Env &env, const Directive &d, FuncOf &&func) {
+    std::vector<Func> cons;
+    for (size_t i = 1; i < d.names.size(); i++) cons.push_back(func(d.names[i]));
+    const LInput *input = nullptr;
+    for (auto &in : env.inputs)
+        if (in.name == d.func) input = &in;
+    WrapperMap *map = input ? (input->image ? &input->image->wrappers : &input->buffer->wrappers) : &func(d.func).contents()->wrappers;
+    // Already there: every consumer (or, for in(), the null key) reads one wrapper.
+    std::shared_ptr<FunctionContents> there;
+    bool all_there = true;
+    if (cons.empty()) {
+        auto it = map->find(nullptr);
+        if (it != map->end()) there = it->second;
+        else all_there = false;
+    }
+    for (auto &c : cons) {
+        auto it = map->find(c.contents().get());
+        if (it == map->end() || (there && it->second != there)) all_there = false;
+        else there = it->second;
+    }
+    if (all_there && there) return there;
+    if (input) {
+        if (d.flag) user_error("weft: clone_in() of the input \"" + d.func + "\": inputs have in(), not clone_in()");
+        Func w = cons.empty() ? (input->image ? ImageParam(input->image).in() : Buffer<void>(input->buffer).in())
+                              : (input->image ? ImageParam(input->image).in(cons[0]) : Buffer<void>(input->buffer).in(cons[0]));
+        for (size_t i = 1; i < cons.size(); i++) (*map)[cons[i].contents().get()] = w.contents();
+        changed(input->image ? input->image->wrapper_changes : input->buffer->wrapper_changes);
+        return w.contents();
+    }
+    Func of = func(d.func);
+    Func w = d.flag ? of.clone_in(cons) : of.in(cons);
+    return w.contents();
+}
+
 void apply_directives(const Env &env, const std::vector<std::string> &reset, const std::vector<Directive> &calls,
                       const char *who, size_t *failed) {
     std::vector<std::string> all;
@@ -142,13 +300,21 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
     };
     std::vector<Saved> saved;
     for (auto &[n, f] : env.all_funcs) saved.push_back({f, f->schedule, f->stage_schedules});
+    std::vector<std::pair<WrapperOwner, WrapperMap>> saved_wrappers;
+    for (auto &o : wrapper_owners(env)) saved_wrappers.push_back({o, *o.map});
     auto restore = [&] {
         for (auto &sv : saved) {
             sv.f->schedule = sv.schedule;
             sv.f->stage_schedules = sv.stages;
             changed(*sv.f);
         }
+        for (auto &[o, m] : saved_wrappers)
+            if (*o.map != m) {
+                *o.map = m;
+                changed(*o.changes);
+            }
     };
+    std::map<std::string, std::shared_ptr<FunctionContents>> made;  // wrappers made by the calls, by name
 
     std::map<std::tuple<std::string, int, int>, Stage> specs;
     const Directive *current = nullptr;
@@ -166,13 +332,18 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
         }
         auto func = [&](const std::string &n) {
             auto it = env.all_funcs.find(n);
-            if (it == env.all_funcs.end())
-                user_error("weft: Func \"" + n + "\" is not part of this pipeline (its Funcs are " + join(all) + ")");
-            return Func(it->second);
+            if (it != env.all_funcs.end()) return Func(it->second);
+            auto m = made.find(n);
+            if (m != made.end()) return Func(m->second);
+            user_error("weft: Func \"" + n + "\" is not part of this pipeline (its Funcs are " + join(all) + ")");
         };
         for (auto &d : calls) {
             current = &d;
             auto ex = [&](size_t i) { return d.exprs[i].defined() ? to_user.mutate(d.exprs[i]) : d.exprs[i]; };
+            if (d.op == Directive::Wrap) {
+                made[d.names.at(0)] = make_wrapper(env, d, func);
+                continue;
+            }
             Func f = func(d.func);
             auto stage = [&]() -> Stage {
                 if (d.spec < 0) return Stage(f.contents(), d.stage);

@@ -834,6 +834,19 @@ static void check_levels(const Env &env, const std::vector<Directive> &calls, co
     for (auto &f : env.funcs)
         for (auto &s : f.stages)
             for (auto &c : funcs_called(s)) callees[f.name].insert(c);
+    // Wrappers the text makes: read by their consumers (in() alone: by every reader of what
+    // they wrap), and reading what they wrap.
+    for (auto &d : calls) {
+        if (d.op != Directive::Wrap) continue;
+        const std::string &w = d.names[0];
+        if (d.names.size() > 1) {
+            for (size_t i = 1; i < d.names.size(); i++) callees[d.names[i]].insert(w);
+        } else {
+            for (auto &[n, cs] : callees)
+                if (n != w && cs.count(d.func)) cs.insert(w);
+        }
+        callees[w].insert(d.func);
+    }
     auto uses = [&](const std::string &g, const std::string &f) {
         std::set<std::string> seen{g};
         std::vector<std::string> todo{g};

@@ -346,7 +346,8 @@ TEST(ScheduleSource, ErrorsNameTheLineAndKeepTheSchedule) {
         {"out.split(x, xo, xi, 8, TailStrategy::Sideways);", 1, {"unknown TailStrategy \"Sideways\""}},
         {"out.split(x, xo, xi, 8, 4);", 1, {"must be a TailStrategy"}},
         {"out.rfactor(r, u);", 1, {"rfactor() makes a new Func"}},
-        {"Func g = out;", 1, {"only Var, RVar and Stage declarations"}},
+        {"Func g = out;", 1, {"a Func declaration takes a wrapper made there by in() or clone_in()"}},
+        {"Image g = out;", 1, {"only Var, RVar, Stage and Func (a wrapper"}},
         {"out.prefetch(nothing, y);", 1, {"must be a Func or an input", "inputs: in"}},
         {"Stage s = out.specialize(k > 1);\ns.specialize(k > 2);", 2, {"specialize() of a specialization"}},
         // Argument counts.
@@ -529,4 +530,130 @@ TEST(ScheduleSource, HostileTextIsAnErrorNeverACrash) {
         }
     }
     EXPECT_GT(read, 0);
+}
+
+// ---------------------------------------------------------------- (e) wrappers (in, clone_in)
+
+namespace {
+/** A cheap Func p read by a stencil a and by the output (Halide's clone trick: a copy of p
+    computed per row of a, p itself elsewhere), a Func q cloned for a, an input wrapped for out. */
+struct Wrapped {
+    Buffer<int> input{std::vector<int>{70, 50}, "wr_in"};
+    Var x{"x"}, y{"y"};
+    Func p{"wr_p"}, q{"wr_q"}, a{"wr_a"}, out{"wr_out"};
+    Wrapped() {
+        for (int j = 0; j < 50; j++)
+            for (int i = 0; i < 70; i++) input(i, j) = (i * 7 + j * 31) % 53 - 20;
+        Func c = BoundaryConditions::repeat_edge(input);
+        p(x, y) = c(x, y) * 3 + 1;
+        q(x, y) = c(x, y) - 2;
+        a(x, y) = p(x - 1, y) + p(x + 1, y) + q(x, y) + q(x, y + 1);
+        out(x, y) = a(x, y) + p(x, y) * q(x, y) + input(clamp(x, 0, 69), clamp(y, 0, 49));
+    }
+    void schedule() {
+        Var yo("yo"), yi("yi");
+        a.compute_root().split(y, yo, yi, 8);
+        p.in(a).store_at(a, yo).compute_at(a, yi).vectorize(x, 8);
+        p.in().compute_root();
+        q.clone_in(a).compute_at(a, yo);
+        input.in(out).compute_root();
+    }
+    Buffer<int> run() { return out.realize({64, 48}); }
+};
+}  // namespace
+
+TEST(ScheduleSource, WrappersAreMadeAgainFromTheValueTheTextAndTheString) {
+    Wrapped w;
+    Buffer<int> want = Wrapped().run();  // (unscheduled: no wrappers)
+    w.schedule();
+    Schedule s = Pipeline(w.out).get_schedule();
+    auto wrapper_lines = [](const Schedule &v) {
+        std::string t = v.to_string();
+        int n = 0;
+        for (size_t at = t.find("\nwrapper "); at != std::string::npos; at = t.find("\nwrapper ", at + 1)) n++;
+        return n;
+    };
+    ASSERT_EQ(wrapper_lines(s), 4) << s.to_string();
+    std::string src = s.cpp_source();
+    for (const char *t : {"Func wr_p_in_wr_a = wr_p.in(wr_a);", "Func wr_p_in = wr_p.in();",
+                          "Func wr_q_clone_in_wr_a = wr_q.clone_in(wr_a);", "Func wr_in_in_wr_out = wr_in.in(wr_out);",
+                          "wr_p_in_wr_a.compute_at(wr_a, yi);", "wr_q_clone_in_wr_a.compute_at(wr_a, yo);"})
+        EXPECT_NE(src.find(t), std::string::npos) << t << " in:\n" << src;
+    expect_same(w.run(), want, "the schedule made in C++");
+
+    // Pasted on the algorithm alone: the same schedule, wrappers included, and the same values.
+    Wrapped b;
+    Pipeline pb(b.out);
+    pb.apply_schedule_source(src);
+    EXPECT_TRUE(pb.get_schedule() == s) << src << "\n---- read back as ----\n" << pb.get_schedule().cpp_source();
+    expect_same(b.run(), want, "the schedule read back from C++");
+    pb.apply_schedule_source(src);  // (again: the wrappers there are the ones it names)
+    EXPECT_TRUE(pb.get_schedule() == s) << pb.get_schedule().cpp_source();
+
+    // The text form, and a value applied to the algorithm alone.
+    Schedule back = Schedule::from_string(s.to_string());
+    EXPECT_TRUE(back == s) << s.to_string() << "\n----\n" << back.to_string();
+    Wrapped c;
+    Pipeline pc(c.out);
+    pc.apply_schedule(back);
+    EXPECT_TRUE(pc.get_schedule() == s) << pc.get_schedule().cpp_source();
+    expect_same(c.run(), want, "the value applied");
+
+    // A value without wrappers takes them away (a value is the whole schedule).
+    Schedule plain = Pipeline(Wrapped().out).get_schedule();
+    pc.apply_schedule(plain);
+    EXPECT_TRUE(pc.get_schedule() == plain) << pc.get_schedule().to_string();
+    EXPECT_EQ(wrapper_lines(pc.get_schedule()), 0);
+    expect_same(c.run(), want, "the wrappers taken away");
+
+    // Halide's chained form, typed by hand, gives the same as the calls made in C++.
+    Wrapped d;
+    Pipeline pd(d.out);
+    pd.apply_schedule_source("Var yo(\"yo\"), yi(\"yi\");\n"
+                             "wr_a.compute_root().split(y, yo, yi, 8);\n"
+                             "wr_p.in(wr_a).store_at(wr_a, yo).compute_at(wr_a, yi).vectorize(x, 8);\n"
+                             "Func all = wr_p.in();\nall.compute_root();\n"
+                             "wr_q.clone_in({wr_a}).compute_at(wr_a, yo);\n"
+                             "wr_in.in(wr_out).compute_root();\n");
+    EXPECT_TRUE(pd.get_schedule() == s) << pd.get_schedule().cpp_source();
+    expect_same(d.run(), want, "the chained form");
+}
+
+TEST(ScheduleSource, BadWrappersAreErrorsThatLeaveTheScheduleAsItWas) {
+    Wrapped w;
+    w.schedule();
+    Pipeline p(w.out);
+    Schedule before = p.get_schedule();
+    struct Bad {
+        std::string text;
+        std::vector<std::string> says;
+    };
+    const std::vector<Bad> bad = {
+        {"wr_p.in(nosuch);", {"schedule line 1", "in() takes consumer Funcs, not \"nosuch\""}},
+        {"wr_p.in(wr_p);", {"schedule line 1", "cannot be wrapped for itself"}},
+        {"wr_q.clone_in();", {"schedule line 1", "clone_in() needs the consumers"}},
+        {"wr_in.clone_in(wr_out);", {"schedule line 1", "inputs have in(), not clone_in()"}},
+        {"wr_in.compute_root();", {"schedule line 1", "in() is the only schedule call on an input"}},
+        {"wr_p.in(3);", {"schedule line 1", "takes consumer Funcs"}},
+        {"Func v = wr_p.in(wr_a);\nFunc v2 = wr_p;", {"schedule line 2", "takes a wrapper"}},
+        {"Func k = wr_p.in(wr_a);\nk.compute_at(wr_a, nowhere);", {"schedule line 2", "nowhere"}},
+        {"Func k = wr_p.in(wr_a);\nk.split(x, xo, xi, 0);", {"schedule line 2", "factor must be positive"}},
+    };
+    for (auto &b : bad) {
+        std::string e = error_of([&] { p.apply_schedule_source(b.text); });
+        for (auto &s : b.says) EXPECT_NE(e.find(s), std::string::npos) << b.text << "\nsays: " << e << "\nnot: " << s;
+        EXPECT_TRUE(p.get_schedule() == before) << b.text << "\nleft:\n" << p.get_schedule().cpp_source();
+    }
+    // Text forms that do not read.
+    for (const char *t : {"weft-schedule 1\nwrapper \"f\"\nend\n", "weft-schedule 1\nwrapper \"f\" \"g\" clone for\nend\n",
+                          "weft-schedule 1\nfunc \"f\" args \"x\"\nwrapper \"f\" \"g\" for\nend\n",
+                          "weft-schedule 1\nwrapper \"f\" \"g\" for\nwrapper \"h\" \"g\" for\nend\n",
+                          "weft-schedule 1\nwrapper \"f\" \"g\" copy for\nend\n"})
+        EXPECT_NE(error_of([&] { Schedule::from_string(t); }), "") << t;
+    // A value that wraps a Func this pipeline does not have.
+    Schedule s = Schedule::from_string("weft-schedule 1\nwrapper \"nosuch\" \"nosuch_in\" for\nend\n");
+    std::string e = error_of([&] { p.apply_schedule(s); });
+    EXPECT_NE(e.find("\"nosuch\""), std::string::npos) << e;
+    EXPECT_TRUE(p.get_schedule() == before);
+    expect_same(w.run(), Wrapped().run(), "after the errors");
 }
