@@ -20,7 +20,8 @@
 //    overhead of each realization.
 // 4. Loop nests: a member vectorized at the target's natural width along the dimension its
 //    loads are dense in (dimension 0 unless another is strictly better; that one is then made
-//    innermost in storage too), outer loops fused into one parallel loop with enough tasks,
+//    innermost in storage too; loads at a constant stride of 2 to 4 and upsampling loads are
+//    costed as the dense loads and shuffles code generation makes of them, not as gathers), outer loops fused into one parallel loop with enough tasks,
 //    update stages' pure loops moved inside their reduction loops where that is legal (the
 //    reduction order, hence the floating-point result, is unchanged).
 // 5. Transposes: a Func that reads a scan (or a reduction over many points) transposed is not
@@ -38,6 +39,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
@@ -124,29 +126,20 @@ bool pointwise_args(const std::vector<Expr> &args, const std::vector<std::string
 }
 
 /** How well the innermost loop over `x` vectorizes the calls in a stage: 1 dense, lower for
-    strided loads and gathers. */
+    strided loads and gathers. Code generation makes loads at a constant stride of 2 to 4 (either
+    way) dense loads and a shuffle, and upsampling loads, (x + k) / c for c from 2 to 4, one load
+    and a permute (jit/llvm/CodeGen_LLVM.cpp, tests/jit/test_strided_loads.cpp): costed as such,
+    not as gathers. */
 double vector_efficiency(const StageInfo &s, const std::string &x, const std::string &self) {
     double eff = 1.0;
     for (auto &[callee, args] : s.calls) {
         // (An update's reads of its own Func follow its storage, whose innermost dimension is
         // the vectorized one.)
         if (args.empty() || callee == self) continue;
-        bool dense_somewhere = false, uses = false;
-        for (size_t d = 0; d < args.size(); d++) {
-            if (!expr_uses_var(args[d], x)) continue;
-            uses = true;
-            if (d == 0) {
-                // x + c, or c + x: dense; anything else (2x, x/2, a computed index): not.
-                const Expr &a = args[0];
-                auto v = a.as<Variable>();
-                auto add = a.as<Add>();
-                auto sub = a.as<Sub>();
-                if (v || (add && (add->a.as<Variable>() || add->b.as<Variable>())) || (sub && sub->a.as<Variable>()))
-                    dense_somewhere = true;
-            }
-        }
-        if (!uses) continue;              // a broadcast
-        if (!dense_somewhere) eff = std::min(eff, 0.35);  // strided loads or gathers
+        bool uses = false;
+        for (size_t d = 0; d < args.size(); d++) uses = uses || expr_uses_var(args[d], x);
+        if (!uses) continue;  // a broadcast
+        eff = std::min(eff, load_vector_efficiency(args[0], x));
     }
     return eff;
 }
@@ -1889,6 +1882,49 @@ private:
 };
 
 }  // namespace
+
+/** The coefficient of x in e where e is x times a constant plus terms without x (x + 1, 2x - 1,
+    3 - x); 0 where e does not use x; nullopt for anything else (x / 2, x * x, a load). */
+std::optional<int64_t> stride_in(const Expr &e, const std::string &x) {
+    if (!expr_uses_var(e, x)) return 0;
+    if (auto v = e.as<Variable>()) return v->name == x ? std::optional<int64_t>(1) : std::nullopt;
+    if (auto a = e.as<Add>()) {
+        auto l = stride_in(a->a, x), r = stride_in(a->b, x);
+        if (l && r) return *l + *r;
+        return std::nullopt;
+    }
+    if (auto a = e.as<Sub>()) {
+        auto l = stride_in(a->a, x), r = stride_in(a->b, x);
+        if (l && r) return *l - *r;
+        return std::nullopt;
+    }
+    if (auto m = e.as<Mul>()) {
+        int64_t c;
+        if (is_const_int(m->b, &c)) {
+            auto l = stride_in(m->a, x);
+            if (l) return *l * c;
+        }
+        if (is_const_int(m->a, &c)) {
+            auto r = stride_in(m->b, x);
+            if (r) return *r * c;
+        }
+    }
+    if (auto c = e.as<Cast>()) return stride_in(c->value, x);
+    return std::nullopt;
+}
+
+double load_vector_efficiency(const Expr &index0, const std::string &x) {
+    if (!expr_uses_var(index0, x)) return 0.35;  // x moves another dimension: a gather
+    auto k = stride_in(index0, x);
+    if (k && (*k == 1 || *k == -1)) return 1.0;                      // dense (reversed: and a permute)
+    if (k && std::abs(*k) >= 2 && std::abs(*k) <= 4) return 0.7;     // |k| dense loads and a shuffle
+    if (auto dv = index0.as<Div>()) {
+        int64_t c = 0;
+        auto kn = stride_in(dv->a, x);
+        if (kn && *kn == 1 && is_const_int(dv->b, &c) && c >= 2 && c <= 4) return 0.85;  // a load and a permute
+    }
+    return 0.35;  // a gather
+}
 
 MachineParams machine_params(const Target &t, int threads) {
     MachineParams m;

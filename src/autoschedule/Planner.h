@@ -3,6 +3,7 @@
 // vectorized, parallel and unrolled loops and register blocks; each choice ranked by the time
 // the model predicts on this machine.
 #pragma once
+#include <optional>
 #include "autoschedule/Analysis.h"
 #include "lang/Schedule.h"
 
@@ -34,6 +35,16 @@ struct PlanCandidate {
     double predicted_ms = 0;
     std::string summary;  // the decisions, one per line (WEFT_DEBUG)
 };
+
+/** The coefficient of x in e where e is x times a constant plus terms without x (x + 1, 2x - 1,
+    3 - x); 0 where e does not use x; nothing for anything else (x / 2, x * x, a load). */
+std::optional<int64_t> stride_in(const Expr &e, const std::string &x);
+/** How well a vector loop over x loads a Func or input whose first index is index0 (the cost
+    model's factor on the arithmetic): 1 dense (or reversed), 0.7 at a constant stride of 2 to 4
+    (dense loads and a shuffle), 0.85 upsampling, (x + k) / c for c from 2 to 4 (a load and a
+    permute), 0.35 a gather (anything else, or x moving another dimension). Code generation
+    makes these loads so: jit/llvm/CodeGen_LLVM.cpp, tests/jit/test_strided_loads.cpp. */
+double load_vector_efficiency(const Expr &index0, const std::string &x);
 
 /** Candidates, the predicted best first: the best choice for every group of Funcs, then
     variants that change one group's choice (for a search that measures). At most `max`.

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "lang/lang_test_util.h"
+#include "autoschedule/Planner.h"
 #include "pipeline/PipelineInternal.h"
 #include "property/random_util.h"
 
@@ -713,4 +714,34 @@ TEST(AutoSchedule, SlidingWindowsInColumnsMatchTheInterpreter) {
         internal::g_autoschedule_pick = -1;
         EXPECT_GT(columns, 0) << W << "x" << H;
     }
+}
+
+// The cost model's factor for a vector loop's loads, as code generation makes them: dense, at a
+// constant stride of 2 to 4 (dense loads and a shuffle: a pyramid's downsampling), upsampling
+// (a load and a permute), and gathers for the rest.
+TEST(AutoSchedule, StridedAndUpsamplingLoadsAreCostedAsCodeGenerationMakesThem) {
+    using internal::load_vector_efficiency;
+    using internal::stride_in;
+    Var x("x"), y("y");
+    Expr X = x, Y = y;
+    EXPECT_EQ(*stride_in(X + 1, "x"), 1);
+    EXPECT_EQ(*stride_in(X * 2 - 1, "x"), 2);
+    EXPECT_EQ(*stride_in(3 - X, "x"), -1);
+    EXPECT_EQ(*stride_in(Y + 4, "x"), 0);
+    EXPECT_EQ(*stride_in((X + Y) * 3 - X, "x"), 2);
+    EXPECT_FALSE(stride_in(X / 2, "x").has_value());
+    EXPECT_FALSE(stride_in(X * X, "x").has_value());
+    EXPECT_FALSE(stride_in(X * Y, "x").has_value());
+    EXPECT_EQ(load_vector_efficiency(X + Y, "x"), 1.0);
+    EXPECT_EQ(load_vector_efficiency(7 - X, "x"), 1.0);
+    EXPECT_EQ(load_vector_efficiency(X * 2 + 1, "x"), 0.7);
+    EXPECT_EQ(load_vector_efficiency(X * -4, "x"), 0.7);
+    EXPECT_EQ(load_vector_efficiency((X + 1) / 2, "x"), 0.85);
+    EXPECT_EQ(load_vector_efficiency(X / 4, "x"), 0.85);
+    for (Expr gather : {X * 5, X / 5, X * X, (X * 2) / 2, Y, clamp(X, 0, 9) * 2})
+        EXPECT_EQ(load_vector_efficiency(gather, "x"), 0.35) << to_string(gather);
+    // Hostile: int32 edges in the coefficients stay exact (int64 arithmetic), and an index
+    // that does not use x is a broadcast's caller's business: a gather here.
+    EXPECT_EQ(*stride_in(X * 2147483647 - X * 2147483647, "x"), 0);
+    EXPECT_EQ(load_vector_efficiency(Expr(0), "x"), 0.35);
 }
