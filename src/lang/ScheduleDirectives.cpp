@@ -294,6 +294,23 @@ PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const
             break;
         }
         case Directive::Loop: st.dims[dim_index(st, d.names.at(0), where)].for_type = d.for_type; break;
+        case Directive::ReorderStorage: {
+            // As Func::reorder_storage: the named Vars take the slots they had, in the order given.
+            std::vector<std::string> order = fs.storage_order.empty() ? f.args : fs.storage_order;
+            std::vector<size_t> idx;
+            for (auto &n : d.names) {
+                auto it = std::find(order.begin(), order.end(), n);
+                if (it == order.end() || std::count(idx.begin(), idx.end(), (size_t)(it - order.begin())))
+                    user_error("weft: " + where + ": reorder_storage() of \"" + n + "\", not one of its Vars once");
+                idx.push_back(it - order.begin());
+            }
+            std::vector<size_t> slots = idx;
+            std::sort(slots.begin(), slots.end());
+            std::vector<std::string> no = order;
+            for (size_t k = 0; k < idx.size(); k++) no[slots[k]] = order[idx[k]];
+            fs.storage_order = no;
+            break;
+        }
         case Directive::ComputeWith: {
             FuseLevel &fl = f.stages[d.stage].fuse;
             fl = FuseLevel();

@@ -366,6 +366,40 @@ TEST(AutoSchedule, ScheduleValuesBuiltWithoutFuncsEqualTheAppliedOnes) {
     }
 }
 
+TEST(AutoSchedule, ReorderStorageIsBuiltAsAValueAsFuncMakesIt) {
+    // (A plan with reorder_storage, a member vectorized along another dimension than its first,
+    // was refused as a value, so a first call scheduled nothing: resize's did so.)
+    ImageParam in(Float(32), 3, "in");
+    Var x("x"), y("y"), c("c");
+    Func f("f"), out("out");
+    f(x, y, c) = in(x, y, c) * 2.0f;
+    out(x, y, c) = f(x, y, c) + f(x, y + 1, c);
+    std::vector<std::shared_ptr<internal::FunctionContents>> outs = {out.contents()};
+    internal::Env env = internal::build_env(outs, true);
+    auto dir = [](internal::Directive::Op op, std::vector<std::string> names) {
+        internal::Directive d;
+        d.op = op;
+        d.func = "f";
+        d.names = std::move(names);
+        return d;
+    };
+    using D = internal::Directive;
+    const std::vector<std::vector<D>> cases = {
+        {dir(D::ComputeRoot, {}), dir(D::ReorderStorage, {"y", "x", "c"})},
+        {dir(D::ComputeRoot, {}), dir(D::ReorderStorage, {"c", "x"})},  // a subset: their slots, in this order
+        {dir(D::ComputeRoot, {}), dir(D::ReorderStorage, {"c", "x"}), dir(D::ReorderStorage, {"y", "c"})},
+    };
+    for (auto &calls : cases) {
+        internal::PipelineSchedule v = internal::schedule_with_directives(env.given, calls);
+        internal::apply_directives_to(outs, calls, "test");
+        EXPECT_EQ(Schedule(std::make_shared<internal::PipelineSchedule>(internal::schedule_of(outs))).to_string(),
+                  Schedule(std::make_shared<internal::PipelineSchedule>(v)).to_string());
+    }
+    for (auto bad : {std::vector<std::string>{"z"}, std::vector<std::string>{"x", "x"}})
+        EXPECT_CONTAINS(error_of([&] { internal::schedule_with_directives(env.given, {dir(D::ReorderStorage, bad)}); }),
+                        "reorder_storage()");
+}
+
 TEST(AutoSchedule, TwoOutputsOneReadingTheOther) {
     ImageParam in(Int(32), 2, "in");
     Var x("x"), y("y");
