@@ -294,6 +294,7 @@ PipelineSchedule schedule_with_directives(const PipelineSchedule &initial, const
             break;
         }
         case Directive::Loop: st.dims[dim_index(st, d.names.at(0), where)].for_type = d.for_type; break;
+        case Directive::SingleThread: st.single_thread = true; break;
         case Directive::ReorderStorage: {
             // As Func::reorder_storage: the named Vars take the slots they had, in the order given.
             std::vector<std::string> order = fs.storage_order.empty() ? f.args : fs.storage_order;

@@ -398,6 +398,24 @@ TEST(AutoSchedule, ReorderStorageIsBuiltAsAValueAsFuncMakesIt) {
     for (auto bad : {std::vector<std::string>{"z"}, std::vector<std::string>{"x", "x"}})
         EXPECT_CONTAINS(error_of([&] { internal::schedule_with_directives(env.given, {dir(D::ReorderStorage, bad)}); }),
                         "reorder_storage()");
+    // The GPU plan's serial update, on one GPU thread (also refused before, so a GPU first call
+    // of a scan scheduled nothing).
+    Func s("s"), so("so");
+    RDom r(1, 9, "r");
+    s(x) = in(x, 0, 0);
+    s(r) = s(r - 1) + s(r);
+    so(x) = s(x) * 2.0f;
+    std::vector<std::shared_ptr<internal::FunctionContents>> souts = {so.contents()};
+    internal::Env senv = internal::build_env(souts, true);
+    D st = dir(D::SingleThread, {});
+    st.func = "s";
+    st.stage = 1;
+    D root = dir(D::ComputeRoot, {});
+    root.func = "s";
+    internal::PipelineSchedule v = internal::schedule_with_directives(senv.given, {root, st});
+    internal::apply_directives_to(souts, {root, st}, "test");
+    EXPECT_EQ(Schedule(std::make_shared<internal::PipelineSchedule>(internal::schedule_of(souts))).to_string(),
+              Schedule(std::make_shared<internal::PipelineSchedule>(v)).to_string());
 }
 
 TEST(AutoSchedule, TwoOutputsOneReadingTheOther) {
