@@ -34,6 +34,11 @@
 //    tall, narrow footprint touches more pages than the TLBs hold; a scan's tile at the rate
 //    of the level that holds everything its iteration moves (its stages sweep all of it);
 //    a scan over a footprint narrower than a vector unvectorized.
+// 6. Copies (Halide's clone trick): a cheap Func computed at root that one reader reads at a
+//    constant stride of 2 to 4 along its first dimension and others read otherwise is offered
+//    as a copy (copy_opportunities; Pipeline::auto_schedule makes f.in(reader), plans again with
+//    PlanHints: the copy kept, computed in the loops of what reads it, f inlined elsewhere, and
+//    compares the predictions).
 #include "autoschedule/Planner.h"
 #include <algorithm>
 #include <cmath>
@@ -270,6 +275,12 @@ public:
 
     std::vector<PlanCandidate> run(int max) {
         decide_inlining();
+        for (auto &w : hints.copies) {
+            if (!info.is_func(w) || inlined.count(w)) continue;
+            for (auto &c : real_consumers(w))
+                if (!info.func(c).output && own_group.insert(c).second)
+                    log << "regroup: " << c << " reads the copy " << w << ": it becomes a group's root\n";
+        }
         bool settled = false;
         for (int round = 0;; round++) {
             groups.clear();
@@ -409,6 +420,47 @@ public:
         return out;
     }
 
+    PlanHints hints;
+
+    /** After run(): the copies worth costing (see CopyOpportunity), producers first. */
+    std::vector<CopyOpportunity> copy_opportunities() const {
+        std::vector<CopyOpportunity> out;
+        for (auto &g : groups) {
+            std::vector<std::string> all = g.members;
+            all.push_back(g.root);
+            for (auto &n : all) {
+                const FuncInfo &f = info.func(n);
+                if (f.output || f.has_updates() || !f.f->contents || !f.f->contents->wrappers.empty() || own_group.count(n))
+                    continue;
+                if (n != g.root) {
+                    if (g.configs.empty()) continue;
+                    auto w = g.configs[0].where.find(n);
+                    if (w == g.configs[0].where.end() || w->second.kind != Placement::Root) continue;
+                }
+                auto ops = stage_ops.find(n);
+                if (ops == stage_ops.end() || ops->second.empty() || ops->second[0] > 20) continue;
+                CopyOpportunity c;
+                c.func = n;
+                bool others = false;
+                for (auto &cn : f.consumers) {
+                    const FuncInfo &cf = info.func(cn);
+                    bool down = false;
+                    if (!cf.f->args.empty())
+                        for (auto &st : cf.stages)
+                            for (auto &[callee, args] : st.calls) {
+                                if (callee != n || args.empty()) continue;
+                                auto k = stride_in(args[0], cf.f->args[0]);
+                                down = down || (k && std::abs(*k) >= 2 && std::abs(*k) <= 4);
+                            }
+                    if (down && !cf.has_updates()) c.consumers.push_back(cn);
+                    else others = true;
+                }
+                if (!c.consumers.empty() && others) out.push_back(c);
+            }
+        }
+        return out;
+    }
+
 private:
     const PipelineInfo &info;
     Target target;
@@ -515,7 +567,8 @@ private:
         for (auto &f : info.funcs) {
             std::vector<double> ops;
             for (size_t k = 0; k < f.stages.size(); k++) ops.push_back(stage_cost_ops(f, k));
-            bool can = !f.output && !f.has_updates() && f.f->contents && f.f->contents->wrappers.empty();
+            bool can = !f.output && !f.has_updates() && f.f->contents &&
+                       (f.f->contents->wrappers.empty() || hints.inline_funcs.count(f.name));
             // A transpose of a scan (or of a reduction over many points) is kept, as the root of
             // a group of its own: computed in tiles, each gather's cache lines are read again
             // from L1, and the scan may be computed per strip of it. Inlined, its reader would
@@ -524,6 +577,17 @@ private:
             if (can)
                 for (auto &g : transposed_reads(f))
                     if (info.is_func(g) && info.func(g).has_updates() && large_domain(info.func(g))) scan = g;
+            if (can && hints.inline_funcs.count(f.name)) {
+                inlined.insert(f.name);
+                inline_cost[f.name] = ops[0];
+                log << "inline " << f.name << " (a copy of it is made for its downsampling readers)\n";
+                continue;
+            }
+            if (hints.copies.count(f.name) && !f.output && !f.has_updates()) {
+                log << "keep " << f.name << " (a copy, computed in the loops of what reads it, its loads dense)\n";
+                stage_ops[f.name] = ops;
+                continue;
+            }
             if (!scan.empty()) {
                 own_group.insert(f.name);
                 log << "keep " << f.name << " (reads the scan " << scan << " transposed: tiled as a group's root)\n";
@@ -1942,10 +2006,14 @@ MachineParams machine_params(const Target &t, int threads) {
     return m;
 }
 
-std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max) {
+std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max,
+                                          const PlanHints &hints, std::vector<CopyOpportunity> *copies) {
     Planner p(info, t, m);
     if (t.arch() == Target::Arch::CUDA) return p.run_gpu(std::max(1, max));
-    return p.run(std::max(1, max));
+    p.hints = hints;
+    std::vector<PlanCandidate> out = p.run(std::max(1, max));
+    if (copies) *copies = p.copy_opportunities();
+    return out;
 }
 
 }  // namespace internal

@@ -4,6 +4,7 @@
 // the model predicts on this machine.
 #pragma once
 #include <optional>
+#include <set>
 #include "autoschedule/Analysis.h"
 #include "lang/Schedule.h"
 
@@ -46,11 +47,32 @@ std::optional<int64_t> stride_in(const Expr &e, const std::string &x);
     makes these loads so: jit/llvm/CodeGen_LLVM.cpp, tests/jit/test_strided_loads.cpp. */
 double load_vector_efficiency(const Expr &index0, const std::string &x);
 
+/** A copy worth costing (Halide's clone trick, as interpolate's expert schedule makes it): a
+    cheap Func `func` computed at root that `consumers` read at a constant stride of 2 to 4 along
+    their first dimension (a pyramid's downsampling) and other Funcs read otherwise. With a copy,
+    func.in(consumers), computed in the loops of what reads the consumers, the Func itself can be
+    inlined into the others: no buffer of its size, and the copy's loads stay dense. */
+struct CopyOpportunity {
+    std::string func;
+    std::vector<std::string> consumers;
+};
+
+/** Decisions a plan is made with (a copy's trial): Funcs inlined whatever the rules say, and
+    copies (wrappers) kept, each computed in the loops of what reads it (those readers then root
+    groups of their own). */
+struct PlanHints {
+    std::set<std::string> inline_funcs;
+    std::set<std::string> copies;
+};
+
 /** Candidates, the predicted best first: the best choice for every group of Funcs, then
     variants that change one group's choice (for a search that measures). At most `max`.
     For a CUDA target: every Func that is not inlined at root, each stage's pure loops that may
-    run in parallel as blocks and threads, one candidate per block shape. */
-std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max);
+    run in parallel as blocks and threads, one candidate per block shape. `copies`, if given,
+    gets the copies worth costing against the best plan (CPU only). */
+std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target &t, const MachineParams &m, int max,
+                                          const PlanHints &hints = PlanHints(),
+                                          std::vector<CopyOpportunity> *copies = nullptr);
 
 }  // namespace internal
 }  // namespace weft

@@ -240,6 +240,19 @@ void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &o
     apply_directives_to(names_env(outputs), calls, who, failed);
 }
 
+std::function<void()> wrappers_restorer(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
+    auto env = std::make_shared<Env>(names_env(outputs));  // (keeps the owners alive)
+    std::vector<std::pair<WrapperOwner, WrapperMap>> saved;
+    for (auto &o : wrapper_owners(*env)) saved.push_back({o, *o.map});
+    return [env, saved] {
+        for (auto &[o, m] : saved)
+            if (*o.map != m) {
+                *o.map = m;
+                changed(*o.changes);
+            }
+    };
+}
+
 void apply_directives_to(const Env &env, const std::vector<Directive> &calls, const char *who, size_t *failed) {
     std::vector<std::string> reset;
     for (auto &f : env.given.funcs) reset.push_back(f.func);

@@ -1,5 +1,6 @@
 // A pipeline's schedule read as a value, and a value applied to a pipeline's Funcs.
 #pragma once
+#include <functional>
 #include "lang/Function.h"
 #include "lower/Env.h"
 
@@ -23,6 +24,9 @@ void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &o
 /** The same with the outputs' reference snapshot already made (build_env(outputs, true)). */
 void apply_directives_to(const Env &env, const std::vector<Directive> &calls, const char *who,
                          size_t *failed = nullptr);
+/** A function that puts back the wrappers (in(), clone_in()) that every Func and input reached
+    from `outputs` has now, taking away any made since (automatic scheduling's trials). */
+std::function<void()> wrappers_restorer(const std::vector<std::shared_ptr<FunctionContents>> &outputs);
 
 }  // namespace internal
 }  // namespace weft

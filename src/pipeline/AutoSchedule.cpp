@@ -1,12 +1,14 @@
 // Pipeline::auto_schedule: estimates read, the planner's candidates (src/autoschedule), the
 // tuning database, and with a budget, candidates compiled and timed on this machine.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
 #include <random>
+#include <sstream>
 #include "autoschedule/Planner.h"
 #include "autoschedule/TuningDatabase.h"
 #include "ir/IRVisitor.h"
@@ -324,8 +326,60 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
     bool hit = tuning_lookup(db, key, &rec);
     // With a budget: as many candidates as it might measure (a few per second).
     int want = hit ? rec.planned : o.budget_seconds > 0 ? (int)std::min(200.0, 8 + 4 * o.budget_seconds) : 4;
-    std::vector<PlanCandidate> cands = plan_schedules(info, t, mp, want);
+    std::vector<CopyOpportunity> copies;
+    std::vector<PlanCandidate> cands =
+        plan_schedules(info, t, mp, want, PlanHints(), t.arch() == Target::Arch::CUDA ? nullptr : &copies);
     bool dbg = debug_enabled();
+    // Copies (Halide's clone trick, see CopyOpportunity): each costed with the copy made on the
+    // Funcs, its plan put first where predicted at least 5% faster (and offered to a measured
+    // search either way); the copy is taken away again, and made by the candidate's first call
+    // when one that has it is applied.
+    std::function<void()> restore_wrappers = wrappers_restorer(outs);
+    std::string copy_note;
+    // (One copy, the first producer's: a second trial would be costed without the first.)
+    for (size_t i = 0; i < copies.size() && i < 1 && !cands.empty(); i++) {
+        const PlanCandidate safe = cands.back();  // (every Func at root: kept last)
+        const CopyOpportunity &op = copies[i];
+        try {
+            std::vector<Func> cons;
+            for (auto &c : op.consumers) cons.push_back(Func(env.all_funcs.at(c)));
+            Func w = Func(env.all_funcs.at(op.func)).in(cons);
+            Env env2 = on_large_stack<Env>([&] { return build_env(outs, true); });
+            std::string wname;
+            for (auto &[n, f] : env2.all_funcs)
+                if (f == w.contents()) wname = n;
+            PipelineInfo info2 = analyze_pipeline(env2, est);
+            PlanHints h;
+            h.inline_funcs = {op.func};
+            h.copies = {wname};
+            std::vector<PlanCandidate> with = plan_schedules(info2, t, mp, want, h);
+            Directive d;
+            d.op = Directive::Wrap;
+            d.func = op.func;
+            d.names = {wname};
+            d.names.insert(d.names.end(), op.consumers.begin(), op.consumers.end());
+            for (auto &c : with) c.calls.insert(c.calls.begin(), d);
+            if (!with.empty()) {
+                bool better = with[0].predicted_ms < 0.95 * cands[0].predicted_ms;
+                std::ostringstream line;
+                line << "copy " << wname << " of " << op.func << " for its downsampling readers: predicted "
+                     << with[0].predicted_ms << " ms against " << cands[0].predicted_ms << " ms"
+                     << (better ? ": put first\n" : ": not first\n");
+                copy_note += line.str();
+                for (auto &c : with) c.summary = line.str() + c.summary;
+                if (better) with.insert(with.end(), cands.begin(), cands.end()), cands.swap(with);
+                else if (o.budget_seconds > 0) cands.insert(cands.end(), with.begin(), with.end());
+                if ((int)cands.size() > want + 1) {
+                    cands.resize(want);
+                    cands.push_back(safe);
+                }
+            }
+        } catch (Error &e) {
+            if (dbg) std::cerr << "weft: auto_schedule(): a copy of " << op.func << " was not costed: " << e.what() << "\n";
+        }
+        restore_wrappers();
+    }
+    if (dbg && !copy_note.empty()) std::cerr << "weft: auto_schedule(): " << copy_note;
 
     std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> shapes;
     for (auto &[n, r] : est.outputs)
@@ -335,6 +389,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
     // A candidate is applied, then lowered for the estimated shapes: lowering checks what
     // the directives alone cannot (levels, bounds), so that the schedule kept always compiles.
     auto apply = [&](const PlanCandidate &c) {
+        restore_wrappers();  // (a copy an earlier candidate made)
         apply_directives_to(outs, c.calls, "auto_schedule()");
         check_lowers(outs, shapes, t);
     };
@@ -443,6 +498,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
             }
         }
         if (chosen < 0) {
+            restore_wrappers();
             apply_directives_to(outs, {}, "auto_schedule()");  // the default schedule
             res.schedule_source = get_schedule().cpp_source();
             return res;
