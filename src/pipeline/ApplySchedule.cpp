@@ -212,7 +212,8 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
             user_error("weft: apply_schedule(): Func \"" + v.func + "\": the schedule does not give its stages' loops");
     }
     // The wrappers here that s does not have are taken away (a schedule value is the whole
-    // schedule), then those it has are made by its calls.
+    // schedule), then those it has are made by its calls; on an error, put back.
+    std::function<void()> put_back = wrappers_restorer(outputs);
     bool removed = false;
     for (auto &h : here) {
         bool keep = false;
@@ -228,11 +229,16 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
             changed(*o.changes);
         }
     }
-    if (removed) env = names_env(outputs);
-    std::vector<std::string> reset;
-    for (auto &v : s.funcs)
-        if (env.given.find(v.func)) reset.push_back(v.func);
-    apply_directives(env, reset, schedule_directives(s), "apply_schedule()");
+    try {
+        if (removed) env = names_env(outputs);
+        std::vector<std::string> reset;
+        for (auto &v : s.funcs)
+            if (env.given.find(v.func)) reset.push_back(v.func);
+        apply_directives(env, reset, schedule_directives(s), "apply_schedule()");
+    } catch (Error &) {
+        put_back();
+        throw;
+    }
 }
 
 void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &outputs,
@@ -344,10 +350,11 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
             changed(f);
         }
         auto func = [&](const std::string &n) {
-            auto it = env.all_funcs.find(n);
-            if (it != env.all_funcs.end()) return Func(it->second);
+            // (A wrapper the calls made first: its name could also be another Func's.)
             auto m = made.find(n);
             if (m != made.end()) return Func(m->second);
+            auto it = env.all_funcs.find(n);
+            if (it != env.all_funcs.end()) return Func(it->second);
             user_error("weft: Func \"" + n + "\" is not part of this pipeline (its Funcs are " + join(all) + ")");
         };
         for (auto &d : calls) {

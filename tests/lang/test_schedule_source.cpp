@@ -650,6 +650,16 @@ TEST(ScheduleSource, BadWrappersAreErrorsThatLeaveTheScheduleAsItWas) {
                           "weft-schedule 1\nwrapper \"f\" \"g\" for\nwrapper \"h\" \"g\" for\nend\n",
                           "weft-schedule 1\nwrapper \"f\" \"g\" copy for\nend\n"})
         EXPECT_NE(error_of([&] { Schedule::from_string(t); }), "") << t;
+    // A value without the wrappers whose calls fail after they were taken away: put back.
+    std::string plain = Pipeline(Wrapped().out).get_schedule().to_string();
+    size_t at = plain.find("func \"wr_out\"");
+    ASSERT_NE(at, std::string::npos) << plain;
+    at = plain.find("stage 0", at);
+    at = plain.find('\n', at) + 1;
+    plain.insert(at, "    split \"x\" \"xo\" \"xi\" (i i32 0) auto\n");
+    std::string e0 = error_of([&] { p.apply_schedule(Schedule::from_string(plain)); });
+    EXPECT_NE(e0.find("factor"), std::string::npos) << e0;
+    EXPECT_TRUE(p.get_schedule() == before) << p.get_schedule().to_string();
     // A value that wraps a Func this pipeline does not have.
     Schedule s = Schedule::from_string("weft-schedule 1\nwrapper \"nosuch\" \"nosuch_in\" for\nend\n");
     std::string e = error_of([&] { p.apply_schedule(s); });
