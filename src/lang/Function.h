@@ -64,6 +64,9 @@ struct FunctionContents {
     bool trace_stores = false, trace_loads = false, trace_realizations = false;
     /** Non-null: the output of a deferred call, read by the next parts of a chain. */
     std::shared_ptr<const SeamInfo> seam;
+    /** A wrapper that Pipeline::auto_schedule made (a copy): a later auto_schedule takes it
+        away before it plans, as it is not the user's. */
+    bool auto_copy = false;
 };
 
 /** The Func that `consumer` reads when it calls a Func, input or buffer with these wrappers. */

@@ -246,6 +246,18 @@ void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &o
     apply_directives_to(names_env(outputs), calls, who, failed);
 }
 
+void drop_auto_copies(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
+    Env env = names_env(outputs);
+    for (auto &o : wrapper_owners(env)) {
+        bool any = false;
+        for (auto it = o.map->begin(); it != o.map->end();) {
+            if (it->second->auto_copy) it = o.map->erase(it), any = true;
+            else ++it;
+        }
+        if (any) changed(*o.changes);
+    }
+}
+
 std::function<void()> wrappers_restorer(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
     auto env = std::make_shared<Env>(names_env(outputs));  // (keeps the owners alive)
     std::vector<std::pair<WrapperOwner, WrapperMap>> saved;

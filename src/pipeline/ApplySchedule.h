@@ -27,6 +27,8 @@ void apply_directives_to(const Env &env, const std::vector<Directive> &calls, co
 /** A function that puts back the wrappers (in(), clone_in()) that every Func and input reached
     from `outputs` has now, taking away any made since (automatic scheduling's trials). */
 std::function<void()> wrappers_restorer(const std::vector<std::shared_ptr<FunctionContents>> &outputs);
+/** Takes away the wrappers marked auto_copy (what an earlier auto_schedule made). */
+void drop_auto_copies(const std::vector<std::shared_ptr<FunctionContents>> &outputs);
 
 }  // namespace internal
 }  // namespace weft

@@ -312,6 +312,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<FunctionContents>> outs;
     for (auto &f : outputs()) outs.push_back(f.contents());
+    drop_auto_copies(outs);  // (copies an earlier auto_schedule made: planned again from the algorithm)
     Env env = on_large_stack<Env>([&] { return build_env(outs, true); });
     ShapeEstimates est = user_estimates(env);
     PipelineInfo info = analyze_pipeline(env, est);
@@ -505,6 +506,15 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
         }
     }
     res.predicted_ms = cands[chosen].predicted_ms;
+    // The copies it made are marked as its own (see drop_auto_copies).
+    {
+        Env now = on_large_stack<Env>([&] { return build_env(outs, true); });
+        for (auto &d : cands[chosen].calls)
+            if (d.op == Directive::Wrap) {
+                auto it = now.all_funcs.find(d.names.at(0));
+                if (it != now.all_funcs.end()) it->second->auto_copy = true;
+            }
+    }
     if (!res.from_database && !db.empty()) {
         TuningRecord r;
         r.candidate = chosen;
