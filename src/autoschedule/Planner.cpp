@@ -569,14 +569,6 @@ private:
             for (size_t k = 0; k < f.stages.size(); k++) ops.push_back(stage_cost_ops(f, k));
             bool can = !f.output && !f.has_updates() && f.f->contents &&
                        (f.f->contents->wrappers.empty() || hints.inline_funcs.count(f.name));
-            // A transpose of a scan (or of a reduction over many points) is kept, as the root of
-            // a group of its own: computed in tiles, each gather's cache lines are read again
-            // from L1, and the scan may be computed per strip of it. Inlined, its reader would
-            // gather from the whole scan, computed at root.
-            std::string scan;
-            if (can)
-                for (auto &g : transposed_reads(f))
-                    if (info.is_func(g) && info.func(g).has_updates() && large_domain(info.func(g))) scan = g;
             if (can && hints.inline_funcs.count(f.name)) {
                 inlined.insert(f.name);
                 inline_cost[f.name] = ops[0];
@@ -588,6 +580,14 @@ private:
                 stage_ops[f.name] = ops;
                 continue;
             }
+            // A transpose of a scan (or of a reduction over many points) is kept, as the root of
+            // a group of its own: computed in tiles, each gather's cache lines are read again
+            // from L1, and the scan may be computed per strip of it. Inlined, its reader would
+            // gather from the whole scan, computed at root.
+            std::string scan;
+            if (can)
+                for (auto &g : transposed_reads(f))
+                    if (info.is_func(g) && info.func(g).has_updates() && large_domain(info.func(g))) scan = g;
             if (!scan.empty()) {
                 own_group.insert(f.name);
                 log << "keep " << f.name << " (reads the scan " << scan << " transposed: tiled as a group's root)\n";

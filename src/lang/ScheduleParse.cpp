@@ -587,6 +587,7 @@ private:
     std::map<std::string, Decl> vars_;                                     // declared Vars and RVars, by identifier
     std::map<std::string, StageRef> stage_vars_;                           // declared Stages, by identifier
     std::deque<FuncScheduleValue> wrappers_;  // wrapper Funcs the text makes (in(), clone_in()), as they start
+    size_t wraps_ = 0;                        // in() and clone_in() calls read so far
     std::map<std::pair<std::string, int>, int> specs_;                     // (Func, stage) -> specializations made
     std::map<std::tuple<std::string, int, int>, std::vector<Dim>> loops_;  // each stage's loops so far
 
@@ -815,10 +816,9 @@ private:
         if (vars_.count(id) || stage_vars_.count(id)) fail(line, quoted(id) + " is already declared");
         expect("=", "after the Func's name");
         skip_namespace();
-        size_t wraps = std::count_if(out_.begin(), out_.end(), [](const Directive &d) { return d.op == Directive::Wrap; });
+        size_t wraps = wraps_;
         StageRef r = chain();
-        bool wrapped = (size_t)std::count_if(out_.begin(), out_.end(), [](const Directive &d) { return d.op == Directive::Wrap; }) > wraps;
-        if (!r.is_func || r.input || !wrapped)
+        if (!r.is_func || r.input || wraps_ == wraps)
             fail(line, "a Func declaration takes a wrapper made there by in() or clone_in() (Func " + id +
                            " = f.in(g);); other Funcs are named as they are");
         auto it = func_ids_.find(id);
@@ -857,6 +857,7 @@ private:
             for (auto &c : cons) w += "_" + given_name(c);
         else if (!cons.empty())
             w += "_" + given_name(cons[0]);
+        wraps_++;
         Directive &d = emit(Directive::Wrap, StageRef{r.func, 0, -1, false, false}, line);
         d.names = {w};
         d.names.insert(d.names.end(), cons.begin(), cons.end());

@@ -165,6 +165,36 @@ bool same_wrapper(const WrapperValue &a, const WrapperValue &b) {
     return a.of == b.of && a.consumers == b.consumers && a.clone == b.clone;
 }
 
+/** A function that puts back every wrapper map of env as it is now (`keep` holds the owners
+    alive where env does not outlive the function). */
+std::function<void()> restorer_for(const Env &env, std::shared_ptr<const Env> keep = nullptr) {
+    std::vector<std::pair<WrapperOwner, WrapperMap>> saved;
+    for (auto &o : wrapper_owners(env)) saved.push_back({o, *o.map});
+    return [keep, saved] {
+        for (auto &[o, m] : saved)
+            if (*o.map != m) {
+                *o.map = m;
+                changed(*o.changes);
+            }
+    };
+}
+
+/** Takes away the wrappers for which drop(owner, wrapper) holds; whether any went. */
+template <typename Drop>
+bool erase_wrappers(const Env &env, Drop &&drop) {
+    bool any = false;
+    for (auto &o : wrapper_owners(env)) {
+        bool here = false;
+        for (auto it = o.map->begin(); it != o.map->end();) {
+            if (drop(o, *it->second)) it = o.map->erase(it), here = true;
+            else ++it;
+        }
+        if (here) changed(*o.changes);
+        any = any || here;
+    }
+    return any;
+}
+
 }  // namespace
 
 PipelineSchedule schedule_of(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
@@ -213,22 +243,12 @@ void apply_schedule_to(const std::vector<std::shared_ptr<FunctionContents>> &out
     }
     // The wrappers here that s does not have are taken away (a schedule value is the whole
     // schedule), then those it has are made by its calls; on an error, put back.
-    std::function<void()> put_back = wrappers_restorer(outputs);
-    bool removed = false;
-    for (auto &h : here) {
-        bool keep = false;
-        for (auto &w : s.wrappers) keep = keep || same_wrapper(h, w);
-        if (keep) continue;
-        for (auto &o : wrapper_owners(env)) {
-            if (o.name != h.of) continue;
-            for (auto it = o.map->begin(); it != o.map->end();) {
-                auto wn = env.all_funcs.find(h.wrapper);
-                if (wn != env.all_funcs.end() && it->second == wn->second) it = o.map->erase(it), removed = true;
-                else ++it;
-            }
-            changed(*o.changes);
-        }
-    }
+    std::function<void()> put_back = restorer_for(env);
+    std::set<const FunctionContents *> unnamed;  // the wrappers here that s does not have
+    for (auto &h : here)
+        if (std::none_of(s.wrappers.begin(), s.wrappers.end(), [&](const WrapperValue &w) { return same_wrapper(h, w); }))
+            unnamed.insert(env.all_funcs.at(h.wrapper).get());
+    bool removed = erase_wrappers(env, [&](const WrapperOwner &, const FunctionContents &w) { return unnamed.count(&w) > 0; });
     try {
         if (removed) env = names_env(outputs);
         std::vector<std::string> reset;
@@ -247,28 +267,12 @@ void apply_directives_to(const std::vector<std::shared_ptr<FunctionContents>> &o
 }
 
 void drop_auto_copies(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
-    Env env = names_env(outputs);
-    for (auto &o : wrapper_owners(env)) {
-        bool any = false;
-        for (auto it = o.map->begin(); it != o.map->end();) {
-            if (it->second->auto_copy) it = o.map->erase(it), any = true;
-            else ++it;
-        }
-        if (any) changed(*o.changes);
-    }
+    erase_wrappers(names_env(outputs), [](const WrapperOwner &, const FunctionContents &w) { return w.auto_copy; });
 }
 
 std::function<void()> wrappers_restorer(const std::vector<std::shared_ptr<FunctionContents>> &outputs) {
-    auto env = std::make_shared<Env>(names_env(outputs));  // (keeps the owners alive)
-    std::vector<std::pair<WrapperOwner, WrapperMap>> saved;
-    for (auto &o : wrapper_owners(*env)) saved.push_back({o, *o.map});
-    return [env, saved] {
-        for (auto &[o, m] : saved)
-            if (*o.map != m) {
-                *o.map = m;
-                changed(*o.changes);
-            }
-    };
+    auto env = std::make_shared<const Env>(names_env(outputs));
+    return restorer_for(*env, env);
 }
 
 void apply_directives_to(const Env &env, const std::vector<Directive> &calls, const char *who, size_t *failed) {
@@ -331,19 +335,14 @@ void apply_directives(const Env &env, const std::vector<std::string> &reset, con
     };
     std::vector<Saved> saved;
     for (auto &[n, f] : env.all_funcs) saved.push_back({f, f->schedule, f->stage_schedules});
-    std::vector<std::pair<WrapperOwner, WrapperMap>> saved_wrappers;
-    for (auto &o : wrapper_owners(env)) saved_wrappers.push_back({o, *o.map});
+    std::function<void()> restore_wrappers = restorer_for(env);
     auto restore = [&] {
         for (auto &sv : saved) {
             sv.f->schedule = sv.schedule;
             sv.f->stage_schedules = sv.stages;
             changed(*sv.f);
         }
-        for (auto &[o, m] : saved_wrappers)
-            if (*o.map != m) {
-                *o.map = m;
-                changed(*o.changes);
-            }
+        restore_wrappers();
     };
     std::map<std::string, std::shared_ptr<FunctionContents>> made;  // wrappers made by the calls, by name
 

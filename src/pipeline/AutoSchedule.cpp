@@ -507,7 +507,8 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
     }
     res.predicted_ms = cands[chosen].predicted_ms;
     // The copies it made are marked as its own (see drop_auto_copies).
-    {
+    if (std::any_of(cands[chosen].calls.begin(), cands[chosen].calls.end(),
+                    [](const Directive &d) { return d.op == Directive::Wrap; })) {
         Env now = on_large_stack<Env>([&] { return build_env(outs, true); });
         for (auto &d : cands[chosen].calls)
             if (d.op == Directive::Wrap) {
