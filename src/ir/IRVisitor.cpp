@@ -349,6 +349,30 @@ protected:
         if (op->name == name) found = true;
         IRVisitor::visit(op);
     }
+    // Statements stop being walked once a use is found (a use is mostly found early: asked for
+    // every let of a long chain, a whole walk each made simplification quadratic).
+    void visit(const Block *op) override {
+        if (!found) include(op->first);
+        if (!found) include(op->rest);
+    }
+    void visit(const LetStmt *op) override {
+        if (!found) include(op->value);
+        if (!found) include(op->body);
+    }
+    void visit(const For *op) override {
+        if (!found) include(op->min);
+        if (!found) include(op->extent);
+        if (!found) include(op->body);
+    }
+    void visit(const IfThenElse *op) override {
+        if (!found) include(op->condition);
+        if (!found) include(op->then_case);
+        if (!found) include(op->else_case);
+    }
+    void visit(const Store *op) override {
+        if (!found) include(op->value);
+        if (!found) include(op->index);
+    }
 };
 }  // namespace
 

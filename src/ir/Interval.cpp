@@ -589,10 +589,35 @@ Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope) {
     return b.get(e);
 }
 
+namespace {
+/** e as x + c with c a constant (c = 0 where e has no constant term). */
+const Expr &split_offset(const Expr &e, int64_t *c) {
+    *c = 0;
+    if (auto a = e.as<Add>())
+        if (is_const_int(a->b, c)) return a->a;
+    if (auto a = e.as<Sub>())
+        if (is_const_int(a->b, c) && *c != INT64_MIN) {
+            *c = -*c;
+            return a->a;
+        }
+    return e;
+}
+/** min (take_min) or max of a and b, simplified; without the simplifier where both are one
+    expression plus different constants (a stencil's taps, unioned one by one). */
+Expr min_or_max(bool take_min, const Expr &a, const Expr &b) {
+    if (a.same_as(b)) return a;
+    int64_t ca, cb;
+    const Expr &xa = split_offset(a, &ca), &xb = split_offset(b, &cb);
+    if (a.type() == b.type() && a.type().is_int() && a.type().is_scalar() && (xa.same_as(xb) || equal(xa, xb)))
+        return (ca <= cb) == take_min ? a : b;
+    return simplify(take_min ? Min::make(a, b) : Max::make(a, b));
+}
+}  // namespace
+
 Interval interval_union(const Interval &a, const Interval &b) {
     Expr lo, hi;
-    if (a.min.defined() && b.min.defined()) lo = simplify(Min::make(a.min, b.min));
-    if (a.max.defined() && b.max.defined()) hi = simplify(Max::make(a.max, b.max));
+    if (a.min.defined() && b.min.defined()) lo = min_or_max(true, a.min, b.min);
+    if (a.max.defined() && b.max.defined()) hi = min_or_max(false, a.max, b.max);
     return Interval(lo, hi);
 }
 

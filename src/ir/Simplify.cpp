@@ -1198,7 +1198,22 @@ public:
     // ---- statements ----
     Stmt visit(const LetStmt *op, const Stmt &) override {
         Expr v = mutate(op->value);
-        if (is_c(v) || v.as<Variable>() || cheap_affine(v)) return mutate(substitute(op->name, v, op->body));
+        if (is_c(v) || v.as<Variable>() || cheap_affine(v)) {
+            // This let and the ones directly inside it whose values are as cheap go in one
+            // substitution: one at a time, a chain of lets rewrote the body once each.
+            std::map<std::string, Expr> m{{op->name, v}};
+            Stmt body = op->body;
+            while (auto l = body.as<LetStmt>()) {
+                // (Not past a let that rebinds a name the values use: one at a time, the values
+                // put in its body would see that binding.)
+                if (std::any_of(m.begin(), m.end(), [&](auto &kv) { return expr_uses_var(kv.second, l->name); })) break;
+                Expr lv = mutate(substitute(m, l->value));
+                if (!(is_c(lv) || lv.as<Variable>() || cheap_affine(lv))) break;
+                m[l->name] = lv;
+                body = l->body;
+            }
+            return mutate(substitute(m, body));
+        }
         // A vector bound to a name that is a ramp or a broadcast of a scalar (a vectorized loop
         // variable bound in a let, with a loop inside it): its uses see the ramp, so that loads
         // and stores through it stay dense and arithmetic on it folds; its scalar part stays

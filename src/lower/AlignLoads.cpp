@@ -7,38 +7,140 @@ namespace weft {
 namespace internal {
 namespace {
 
+/** What is known of an integer: value = r modulo m, with m a power of two up to 1024 (m = 1:
+    nothing is known). Halide's modulus-remainder analysis, kept to powers of two: that is all
+    the alignment of a vector access needs, and it costs one pass over the index, where proving
+    `base % a == 0` by simplification cost a simplification per width tried. */
+struct ModRem {
+    int64_t m = 1, r = 0;
+};
+constexpr int64_t kMaxModulus = 1024;
+
+int64_t pow2_gcd(int64_t a, int64_t b) {  // the gcd of a and b, where one of them is a power of two
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+ModRem mod_rem(int64_t m, int64_t r) {
+    m = pow2_gcd(m, kMaxModulus);
+    if (m <= 0) m = 1;
+    r %= m;
+    if (r < 0) r += m;
+    return {m, r};
+}
+ModRem unify(const ModRem &a, const ModRem &b) {  // a value that is one or the other
+    return mod_rem(pow2_gcd(pow2_gcd(a.m, b.m), a.r - b.r), a.r);
+}
+
 class Align : public IRMutator {
-    std::map<std::string, Expr> lets;  // enclosing lets, to see through them
+    std::map<std::string, ModRem> lets;  // what is known of the enclosing lets' values
+    std::map<std::string, Expr> values;  // the enclosing lets' values, with the lets inside them substituted
+
+    ModRem known(const Expr &e) {
+        if (!e.defined() || !e.type().is_int_or_uint()) return {};
+        int64_t c;
+        if (is_const_int(e, &c)) return mod_rem(kMaxModulus, c);
+        if (auto v = e.as<Variable>()) {
+            auto it = lets.find(v->name);
+            return it != lets.end() ? it->second : ModRem();
+        }
+        if (auto a = e.as<Add>()) {
+            ModRem x = known(a->a), y = known(a->b);
+            return mod_rem(pow2_gcd(x.m, y.m), x.r + y.r);
+        }
+        if (auto a = e.as<Sub>()) {
+            ModRem x = known(a->a), y = known(a->b);
+            return mod_rem(pow2_gcd(x.m, y.m), x.r - y.r);
+        }
+        if (auto a = e.as<Mul>()) {
+            // (m1 i + r1)(m2 j + r2) = m1 m2 ij + m1 r2 i + m2 r1 j + r1 r2
+            ModRem x = known(a->a), y = known(a->b);
+            int64_t m = pow2_gcd(pow2_gcd(x.m * y.m, x.m * y.r), y.m * x.r);
+            return mod_rem(m, x.r * y.r);
+        }
+        if (auto d = e.as<Div>()) {
+            // (m i + r) / c = (m / c) i + r / c where c divides m and r (floor division).
+            ModRem x = known(d->a);
+            if (is_const_int(d->b, &c) && c > 0 && x.m % c == 0 && x.r % c == 0) return mod_rem(x.m / c, x.r / c);
+            return {};
+        }
+        if (auto d = e.as<Mod>()) {
+            ModRem x = known(d->a);
+            if (is_const_int(d->b, &c) && c > 0 && x.m % c == 0) return mod_rem(c, x.r);
+            return {};
+        }
+        if (auto a = e.as<Min>()) return unify(known(a->a), known(a->b));
+        if (auto a = e.as<Max>()) return unify(known(a->a), known(a->b));
+        if (auto a = e.as<Select>()) return unify(known(a->true_value), known(a->false_value));
+        if (auto a = e.as<Cast>()) {
+            // Widening keeps the value; anything else may wrap.
+            Type from = a->value.type();
+            if (from.is_int_or_uint() && a->type.bits() > from.bits()) return known(a->value);
+            return {};
+        }
+        if (auto l = e.as<Let>()) {
+            auto saved = lets.find(l->name) != lets.end() ? std::optional<ModRem>(lets[l->name]) : std::nullopt;
+            lets[l->name] = known(l->value);
+            ModRem r = known(l->body);
+            if (saved) lets[l->name] = *saved;
+            else lets.erase(l->name);
+            return r;
+        }
+        if (auto c = e.as<Call>())
+            if (c->is_intrinsic("likely") || c->is_intrinsic("promise_clamped")) return known(c->args[0]);
+        return {};
+    }
 
     /** The largest power of two up to `lanes` that provably divides the ramp's base, or 0. */
     int alignment_of(const Expr &index) {
         const Ramp *r = index.as<Ramp>();
         int64_t stride;
         if (!r || !is_const_int(r->stride, &stride) || stride != 1) return 0;
-        Expr base = substitute(lets, r->base);
-        for (int a = r->lanes; a >= 2; a /= 2) {
+        ModRem k = known(r->base);
+        int a = r->lanes;
+        while (a >= 2 && (k.m % a != 0 || k.r % a != 0)) a /= 2;
+        if (a < r->lanes) {
+            // Terms that cancel (an index less its buffer's min, both through lets): one
+            // simplification of base % lanes with the lets substituted.
+            Expr base = substitute(values, r->base);
             int64_t m;
-            if (is_const_int(simplify(Mod::make(base, make_const(base.type(), (int64_t)a))), &m) && m == 0) return a;
+            if (is_const_int(simplify(Mod::make(base, make_const(base.type(), (int64_t)r->lanes))), &m)) {
+                int b = r->lanes;
+                while (b >= 2 && m % b != 0) b /= 2;
+                a = std::max(a, b);
+            }
         }
-        return 0;
+        return a >= 2 ? a : 0;
     }
 
 protected:
     Stmt visit(const LetStmt *op, const Stmt &s) override {
         Expr v = mutate(op->value);
-        auto saved = lets.find(op->name) != lets.end() ? std::optional<Expr>(lets[op->name]) : std::nullopt;
-        lets[op->name] = substitute(lets, v);
+        auto saved = lets.find(op->name) != lets.end() ? std::optional<ModRem>(lets[op->name]) : std::nullopt;
+        auto saved_value = values.find(op->name) != values.end() ? std::optional<Expr>(values[op->name]) : std::nullopt;
+        lets[op->name] = known(v);
+        values[op->name] = substitute(values, v);
         Stmt b = mutate(op->body);
         if (saved) lets[op->name] = *saved;
         else lets.erase(op->name);
-        return LetStmt::make(op->name, v, b);
+        if (saved_value) values[op->name] = *saved_value;
+        else values.erase(op->name);
+        return v.same_as(op->value) && b.same_as(op->body) ? s : LetStmt::make(op->name, v, b);
     }
     Stmt visit(const For *op, const Stmt &s) override {
         // The loop variable shadows any let of the same name.
-        auto saved = lets.find(op->name) != lets.end() ? std::optional<Expr>(lets[op->name]) : std::nullopt;
+        auto saved = lets.find(op->name) != lets.end() ? std::optional<ModRem>(lets[op->name]) : std::nullopt;
+        auto saved_value = values.find(op->name) != values.end() ? std::optional<Expr>(values[op->name]) : std::nullopt;
         lets.erase(op->name);
+        values.erase(op->name);
         Stmt r = IRMutator::visit(op, s);
         if (saved) lets[op->name] = *saved;
+        if (saved_value) values[op->name] = *saved_value;
         return r;
     }
     Expr visit(const Load *op, const Expr &e) override {

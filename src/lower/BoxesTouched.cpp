@@ -1,12 +1,58 @@
 #include "lower/BoxesTouched.h"
 #include <optional>
 #include <iostream>
+#include <unordered_set>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 
 namespace weft {
 namespace internal {
 namespace {
+
+/** Which nodes (of the kinds where Touched computes bounds: lets, loops and ifs) read
+    (`calls`) or write `name` somewhere inside them, found in one pass so that Touched can skip
+    the rest: bounds of the lets and loops around code that does not touch the Func are not
+    needed, and computing them made bounds inference quadratic in the size of a loop nest. */
+class Mentions : public IRVisitor {
+public:
+    Mentions(const std::string &n, bool calls) : name(n), calls(calls) {}
+    const std::string &name;
+    bool calls;
+    bool any = false;
+    std::unordered_set<const void *> nodes;
+
+protected:
+    bool hit = false;
+    template <typename Node, typename Base>
+    void track(const Node *op, Base base) {
+        bool outer = hit;
+        hit = false;
+        base();
+        if (hit) nodes.insert(op);
+        hit = hit || outer;
+    }
+    void visit(const Call *op) override {
+        if (op->is_intrinsic("prefetch")) return;
+        IRVisitor::visit(op);
+        if (calls && op->call_type != Call::Intrinsic && op->name == name) hit = any = true;
+    }
+    void visit(const Provide *op) override {
+        IRVisitor::visit(op);
+        if (!calls && op->name == name) hit = any = true;
+    }
+    void visit(const Let *op) override {
+        track(op, [&] { IRVisitor::visit(op); });
+    }
+    void visit(const LetStmt *op) override {
+        track(op, [&] { IRVisitor::visit(op); });
+    }
+    void visit(const For *op) override {
+        track(op, [&] { IRVisitor::visit(op); });
+    }
+    void visit(const IfThenElse *op) override {
+        track(op, [&] { IRVisitor::visit(op); });
+    }
+};
 
 class Touched : public IRVisitor {
 public:
@@ -16,6 +62,18 @@ public:
     Scope scope;
     Box box;
     bool found = false;
+    /** Where set (run()), the nodes that touch name: the others are skipped. */
+    const std::unordered_set<const void *> *relevant = nullptr;
+
+    void run(const Stmt &s) {
+        Mentions m(name, calls);
+        m.include(s);
+        if (!m.any) return;
+        relevant = &m.nodes;
+        include(s);
+        relevant = nullptr;
+    }
+    bool skip(const void *op) const { return relevant && !relevant->count(op); }
 
     /** Conditions known to hold here: lhs <= hi (from enclosing ifs), used when an argument is
         lhs plus a constant (a predicate and the index it guards are built from one value). */
@@ -24,7 +82,22 @@ public:
     };
     std::vector<Fact> facts;
 
+    /** The argument lists added since the scope or the facts last changed: the same list again
+        (a call repeated in an expression, as inlining makes them) adds nothing new. */
+    std::vector<const std::vector<Expr> *> added;
+    long scope_epoch = 0, added_epoch = -1;
+
     void add(const std::vector<Expr> &args) {
+        if (added_epoch != scope_epoch) {
+            added.clear();
+            added_epoch = scope_epoch;
+        }
+        for (const std::vector<Expr> *prev : added) {
+            bool same = prev->size() == args.size();
+            for (size_t i = 0; same && i < args.size(); i++) same = args[i].same_as((*prev)[i]) || equal(args[i], (*prev)[i]);
+            if (same) return;
+        }
+        added.push_back(&args);
         Box b;
         for (auto &a : args) {
             Interval i = bounds_of_expr_in_scope(a, scope);
@@ -55,15 +128,19 @@ protected:
         if (!calls && op->name == name) add(op->args);
     }
     void visit(const Let *op) override {
+        if (skip(op)) return;
         include(op->value);
         Interval v = bounds_of_expr_in_scope(op->value, scope);
         auto saved = scope.find(op->name) != scope.end() ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = v;
+        scope_epoch++;
         include(op->body);
         if (saved) scope[op->name] = *saved;
         else scope.erase(op->name);
+        scope_epoch++;
     }
     void visit(const LetStmt *op) override {
+        if (skip(op)) return;
         include(op->value);
         Interval v;
         auto pc = op->value.as<Call>();
@@ -93,9 +170,11 @@ protected:
         if (debug_bounds()) std::cerr << "LET " << op->name << " in [" << v.min << ", " << v.max << "]\n";
         auto saved = scope.find(op->name) != scope.end() ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = v;
+        scope_epoch++;
         include(op->body);
         if (saved) scope[op->name] = *saved;
         else scope.erase(op->name);
+        scope_epoch++;
     }
     /** Inside a branch, a tail guard "likely(v < e)" bounds v. */
     void narrow(const Expr &c, std::vector<std::pair<std::string, Interval>> &saved) {
@@ -189,17 +268,21 @@ protected:
         else if (auto le = c.as<LE>()) facts.push_back({le->a, le->b});
     }
     void visit(const IfThenElse *op) override {
+        if (skip(op)) return;
         include(op->condition);
         std::vector<std::pair<std::string, Interval>> saved;
         narrow(op->condition, saved);
         size_t nf = facts.size();
         if (op->condition.type().is_scalar()) add_facts(op->condition);
+        scope_epoch++;
         include(op->then_case);
         facts.resize(nf);
         for (auto it = saved.rbegin(); it != saved.rend(); ++it) scope[it->first] = it->second;
+        scope_epoch++;
         include(op->else_case);
     }
     void visit(const For *op) override {
+        if (skip(op)) return;
         include(op->min);
         include(op->extent);
         Interval mi = bounds_of_expr_in_scope(op->min, scope);
@@ -212,9 +295,11 @@ protected:
         if (debug_bounds()) std::cerr << "FOR " << op->name << " last " << last.max << "\n";
         auto saved = scope.find(op->name) != scope.end() ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = Interval(mi.min, last.max);
+        scope_epoch++;
         include(op->body);
         if (saved) scope[op->name] = *saved;
         else scope.erase(op->name);
+        scope_epoch++;
     }
 };
 }  // namespace
@@ -237,21 +322,21 @@ Box box_union(const Box &a, const Box &b) {
 }
 
 bool touches(const Stmt &s, const std::string &name) {
-    Touched a(name, true, Scope()), b(name, false, Scope());
+    Mentions a(name, true), b(name, false);
     a.include(s);
-    if (a.found) return true;
+    if (a.any) return true;
     b.include(s);
-    return b.found;
+    return b.any;
 }
 
 Box box_required(const Stmt &s, const std::string &name, const Scope &outer) {
     Touched t(name, true, outer);
-    t.include(s);
+    t.run(s);
     return t.box;
 }
 Box box_provided(const Stmt &s, const std::string &name, const Scope &outer) {
     Touched t(name, false, outer);
-    t.include(s);
+    t.run(s);
     return t.box;
 }
 

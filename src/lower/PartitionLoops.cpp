@@ -2,6 +2,7 @@
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include <optional>
+#include <unordered_map>
 #include <set>
 
 namespace weft {
@@ -68,46 +69,77 @@ public:
     Scope scope;
 
 protected:
+    /** Bounds of the expressions met since the scope last changed, by node (the Expr is held, so
+        that no other node takes its address): a nest of vector mins and maxes is bounded once per
+        node, not once per enclosing min or max (which made this pass quadratic in its depth). */
+    std::unordered_map<const void *, std::pair<Expr, Interval>> memo;
+
+    Interval iv(const Expr &e) {
+        auto it = memo.find(e.get());
+        if (it != memo.end()) return it->second.second;
+        Interval i = bounds_of_expr_in_scope(e, scope);
+        memo.emplace(e.get(), std::make_pair(e, i));
+        return i;
+    }
     // Inner loops and lets add the ranges of their variables.
     Stmt visit(const For *op, const Stmt &s) override {
         Interval mi = bounds_of_expr_in_scope(op->min, scope);
         Interval ma = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), scope);
         auto saved = scope.count(op->name) ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = Interval(mi.min, ma.max);
+        memo.clear();
         Stmt body = mutate(op->body);
         if (saved) scope[op->name] = *saved;
         else scope.erase(op->name);
-        return For::make(op->name, op->min, op->extent, op->for_type, body);
+        memo.clear();
+        return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
     }
     Stmt visit(const LetStmt *op, const Stmt &s) override {
         Expr v = mutate(op->value);
         auto saved = scope.count(op->name) ? std::optional<Interval>(scope[op->name]) : std::nullopt;
         scope[op->name] = bounds_of_expr_in_scope(v, scope);
+        memo.clear();
         Stmt body = mutate(op->body);
         if (saved) scope[op->name] = *saved;
         else scope.erase(op->name);
-        return LetStmt::make(op->name, v, body);
+        memo.clear();
+        return v.same_as(op->value) && body.same_as(op->body) ? s : LetStmt::make(op->name, v, body);
     }
 
-    bool le(const Expr &a, const Expr &b) {
-        Interval ia = bounds_of_expr_in_scope(a, scope), ib = bounds_of_expr_in_scope(b, scope);
+    bool le(const Interval &ia, const Interval &ib) {
         return ia.max.defined() && ib.min.defined() && can_prove(simplify(ia.max <= ib.min));
+    }
+    /** min (is_min) or max of a and b: one of them where the bounds decide, else both, with
+        the bounds of the result remembered from theirs. */
+    Expr fold(bool is_min, const Expr &a, const Expr &b, const Expr &e, const Expr &ea, const Expr &eb) {
+        Interval ia = iv(a), ib = iv(b);
+        if (is_min ? le(ia, ib) : le(ib, ia)) return a;
+        if (is_min ? le(ib, ia) : le(ia, ib)) return b;
+        Expr r = a.same_as(ea) && b.same_as(eb) ? e : is_min ? Min::make(a, b) : Max::make(a, b);
+        auto both = [&](const Expr &x, const Expr &y, bool take_min) {
+            if (!x.defined() || !y.defined()) return Expr();
+            return simplify(take_min ? Min::make(x, y) : Max::make(x, y));
+        };
+        auto either = [&](const Expr &x, const Expr &y, bool take_min) {
+            if (!x.defined()) return y;
+            if (!y.defined()) return x;
+            return simplify(take_min ? Min::make(x, y) : Max::make(x, y));
+        };
+        // min(a, b) lies in [min(a.min, b.min), min(a.max, b.max)]; max alike.
+        Interval ir = is_min ? Interval(both(ia.min, ib.min, true), either(ia.max, ib.max, true))
+                             : Interval(either(ia.min, ib.min, false), both(ia.max, ib.max, false));
+        memo.emplace(r.get(), std::make_pair(r, ir));
+        return r;
     }
     Expr visit(const Min *op, const Expr &e) override {
         Expr a = mutate(op->a), b = mutate(op->b);
-        if (op->type.is_vector()) {
-            if (le(a, b)) return a;
-            if (le(b, a)) return b;
-        }
-        return Min::make(a, b);
+        if (op->type.is_vector()) return fold(true, a, b, e, op->a, op->b);
+        return a.same_as(op->a) && b.same_as(op->b) ? e : Min::make(a, b);
     }
     Expr visit(const Max *op, const Expr &e) override {
         Expr a = mutate(op->a), b = mutate(op->b);
-        if (op->type.is_vector()) {
-            if (le(b, a)) return a;
-            if (le(a, b)) return b;
-        }
-        return Max::make(a, b);
+        if (op->type.is_vector()) return fold(false, a, b, e, op->a, op->b);
+        return a.same_as(op->a) && b.same_as(op->b) ? e : Max::make(a, b);
     }
 };
 
@@ -131,7 +163,9 @@ protected:
             Expr epi_ext = simplify(Max::make(ext, 0) - e_lo - mid_ext);
             FoldClamps fold;
             fold.scope[op->name] = Interval(mid_start, simplify(mid_start + mid_ext - 1));
-            Stmt mid_body = simplify(fold.mutate(body));
+            Stmt folded = fold.mutate(body);
+            if (folded.same_as(body)) continue;  // no clamp decided: simplifying would remove none either
+            Stmt mid_body = simplify(folded);
             if (clamps(mid_body, op->name) >= before) continue;  // removed none
             Stmt mid = For::make(op->name, mid_start, mid_ext, ForType::Serial, mid_body);
             std::vector<Stmt> parts;
