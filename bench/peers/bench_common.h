@@ -135,6 +135,9 @@ struct Kernel {
         the problem's data, where the kernel times them apart (after its first run()), reported as
         first_ms; negative where it does not (setup_ms then stands for it). */
     virtual double first_call_ms() const { return -1; }
+    /** The part of the first call spent compiling, where the kernel knows it (weft's
+        cache_stats().compile_ms), reported as jit_ms; negative where it does not. */
+    virtual double jit_ms() const { return -1; }
 };
 
 /** Makes a kernel, or returns null when this executable does not implement it. */
@@ -205,10 +208,11 @@ inline int serve(const Factory &make) {
                     reply_error("cannot write " + outfile);
                     continue;
                 }
-                char buf[256];
+                char buf[320];
                 std::snprintf(buf, sizeof buf,
-                              "{\"ok\":true,\"setup_ms\":%.3f,\"call_ms\":%.4f,\"n\":%zu,\"compile_ms\":%.3f,\"first_ms\":%.3f}",
-                              t1 - t0, t2 - t1, k->out_size(), k->compile_ms(), k->first_call_ms());
+                              "{\"ok\":true,\"setup_ms\":%.3f,\"call_ms\":%.4f,\"n\":%zu,\"compile_ms\":%.3f,\"first_ms\":%.3f,"
+                              "\"jit_ms\":%.3f}",
+                              t1 - t0, t2 - t1, k->out_size(), k->compile_ms(), k->first_call_ms(), k->jit_ms());
                 reply(buf);
             } else if (cmd == "time") {
                 int reps = 1;

@@ -182,6 +182,9 @@ struct CacheStats {
     uint64_t evictions = 0;
     /** Kernels loaded from the disk cache (WEFT_CACHE_DIR) instead of compiled, and written to it. */
     uint64_t disk_hits = 0, disk_writes = 0;
+    /** Milliseconds spent making kernels in this process (lowering, then LLVM's or NVRTC's
+        compilation or a disk cache load), summed over threads; automatic scheduling is not in it. */
+    double compile_ms = 0;
 };
 CacheStats cache_stats();
 /** The memory of pipelines' own buffers (intermediate stages; not the Buffers a user makes),

@@ -13,6 +13,7 @@ namespace internal {
 struct CacheCounters {
     std::atomic<uint64_t> hits{0}, misses{0}, compilations{0}, generic_compilations{0}, evictions{0};
     std::atomic<uint64_t> disk_hits{0}, disk_writes{0};
+    std::atomic<uint64_t> compile_us{0};  // lowering and code generation (or loading), summed
 };
 CacheCounters &cache_counters();
 

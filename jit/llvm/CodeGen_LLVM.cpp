@@ -41,6 +41,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <chrono>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -2127,8 +2128,18 @@ CPUTargetInfo host_cpu_info() {
 
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
+LLVMCompileTimes &last_llvm_compile_times() {
+    static thread_local LLVMCompileTimes t;
+    return t;
+}
+
 std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target, std::string *llvm_ir,
                                              CodeSections *code, const std::string &tag) {
+    LLVMCompileTimes &times = last_llvm_compile_times();
+    times = LLVMCompileTimes();
+    using clock = std::chrono::steady_clock;
+    auto since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+    auto t0 = clock::now();
     if (code) {
         auto o = code->find(tag + ".o"), sym = code->find(tag + ".sym");
         if (o != code->end() && sym != code->end()) {
@@ -2155,6 +2166,8 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
             fail("LLVM module verification failed: " + err);
         }
     }
+    times.ir_ms = since(t0);
+    t0 = clock::now();
     // The new-pass-manager O3 pipeline, with the target's cost model.
     {
         llvm::LoopAnalysisManager lam;
@@ -2174,6 +2187,7 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
         llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
         mpm.run(*mod, mam);
     }
+    times.optimise_ms = since(t0);
     if (llvm_ir) {
         std::string s;
         llvm::raw_string_ostream os(s);
@@ -2182,6 +2196,7 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
         *llvm_ir = std::move(s);
     }
     // Machine code.
+    t0 = clock::now();
     llvm::SmallVector<char, 0> obj;
     {
         llvm::raw_svector_ostream os(obj);
@@ -2191,11 +2206,15 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
         pm.run(*mod);
     }
     std::string object(obj.data(), obj.size());
+    times.machine_code_ms = since(t0);
     if (code) {
         (*code)[tag + ".o"] = object;
         (*code)[tag + ".sym"] = fname;
     }
-    return load_object(object, fname);
+    t0 = clock::now();
+    auto loaded = load_object(object, fname);
+    times.load_ms = since(t0);
+    return loaded;
 }
 
 }  // namespace internal

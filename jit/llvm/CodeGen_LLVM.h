@@ -36,6 +36,12 @@ CPUTargetInfo host_cpu_info();
 std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTargetInfo &target,
                                              std::string *llvm_ir = nullptr, CodeSections *code = nullptr,
                                              const std::string &tag = "cpu");
+/** How long the last compile_llvm() on this thread spent in each part, in milliseconds (all
+    zero where it loaded code from the disk cache); WEFT_DEBUG prints them. */
+struct LLVMCompileTimes {
+    double ir_ms = 0, optimise_ms = 0, machine_code_ms = 0, load_ms = 0;
+};
+LLVMCompileTimes &last_llvm_compile_times();
 /** LLVM's version, for the disk cache's entries ("none" without LLVM). */
 std::string llvm_version();
 

@@ -33,8 +33,13 @@ CPUTargetInfo host_cpu_info() {
 }
 
 std::string llvm_version() { return "none"; }
+LLVMCompileTimes &last_llvm_compile_times() {
+    static thread_local LLVMCompileTimes t;
+    return t;
+}
 std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &, const CPUTargetInfo &, std::string *llvm_ir,
                                              CodeSections *, const std::string &) {
+    last_llvm_compile_times() = LLVMCompileTimes();
     if (llvm_ir) *llvm_ir = "; (no LLVM in this build: the interpreter runs this pipeline)\n";
     return nullptr;
 }

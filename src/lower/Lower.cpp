@@ -1,5 +1,6 @@
 #include "lower/HoistStorage.h"
 #include "lower/Lower.h"
+#include <chrono>
 #include <algorithm>
 #include <sstream>
 #include "ir/IRVisitor.h"
@@ -160,12 +161,22 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
                 compile_warning("Func \"" + user + "\" is inlined, so hoist_storage() has no effect: it has no storage");
         }
     }
+    // Each pass's time, where asked for: the time since the last mark, under the pass's name.
+    auto mark_t0 = std::chrono::steady_clock::now();
+    auto mark = [&](const char *name) {
+        if (!options.pass_times) return;
+        auto now = std::chrono::steady_clock::now();
+        options.pass_times->push_back({name, std::chrono::duration<double, std::milli>(now - mark_t0).count()});
+        mark_t0 = now;
+    };
     substitute_consts(env, consts);
     std::map<std::string, Box> output_boxes = output_boxes_of(env, consts);
 
     std::vector<Stmt> checks;
+    mark("bounds of the outputs");
     Stmt s = schedule_functions(env, output_boxes, checks, options.profile_id);
     s = inject_tracing(s, env);
+    mark("schedule_functions");
     log_pass(log, "schedule_functions", s);
 
     // The seams first: when a consumer reads past its producer's output, that is what the
@@ -177,15 +188,19 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     checks.insert(checks.begin(), in_checks.begin(), in_checks.end());
     checks.push_back(s);
     s = strip_promises(Block::make(checks));
+    mark("input checks");
 
     s = storage_flattening(s, env, cuda);
     log_pass(log, "storage_flattening", s);
     s = lower_narrow_arithmetic(s, cuda);
+    mark("storage_flattening");
 
     if (!consts.empty()) s = substitute(consts, s);
     s = hoist_storage(s, env);  // (before simplify, which removes loops of one iteration)
     if (cuda) s = protect_gpu_loops(s);
+    mark("hoist_storage");
     s = simplify(s);
+    mark("simplify");
     if (log || options.loop_nest) {
         std::string nest = loop_nest_text(s);
         if (options.loop_nest) *options.loop_nest = nest;
@@ -216,6 +231,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
         Stmt p = promote_accumulators(s, out_buffers);
         if (!p.same_as(s)) log_pass(log, "promote_accumulators", p);
         s = p;
+        mark("promote_accumulators");
     }
 
     if (cuda) {
@@ -227,31 +243,40 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     for (auto &f : env.funcs)
         if (f.sched.load_ahead) ahead.insert(f.name);
     s = unroll_loops(s, cuda, ahead);
+    mark("unroll_loops");
     s = vectorize_loops(s, cuda, host_vectors);
+    mark("vectorize_loops");
     s = simplify(s);
+    mark("simplify");
     log_pass(log, "unroll, vectorize, simplify", s);
 
     s = partition_loops(s);
+    mark("partition_loops");
     log_pass(log, "partition_loops", s);
 
     s = align_loads(s);
+    mark("align_loads");
     log_pass(log, "align_loads", s);
 
     if (std::any_of(env.funcs.begin(), env.funcs.end(), [](const LFunc &f) { return f.sched.load_ahead; })) {
         s = load_ahead(s, env);
+        mark("load_ahead");
         log_pass(log, "load_ahead", s);
     }
 
     if (!cuda) {
         s = plan_memory(s, log);
+        mark("plan_memory");
         log_pass(log, "plan_memory", s);
         s = fuse_parallel_nests(s);
+        mark("fuse_parallel_nests");
         log_pass(log, "fuse_parallel_nests", s);
     }
 
     if (cuda) {
         s = inject_gpu(s, env);
         s = lower_narrow_arithmetic(s, cuda);  // (tree reductions combine values of the Func's type)
+        mark("inject_gpu");
         log_pass(log, "inject_gpu", s);
     }
 

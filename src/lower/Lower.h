@@ -24,6 +24,8 @@ struct LowerOptions {
     /** Where lowering's warnings go (each once, ir/Warnings.h): a storage class not honoured, a
         directive without effect. Null: nowhere. */
     std::vector<std::string> *warnings = nullptr;
+    /** Where each pass's time goes (name, milliseconds; WEFT_DEBUG=times); null: nowhere. */
+    std::vector<std::pair<std::string, double>> *pass_times = nullptr;
     bool cuda() const { return target.arch() == Target::Arch::CUDA; }
 };
 

@@ -345,14 +345,18 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
     LoweredFunc lf;
     std::vector<std::string> warnings;  // lowering's, then code generation's (ir/Warnings.h)
     std::vector<std::string> *to_warnings = warn && warnings_enabled() ? &warnings : nullptr;
+    auto t_lower = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, double>> pass_times;
     try {
         LowerOptions lo = lower_options(t, dbg ? &log : nullptr);
         lo.warnings = to_warnings;
+        if (compile_times_enabled()) lo.pass_times = &pass_times;
         lf = lower(env, consts, name, lo);
     } catch (Error &) {
         if (dbg) std::fprintf(stderr, "// weft: lowering %s failed; IR so far:\n%s\n", name.c_str(), log.c_str());
         throw;
     }
+    double lower_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_lower).count();
     std::string cuda_src, llvm_ir;
     std::shared_ptr<CudaModule> gpu;
     std::shared_ptr<CompiledKernel> k;
@@ -384,14 +388,27 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         }
     }
     k->generic = generic;
+    cache_counters().compile_us.fetch_add(
+        (uint64_t)std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t_lower).count());
     for (auto &w : warnings) std::fprintf(stderr, "weft: warning: %s\n", w.c_str());
     if (dbg && !warnings.empty()) {
         log += "// ---- warnings ----\n";
         for (auto &w : warnings) log += "// " + w + "\n";
     }
+    if (dbg || compile_times_enabled()) {
+        const LLVMCompileTimes &ct = last_llvm_compile_times();
+        std::fprintf(stderr,
+                     "// weft: %s %s for %s%s (lowering %.1f ms; LLVM: IR %.1f ms, optimisation %.1f ms, machine code %.1f "
+                     "ms, loading %.1f ms)\n%s%s",
+                     loaded ? "loaded from the disk cache" : "compiled", name.c_str(), t.str().c_str(),
+                     generic ? " (shape-generic)" : "", lower_ms, ct.ir_ms, ct.optimise_ms, ct.machine_code_ms, ct.load_ms,
+                     log.c_str(), dbg ? "\n" : "");
+        std::string passes;
+        for (auto &[pass, ms] : pass_times)
+            if (ms >= 0.5) passes += (passes.empty() ? "" : ", ") + pass + " " + std::to_string((int)(ms + 0.5)) + " ms";
+        if (!passes.empty()) std::fprintf(stderr, "//   lowering passes of 0.5 ms or more: %s\n", passes.c_str());
+    }
     if (dbg) {
-        std::fprintf(stderr, "// weft: %s %s for %s%s\n%s\n", loaded ? "loaded from the disk cache" : "compiled",
-                     name.c_str(), t.str().c_str(), generic ? " (shape-generic)" : "", log.c_str());
         if (!cuda_src.empty()) std::fprintf(stderr, "// ---- CUDA source ----\n%s\n", cuda_src.c_str());
         if (gpu && !gpu->program.kernels.empty())
             std::fprintf(stderr, "// ---- host code (gpu_launch(k): kernel k; host_stage(i): host stage i, on the CPU) ----\n%s\n",
@@ -1027,6 +1044,7 @@ CacheStats cache_stats() {
     s.disk_hits = c.disk_hits;
     s.disk_writes = c.disk_writes;
     s.evictions = c.evictions;
+    s.compile_ms = c.compile_us.load() / 1000.0;
     s.entries = cache_entries();
     return s;
 }
@@ -1041,11 +1059,18 @@ bool debug_enabled() {
     int d = g_debug.load();
     if (d < 0) {
         const char *e = std::getenv("WEFT_DEBUG");
-        d = (e && *e && std::string(e) != "0") ? 1 : 0;
+        d = (e && *e && std::string(e) != "0") ? (std::string(e) == "times" ? 2 : 1) : 0;
         g_debug = d;
     }
     return d == 1;
 }
+
+namespace internal {
+bool compile_times_enabled() {
+    debug_enabled();
+    return g_debug.load() >= 1;
+}
+}  // namespace internal
 
 // ---------------- the reference interpreter over a whole pipeline ----------------
 namespace internal {

@@ -83,5 +83,8 @@ inline bool profiling(const Target &t) { return profile_enabled() || t.has_featu
     the pipelines that use it build a new one at their next call). */
 uint64_t snapshot_builds();
 
+/** WEFT_DEBUG=times (or any debug output): each compile prints one line of its times. */
+bool compile_times_enabled();
+
 }  // namespace internal
 }  // namespace weft

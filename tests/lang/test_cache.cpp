@@ -13,6 +13,7 @@ struct Delta {
     uint64_t compilations() const { return cache_stats().compilations - b.compilations; }
     uint64_t hits() const { return cache_stats().hits - b.hits; }
     uint64_t misses() const { return cache_stats().misses - b.misses; }
+    double compile_ms() const { return cache_stats().compile_ms - b.compile_ms; }
 };
 
 TEST(Cache, NothingCompiledBeforeFirstCallThenHits) {
@@ -31,11 +32,13 @@ TEST(Cache, NothingCompiledBeforeFirstCallThenHits) {
     EXPECT_EQ(ob(3), 1238.5f);
     EXPECT_EQ(d.compilations(), 1u);
     EXPECT_EQ(d.misses(), 1u);
+    EXPECT_GT(d.compile_ms(), 0.0) << "the compilation's time is counted";
     Delta d2;
     fn(ib, 3.0f, ob);  // same key: Param values are not in it
     EXPECT_EQ(ob(3), 1240.5f);
     EXPECT_EQ(d2.compilations(), 0u);
     EXPECT_EQ(d2.misses(), 0u);
+    EXPECT_EQ(d2.compile_ms(), 0.0) << "a hit compiles nothing";
     EXPECT_GE(d2.hits(), 1u);
     // Another shape is another key.
     Buffer<float> ib2(20), ob2(20);
@@ -234,6 +237,31 @@ TEST(Cache, OutputShapeIsInTheKey) {
     f.realize(c);
     EXPECT_EQ(c(8, 3), 8 * 2 + 3 + 97531);
     EXPECT_LE(d.compilations(), 2u);
+}
+
+}  // namespace
+
+namespace {
+
+// WEFT_DEBUG's output starts each compile with a line of where the time went: lowering, then
+// LLVM's parts (IR, optimisation, machine code, loading).
+TEST(Cache, DebugOutputTimesEachCompile) {
+    ImageParam in(Float(32), 1, "in");
+    Var x("x");
+    Func f("cache_timed");
+    f(x) = in(x) * 2.0f + 4321.5f;
+    Buffer<float> ib(8), ob(8);
+    ib.fill(1.0f);
+    in.set(ib);
+    clear_cache();
+    set_debug(true);
+    testing::internal::CaptureStderr();
+    f.realize(ob);
+    std::string err = testing::internal::GetCapturedStderr();
+    set_debug(false);
+    EXPECT_EQ(ob(2), 4323.5f);
+    EXPECT_NE(err.find(" ms; LLVM: IR "), std::string::npos) << err.substr(0, 400);
+    EXPECT_NE(err.find("(lowering "), std::string::npos) << err.substr(0, 400);
 }
 
 }  // namespace
