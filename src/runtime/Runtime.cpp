@@ -15,6 +15,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace {
 
@@ -343,6 +346,24 @@ int32_t weft_rt_parallel_for(weft_context_t *ctx, weft_task_fn body, void *closu
     return job.result.load();
 }
 
+namespace {
+/** Blocks of this size and more are 2 MiB aligned and asked to be backed by transparent huge
+    pages (where the kernel offers them on request, madvise mode): a first run that touches an
+    intermediate of hundreds of megabytes then takes one page fault per 2 MiB, not per 4 KiB, and
+    later runs miss the TLB less. A hint: where it is refused nothing changes. */
+constexpr size_t kHugeBlock = size_t(4) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;
+void advise_huge_pages(char *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    uintptr_t b = ((uintptr_t)p + kHugePage - 1) & ~(uintptr_t)(kHugePage - 1), e = ((uintptr_t)p + n) & ~(uintptr_t)(kHugePage - 1);
+    if (e > b) (void)madvise((void *)b, e - b, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+}  // namespace
+
 void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     if (bytes < 0 || bytes > kMaxBytes) {
         char buf[128];
@@ -362,11 +383,14 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     }
     // Each block has a 64-byte header in front of it that records its size class.
     size_t sz = cls <= kMaxShift ? (size_t(1) << cls) : (size_t)((bytes + 63) & ~int64_t(63));
-    char *base = (char *)std::aligned_alloc(64, sz + kHeader);
+    const bool huge = sz >= kHugeBlock;
+    const size_t align = huge ? kHugePage : 64, total = ((sz + kHeader + align - 1) / align) * align;
+    char *base = (char *)std::aligned_alloc(align, total);
     if (!base) {
         set_error(ctx, -1, "out of memory");
         return nullptr;
     }
+    if (huge) advise_huge_pages(base, total);
     BlockHeader *h = (BlockHeader *)base;
     h->magic = kMagic;
     h->cls = cls <= kMaxShift ? cls : -1;

@@ -564,6 +564,35 @@ TEST(CodeGenLLVM, RuntimeMallocFromManyThreads) {
     weft_rt_free(&ctx, r);
 }
 
+// Blocks of 4 MiB and more are 2 MiB aligned and offered huge pages (a hint): every byte is
+// usable, the pool takes them back and hands them out again, and sizes past a power of two and
+// past the largest size class still work.
+TEST(CodeGenLLVM, RuntimeMallocLargeBlocks) {
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof(ctx));
+    int64_t in_use0, peak0, pooled0, allocs0;
+    weft_rt_memory_stats(&in_use0, &peak0, &pooled0, &allocs0);
+    for (int64_t bytes : {int64_t(4) << 20, (int64_t(6) << 20) + 7, int64_t(3) << 20, (int64_t(1) << 30) + 4096}) {
+        unsigned char *p = (unsigned char *)weft_rt_malloc(&ctx, bytes);
+        ASSERT_NE(p, nullptr) << bytes;
+        EXPECT_EQ((uintptr_t)p % 64, 0u);
+        // Touch every page (every huge page of the largest), first and last bytes included.
+        const int64_t step = bytes > (int64_t(64) << 20) ? int64_t(2) << 20 : 4096;
+        for (int64_t i = 0; i < bytes; i += step) p[i] = (unsigned char)(i >> 12);
+        p[bytes - 1] = 0xAB;
+        bool same = p[bytes - 1] == 0xAB;
+        for (int64_t i = 0; i < bytes && same; i += step) same = p[i] == (unsigned char)(i >> 12);
+        EXPECT_TRUE(same) << bytes;
+        weft_rt_free(&ctx, p);
+        unsigned char *q = (unsigned char *)weft_rt_malloc(&ctx, bytes);
+        if (bytes <= (int64_t(1) << 30)) EXPECT_EQ(q, p) << "a pooled block is reused: " << bytes;
+        weft_rt_free(&ctx, q);
+    }
+    int64_t in_use, peak, pooled, allocs;
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0);
+}
+
 TEST(CodeGenLLVM, ParallelForFirstError) {
     weft_context_t ctx;
     std::memset(&ctx, 0, sizeof(ctx));
