@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -2014,6 +2015,66 @@ std::vector<PlanCandidate> plan_schedules(const PipelineInfo &info, const Target
     std::vector<PlanCandidate> out = p.run(std::max(1, max));
     if (copies) *copies = p.copy_opportunities();
     return out;
+}
+
+std::string plan_family(const std::vector<Directive> &calls) {
+    std::string key;
+    for (const Directive &d : calls) {
+        const char *op = nullptr;
+        switch (d.op) {
+        case Directive::ComputeRoot: op = "root"; break;
+        case Directive::ComputeInline: op = "inline"; break;
+        case Directive::ComputeAt: op = "at"; break;
+        case Directive::StoreRoot: op = "store_root"; break;
+        case Directive::StoreAt: op = "store_at"; break;
+        case Directive::Wrap: op = "wrap"; break;
+        default: break;
+        }
+        if (!op) continue;
+        key += std::string(op) + " " + d.func;
+        // (The level's Func; its loop's name depends on the tiles, so it is left out.)
+        if ((d.op == Directive::ComputeAt || d.op == Directive::StoreAt) && !d.names.empty()) key += " " + d.names[0];
+        if (d.op == Directive::Wrap)
+            for (auto &n : d.names) key += " " + n;
+        key += ";";
+    }
+    return key;
+}
+
+int next_candidate_to_measure(const std::vector<double> &predicted_ms, const std::vector<std::string> &family,
+                              const std::vector<double> &measured_ms, const std::vector<bool> &tried) {
+    const size_t n = predicted_ms.size();
+    if (n == 0) return -1;
+    if (!tried[0]) return 0;
+    // log(measured / predicted), summed by family and over all.
+    std::map<std::string, std::pair<double, int>> by_family;
+    double all = 0;
+    int count = 0;
+    for (size_t i = 0; i < n; i++) {
+        double m = measured_ms[i], p = predicted_ms[i];
+        if (!(m > 0) || !(p > 0) || !std::isfinite(m) || !std::isfinite(p)) continue;
+        double r = std::log(m / p);
+        auto &f = by_family[family[i]];
+        f.first += r;
+        f.second++;
+        all += r;
+        count++;
+    }
+    const double global = count ? all / count : 0;
+    int best = -1;
+    double best_ms = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (tried[i]) continue;
+        auto it = by_family.find(family[i]);
+        double corr = it != by_family.end() ? it->second.first / it->second.second : global;
+        double c = predicted_ms[i] * std::exp(corr);
+        if (!std::isfinite(c)) c = INFINITY;  // (no prediction: after those that have one)
+        if (best < 0 || c < best_ms) {  // (ties: the earlier, as the model ranked them)
+            best = (int)i;
+            best_ms = c;
+        }
+    }
+    return best;
 }
 
 }  // namespace internal

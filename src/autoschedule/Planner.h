@@ -47,6 +47,19 @@ std::optional<int64_t> stride_in(const Expr &e, const std::string &x);
     makes these loads so: jit/llvm/CodeGen_LLVM.cpp, tests/jit/test_strided_loads.cpp. */
 double load_vector_efficiency(const Expr &index0, const std::string &x);
 
+/** A candidate's family for a measured search: its fusion decisions (which Funcs are inlined,
+    computed or stored at root or at which loop, copies), without its tile sizes and loop
+    types. Candidates of one family share what the model most often mispredicts. */
+std::string plan_family(const std::vector<Directive> &calls);
+/** The candidate a measured search times next, or -1 when every one was tried: the first (the
+    model's choice) first, then the untried one whose predicted time, corrected by what was
+    measured, is least. The correction is the geometric mean of measured / predicted over the
+    measured candidates of its family, or of all measured ones for a family none was measured
+    of: a family the model under-rates is put back, the others come forward. `measured_ms` is
+    NaN where a candidate was not measured (a failed one is `tried` too). */
+int next_candidate_to_measure(const std::vector<double> &predicted_ms, const std::vector<std::string> &family,
+                              const std::vector<double> &measured_ms, const std::vector<bool> &tried);
+
 /** A copy worth costing (Halide's clone trick, as interpolate's expert schedule makes it): a
     cheap Func `func` computed at root that `consumers` read at a constant stride of 2 to 4 along
     their first dimension (a pyramid's downsampling) and other Funcs read otherwise. With a copy,

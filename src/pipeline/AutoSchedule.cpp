@@ -412,9 +412,23 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
         std::vector<std::pair<double, int>> measured;  // (ms, candidate)
         // The sweep takes four fifths of the budget; the rest times the finalists again.
         const double sweep_seconds = 0.8 * o.budget_seconds;
-        for (size_t i = 0; i < cands.size(); i++) {
+        // The order: the model's first choice, then by predictions corrected by what was
+        // measured so far (next_candidate_to_measure): a family of candidates that measures
+        // slower than predicted gives way to the others.
+        std::vector<double> predicted(cands.size()), measured_ms(cands.size(), NAN);
+        std::vector<std::string> family(cands.size());
+        std::vector<bool> tried(cands.size(), false);
+        for (size_t k = 0; k < cands.size(); k++) {
+            predicted[k] = cands[k].predicted_ms;
+            family[k] = plan_family(cands[k].calls);
+        }
+        for (int step = 0;; step++) {
+            int picked = next_candidate_to_measure(predicted, family, measured_ms, tried);
+            if (picked < 0) break;
+            const size_t i = (size_t)picked;
             double elapsed = seconds_since(t0);
-            if (i > 0 && elapsed + longest_compile > sweep_seconds) break;
+            if (step > 0 && elapsed + longest_compile > sweep_seconds) break;
+            tried[i] = true;
             auto c0 = std::chrono::steady_clock::now();
             double ms = NAN;
             try {
@@ -430,6 +444,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
             }
             res.candidates_measured++;
             measured.push_back({ms, (int)i});
+            measured_ms[i] = ms;
             if (dbg)
                 std::cerr << "weft: auto_schedule(): candidate " << i << ": predicted " << cands[i].predicted_ms
                           << " ms, measured " << ms << " ms\n";

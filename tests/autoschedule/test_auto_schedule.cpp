@@ -895,3 +895,64 @@ TEST(AutoSchedule, ACheapFuncReadAtStrideTwoIsCopiedForThatReader) {
         EXPECT_EQ(src.find("Func pre_in_dx1 = pre.in(dx1);") != std::string::npos, pick == 1) << src;
     }
 }
+
+namespace {
+
+// A measured search corrects the model by what it measured: after the model's first choice
+// measures three times slower than predicted and a candidate of another family measures as
+// predicted, the rest of the first family gives way to an untried family (whose correction is
+// the mean over everything measured); without measurements the model's order stands. A family
+// is the fusion decisions, not the tile sizes.
+TEST(AutoSchedule, AMeasuredSearchCorrectsTheModelByFamily) {
+    using internal::Directive;
+    using internal::next_candidate_to_measure;
+    using internal::plan_family;
+    const double nan = std::nan("");
+    std::vector<double> pred = {1.0, 1.05, 1.1, 1.12, 1.3, 1.4};
+    std::vector<std::string> fam = {"A", "B", "A", "A", "C", "C"};
+    std::vector<double> meas(6, nan);
+    std::vector<bool> tried(6, false);
+    EXPECT_EQ(next_candidate_to_measure(pred, fam, meas, tried), 0);
+    tried[0] = true;
+    meas[0] = 3.0;
+    EXPECT_EQ(next_candidate_to_measure(pred, fam, meas, tried), 1) << "one family measured: every prediction scaled alike";
+    tried[1] = true;
+    meas[1] = 1.05;
+    EXPECT_EQ(next_candidate_to_measure(pred, fam, meas, tried), 4) << "family A under-rated: C comes before A's others";
+    tried[4] = true;
+    meas[4] = 1.3;
+    EXPECT_EQ(next_candidate_to_measure(pred, fam, meas, tried), 5);
+    tried[5] = true;
+    EXPECT_EQ(next_candidate_to_measure(pred, fam, meas, tried), 2);
+    tried[2] = tried[3] = true;
+    EXPECT_EQ(next_candidate_to_measure(pred, fam, meas, tried), -1);
+    // A failed candidate (tried, nothing measured) and hostile predictions change no order.
+    std::vector<double> odd = {0.5, nan, 0.0, -1.0, 2.0};
+    std::vector<std::string> f5(5, "A");
+    std::vector<double> m5(5, nan);
+    std::vector<bool> t5(5, false);
+    t5[0] = true;  // failed
+    int next = next_candidate_to_measure(odd, f5, m5, t5);
+    EXPECT_GE(next, 1);
+    EXPECT_LT(next, 5);
+    EXPECT_EQ(next_candidate_to_measure({}, {}, {}, {}), -1);
+    // Families: tile sizes and loop types are left out, fusion decisions are not.
+    auto call = [](Directive::Op op, const std::string &f, std::vector<std::string> names, std::vector<Expr> exprs) {
+        Directive d;
+        d.op = op;
+        d.func = f;
+        d.names = std::move(names);
+        d.exprs = std::move(exprs);
+        return d;
+    };
+    std::vector<Directive> a = {call(Directive::Split, "out", {"y", "yo", "yi"}, {Expr(8)}),
+                                call(Directive::ComputeAt, "bx", {"out", "yo"}, {})};
+    std::vector<Directive> b = {call(Directive::Split, "out", {"y", "yo", "yi"}, {Expr(32)}),
+                                call(Directive::ComputeAt, "bx", {"out", "yo"}, {})};
+    std::vector<Directive> c = {call(Directive::Split, "out", {"y", "yo", "yi"}, {Expr(8)}),
+                                call(Directive::ComputeRoot, "bx", {}, {})};
+    EXPECT_EQ(plan_family(a), plan_family(b));
+    EXPECT_NE(plan_family(a), plan_family(c));
+}
+
+}  // namespace
