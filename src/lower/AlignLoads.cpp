@@ -16,7 +16,7 @@ struct ModRem {
 };
 constexpr int64_t kMaxModulus = 1024;
 
-int64_t pow2_gcd(int64_t a, int64_t b) {  // the gcd of a and b, where one of them is a power of two
+int64_t gcd64(int64_t a, int64_t b) {
     a = a < 0 ? -a : a;
     b = b < 0 ? -b : b;
     while (b) {
@@ -27,14 +27,14 @@ int64_t pow2_gcd(int64_t a, int64_t b) {  // the gcd of a and b, where one of th
     return a;
 }
 ModRem mod_rem(int64_t m, int64_t r) {
-    m = pow2_gcd(m, kMaxModulus);
+    m = gcd64(m, kMaxModulus);
     if (m <= 0) m = 1;
     r %= m;
     if (r < 0) r += m;
     return {m, r};
 }
 ModRem unify(const ModRem &a, const ModRem &b) {  // a value that is one or the other
-    return mod_rem(pow2_gcd(pow2_gcd(a.m, b.m), a.r - b.r), a.r);
+    return mod_rem(gcd64(gcd64(a.m, b.m), a.r - b.r), a.r);
 }
 
 class Align : public IRMutator {
@@ -51,16 +51,16 @@ class Align : public IRMutator {
         }
         if (auto a = e.as<Add>()) {
             ModRem x = known(a->a), y = known(a->b);
-            return mod_rem(pow2_gcd(x.m, y.m), x.r + y.r);
+            return mod_rem(gcd64(x.m, y.m), x.r + y.r);
         }
         if (auto a = e.as<Sub>()) {
             ModRem x = known(a->a), y = known(a->b);
-            return mod_rem(pow2_gcd(x.m, y.m), x.r - y.r);
+            return mod_rem(gcd64(x.m, y.m), x.r - y.r);
         }
         if (auto a = e.as<Mul>()) {
             // (m1 i + r1)(m2 j + r2) = m1 m2 ij + m1 r2 i + m2 r1 j + r1 r2
             ModRem x = known(a->a), y = known(a->b);
-            int64_t m = pow2_gcd(pow2_gcd(x.m * y.m, x.m * y.r), y.m * x.r);
+            int64_t m = gcd64(gcd64(x.m * y.m, x.m * y.r), y.m * x.r);
             return mod_rem(m, x.r * y.r);
         }
         if (auto d = e.as<Div>()) {
