@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <unistd.h>
 
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
@@ -42,6 +43,8 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <chrono>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Object/SymbolSize.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -150,6 +153,79 @@ public:
 
 std::atomic<uint64_t> dylib_counter{0};
 
+/** WEFT_PERF_MAP=1: each function of the code linked into the JIT (the pipeline and the
+    bodies of its parallel loops) is written to /tmp/perf-<pid>.map, so that `perf report` and
+    `perf annotate` name JIT code instead of showing bare addresses. The object is one text
+    section loaded as one block: each function's address is the entry point's, moved by the
+    difference of their offsets in that section. */
+void write_perf_map(const std::string &obj, const std::string &fname, uint64_t entry_addr) {
+    static const bool on = [] {
+        const char *e = std::getenv("WEFT_PERF_MAP");
+        return e && *e && std::string(e) != "0";
+    }();
+    if (!on) return;
+    auto of = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, fname));
+    if (!of) {
+        llvm::consumeError(of.takeError());
+        return;
+    }
+    std::vector<std::pair<llvm::object::SymbolRef, uint64_t>> sized = llvm::object::computeSymbolSizes(**of);
+    auto name_of = [](const llvm::object::SymbolRef &sym) -> std::string {
+        auto n = sym.getName();
+        if (!n) {
+            llvm::consumeError(n.takeError());
+            return "";
+        }
+        return n->str();
+    };
+    const llvm::object::section_iterator none = (*of)->section_end();
+    auto section_of = [&](const llvm::object::SymbolRef &sym) -> llvm::object::section_iterator {
+        auto sec = sym.getSection();
+        if (!sec) {
+            llvm::consumeError(sec.takeError());
+            return none;
+        }
+        return *sec;
+    };
+    auto offset_of = [](const llvm::object::SymbolRef &sym) -> int64_t {
+        auto v = sym.getValue();
+        if (!v) {
+            llvm::consumeError(v.takeError());
+            return -1;
+        }
+        return (int64_t)*v;
+    };
+    int64_t entry_off = -1;
+    llvm::object::section_iterator text = none;
+    for (auto &[sym, size] : sized)
+        if (name_of(sym) == fname) {
+            entry_off = offset_of(sym);
+            text = section_of(sym);
+        }
+    if (entry_off < 0 || text == none) return;
+    std::string lines;
+    char buf[64];
+    for (auto &[sym, size] : sized) {
+        auto type = sym.getType();
+        if (!type) {
+            llvm::consumeError(type.takeError());
+            continue;
+        }
+        if (*type != llvm::object::SymbolRef::ST_Function || size == 0 || section_of(sym) != text) continue;
+        int64_t off = offset_of(sym);
+        if (off < 0) continue;
+        std::snprintf(buf, sizeof buf, "%llx %llx ", (unsigned long long)(entry_addr + off - entry_off), (unsigned long long)size);
+        lines += buf + name_of(sym) + "\n";
+    }
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lk(mu);
+    std::string path = "/tmp/perf-" + std::to_string((long long)getpid()) + ".map";
+    if (FILE *f = std::fopen(path.c_str(), "a")) {
+        std::fputs(lines.c_str(), f);
+        std::fclose(f);
+    }
+}
+
 /** Links an object file into the JIT; fname is its entry point. */
 std::shared_ptr<CompiledModule> load_object(const std::string &obj, const std::string &fname) {
     JITState &js = jit_state();
@@ -176,6 +252,7 @@ std::shared_ptr<CompiledModule> load_object(const std::string &obj, const std::s
         fail("JIT lookup of " + fname + " failed: " + m);
     }
     result->fn = sym->toPtr<weft_pipeline_fn>();
+    write_perf_map(obj, fname, sym->getValue());
     return result;
 }
 
