@@ -1,5 +1,9 @@
 // Tests of the LLVM backend and the runtime on hand-built lowered IR.
 #include <gtest/gtest.h>
+#include <cstdio>
+#include <unistd.h>
+#include <sstream>
+#include <fstream>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "weft/Func.h"
+#include "weft/Pipeline.h"
 #include "ir/IR.h"
 #include "llvm/CodeGen_LLVM.h"
 #include "lower/LoweredFunc.h"
@@ -591,6 +596,40 @@ TEST(CodeGenLLVM, RuntimeMallocLargeBlocks) {
     int64_t in_use, peak, pooled, allocs;
     weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
     EXPECT_EQ(in_use, in_use0);
+}
+
+// WEFT_PERF_MAP=1: the JIT's functions (the pipeline and the body of its parallel loop) are
+// written to /tmp/perf-<pid>.map for perf, each as "address size name", the entry point among
+// them. (Read once per process: skipped where an earlier test compiled first.)
+TEST(CodeGenLLVM, PerfMapNamesTheJitFunctions) {
+    if (weft::cache_stats().compilations > 0 || weft::cache_stats().disk_hits > 0)
+        GTEST_SKIP() << "a kernel was made before this test: WEFT_PERF_MAP was read then";
+    setenv("WEFT_PERF_MAP", "1", 1);
+    const std::string path = "/tmp/perf-" + std::to_string((long long)getpid()) + ".map";
+    std::remove(path.c_str());
+    Var x("x"), y("y");
+    Func f("perf_mapped");
+    f(x, y) = x * 3 + y;
+    f.parallel(y);
+    Buffer<int> out = f.realize({16, 8});
+    unsetenv("WEFT_PERF_MAP");
+    EXPECT_EQ(out(5, 2), 17);
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << path;
+    std::string line;
+    int entries = 0, parallel_bodies = 0;
+    while (std::getline(in, line)) {
+        std::istringstream is(line);
+        std::string addr, size, name;
+        is >> addr >> size >> name;
+        EXPECT_GT(std::stoull(addr, nullptr, 16), 0u) << line;
+        EXPECT_GT(std::stoull(size, nullptr, 16), 0u) << line;
+        entries += name.find("perf_mapped") == std::string::npos ? 0 : 1;
+        parallel_bodies += name.find(".par.") == std::string::npos ? 0 : 1;
+    }
+    EXPECT_GE(entries, 1);
+    EXPECT_GE(parallel_bodies, 1);
+    std::remove(path.c_str());
 }
 
 TEST(CodeGenLLVM, ParallelForFirstError) {
