@@ -357,6 +357,7 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         throw;
     }
     double lower_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_lower).count();
+    last_llvm_compile_times() = LLVMCompileTimes();  // (a GPU kernel compiles none: not the last compile's)
     std::string cuda_src, llvm_ir;
     std::shared_ptr<CudaModule> gpu;
     std::shared_ptr<CompiledKernel> k;
