@@ -828,6 +828,23 @@ public:
                     if (is_true(mk_cmp(IRNodeType::LE, a, b))) return is_min ? a : b;
                     if (is_true(mk_cmp(IRNodeType::LE, b, a))) return is_min ? b : a;
                 }
+                // min(c + p, c + q) -> c + min(p, q), for the terms both sides share with the
+                // same coefficient: the indices of one row clamped at its end (a ShiftInwards
+                // tail, min(row + x * 8 - 26, row + 274)) then share one min, which code
+                // generation computes once for all of them.
+                Lin La = lin(a), Lb = lin(b);
+                if (La.exact && Lb.exact) {
+                    Lin C, Pa, Pb;
+                    for (auto &ta : La.terms)
+                        for (auto &tb : Lb.terms)
+                            if (ta.second == tb.second && eq(ta.first, tb.first)) C.terms.push_back(ta);
+                    if (!C.terms.empty()) {
+                        Pa = lin_combine(La, C, -1, t);
+                        Pb = lin_combine(Lb, C, -1, t);
+                        if (Pa.exact && Pb.exact && !(Pa.terms.empty() && Pb.terms.empty()))
+                            return mk_add(emit(C, t), mk_minmax(is_min, emit(Pa, t), emit(Pb, t)));
+                    }
+                }
             }
         } else if (t.is_scalar() && !sc.empty()) {
             i128 alo, ahi, blo, bhi;

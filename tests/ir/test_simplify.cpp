@@ -104,6 +104,30 @@ TEST(Simplify, NestedDivisionsWithAnOffsetBecomeOne) {
     EXPECT_LT(to_string(a).size(), 60u) << to_string(a);
 }
 
+TEST(Simplify, MinAndMaxTakeOutTheTermsBothSidesShare) {
+    // min(c + p, c + q) -> c + min(p, q): the indices of one row clamped at its end share one
+    // min (a ShiftInwards tail); the values are unchanged.
+    Expr x = V("x"), y = V("y"), z = V("z");
+    Expr e = mn(sub(add(mul(y, I(308)), mul(x, I(8))), I(26)), add(mul(y, I(308)), I(274)));
+    Expr s = simplify(e);
+    Expr shared = simplify(mn(sub(mul(x, I(8)), I(26)), I(274)));
+    EXPECT_NE(to_string(s).find(to_string(shared)), std::string::npos) << to_string(s);
+    // Terms with different coefficients are not shared; unsigned types (which wrap) are left as
+    // they are; values agree everywhere, int32 edges included.
+    for (Expr f : {e, Expr(mx(add(mul(x, I(2)), y), add(x, mul(y, I(3))))), Expr(mn(add(x, z), sub(add(x, y), I(5)))),
+                   Expr(mx(add(add(x, y), z), add(y, I(-7))))}) {
+        Expr g = simplify(f);
+        for (int xv : {-2147483647 / 16, -9, 0, 3, 40})
+            for (int yv : {-5, 0, 1, 11})
+                for (int zv : {-3, 0, 8})
+                    ASSERT_EQ(evaluate_int(g, {{"x", xv}, {"y", yv}, {"z", zv}}), evaluate_int(f, {{"x", xv}, {"y", yv}, {"z", zv}}))
+                        << to_string(f) << " -> " << to_string(g);
+    }
+    Expr u = mn(add(V("a", UInt(32)), V("b", UInt(32))), add(V("a", UInt(32)), U(3, UInt(32))));
+    for (int64_t av : {int64_t(0), int64_t(4294967280)})  // (a + b wraps where a is near 2^32)
+        EXPECT_EQ(evaluate_int(simplify(u), {{"a", av}, {"b", 32}}), evaluate_int(u, {{"a", av}, {"b", 32}})) << to_string(simplify(u));
+}
+
 TEST(Simplify, FloorDivModAndZero) {
     EXPECT_CONST(dv(I(7), I(2)), 3);
     EXPECT_CONST(dv(I(-7), I(2)), -4);
