@@ -170,31 +170,18 @@ void write_perf_map(const std::string &obj, const std::string &fname, uint64_t e
         return;
     }
     std::vector<std::pair<llvm::object::SymbolRef, uint64_t>> sized = llvm::object::computeSymbolSizes(**of);
-    auto name_of = [](const llvm::object::SymbolRef &sym) -> std::string {
-        auto n = sym.getName();
-        if (!n) {
-            llvm::consumeError(n.takeError());
-            return "";
+    // A symbol's name, section and offset, or `otherwise` where the object does not say.
+    auto get = [](auto expected, auto otherwise) -> decltype(otherwise) {
+        if (!expected) {
+            llvm::consumeError(expected.takeError());
+            return otherwise;
         }
-        return n->str();
+        return *expected;
     };
     const llvm::object::section_iterator none = (*of)->section_end();
-    auto section_of = [&](const llvm::object::SymbolRef &sym) -> llvm::object::section_iterator {
-        auto sec = sym.getSection();
-        if (!sec) {
-            llvm::consumeError(sec.takeError());
-            return none;
-        }
-        return *sec;
-    };
-    auto offset_of = [](const llvm::object::SymbolRef &sym) -> int64_t {
-        auto v = sym.getValue();
-        if (!v) {
-            llvm::consumeError(v.takeError());
-            return -1;
-        }
-        return (int64_t)*v;
-    };
+    auto name_of = [&](const llvm::object::SymbolRef &sym) { return get(sym.getName(), llvm::StringRef()).str(); };
+    auto section_of = [&](const llvm::object::SymbolRef &sym) { return get(sym.getSection(), none); };
+    auto offset_of = [&](const llvm::object::SymbolRef &sym) { return (int64_t)get(sym.getValue(), ~uint64_t(0)); };
     int64_t entry_off = -1;
     llvm::object::section_iterator text = none;
     for (auto &[sym, size] : sized)
@@ -206,12 +193,9 @@ void write_perf_map(const std::string &obj, const std::string &fname, uint64_t e
     std::string lines;
     char buf[64];
     for (auto &[sym, size] : sized) {
-        auto type = sym.getType();
-        if (!type) {
-            llvm::consumeError(type.takeError());
+        if (get(sym.getType(), llvm::object::SymbolRef::ST_Unknown) != llvm::object::SymbolRef::ST_Function || size == 0 ||
+            section_of(sym) != text)
             continue;
-        }
-        if (*type != llvm::object::SymbolRef::ST_Function || size == 0 || section_of(sym) != text) continue;
         int64_t off = offset_of(sym);
         if (off < 0) continue;
         std::snprintf(buf, sizeof buf, "%llx %llx ", (unsigned long long)(entry_addr + off - entry_off), (unsigned long long)size);

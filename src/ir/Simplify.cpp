@@ -815,7 +815,8 @@ public:
             }
         }
         if (t.is_scalar() && strict(s)) {
-            Lin D = lin_combine(lin(a), lin(b), -1, t);
+            const Lin La = lin(a), Lb = lin(b);
+            Lin D = lin_combine(La, Lb, -1, t);
             if (D.exact) {
                 if (D.terms.empty()) return ((D.k <= 0) == is_min) ? a : b;
                 Expr de = emit(D, t);
@@ -832,7 +833,6 @@ public:
                 // same coefficient: the indices of one row clamped at its end (a ShiftInwards
                 // tail, min(row + x * 8 - 26, row + 274)) then share one min, which code
                 // generation computes once for all of them.
-                Lin La = lin(a), Lb = lin(b);
                 if (La.exact && Lb.exact) {
                     Lin C, Pa, Pb;
                     for (auto &ta : La.terms)

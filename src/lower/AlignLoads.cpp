@@ -39,7 +39,27 @@ ModRem unify(const ModRem &a, const ModRem &b) {  // a value that is one or the 
 
 class Align : public IRMutator {
     std::map<std::string, ModRem> lets;  // what is known of the enclosing lets' values
-    std::map<std::string, Expr> values;  // the enclosing lets' values, with the lets inside them substituted
+    std::map<std::string, Expr> values;  // their values, with the lets inside them substituted
+    /** Runs body with `name` bound to what is known of it (m, and its value where defined; a
+        null m: unbound, a loop variable shadowing a let of its name), then puts back both maps'
+        entries as they were. */
+    template <typename F>
+    auto with_let(const std::string &name, const ModRem *m, const Expr &value, F body) {
+        auto lt = lets.find(name);
+        auto vt = values.find(name);
+        std::optional<ModRem> saved = lt != lets.end() ? std::optional<ModRem>(lt->second) : std::nullopt;
+        std::optional<Expr> saved_value = vt != values.end() ? std::optional<Expr>(vt->second) : std::nullopt;
+        if (m) lets[name] = *m;
+        else lets.erase(name);
+        if (value.defined()) values[name] = value;
+        else values.erase(name);
+        auto r = body();
+        if (saved) lets[name] = *saved;
+        else lets.erase(name);
+        if (saved_value) values[name] = *saved_value;
+        else values.erase(name);
+        return r;
+    }
 
     ModRem known(const Expr &e) {
         if (!e.defined() || !e.type().is_int_or_uint()) return {};
@@ -84,12 +104,9 @@ class Align : public IRMutator {
             return {};
         }
         if (auto l = e.as<Let>()) {
-            auto saved = lets.find(l->name) != lets.end() ? std::optional<ModRem>(lets[l->name]) : std::nullopt;
-            lets[l->name] = known(l->value);
-            ModRem r = known(l->body);
-            if (saved) lets[l->name] = *saved;
-            else lets.erase(l->name);
-            return r;
+            ModRem m = known(l->value);
+            auto vt = values.find(l->name);  // (values keeps its entry: known() substitutes nothing)
+            return with_let(l->name, &m, vt != values.end() ? vt->second : Expr(), [&] { return known(l->body); });
         }
         if (auto c = e.as<Call>())
             if (c->is_intrinsic("likely") || c->is_intrinsic("promise_clamped")) return known(c->args[0]);
@@ -121,27 +138,13 @@ class Align : public IRMutator {
 protected:
     Stmt visit(const LetStmt *op, const Stmt &s) override {
         Expr v = mutate(op->value);
-        auto saved = lets.find(op->name) != lets.end() ? std::optional<ModRem>(lets[op->name]) : std::nullopt;
-        auto saved_value = values.find(op->name) != values.end() ? std::optional<Expr>(values[op->name]) : std::nullopt;
-        lets[op->name] = known(v);
-        values[op->name] = substitute(values, v);
-        Stmt b = mutate(op->body);
-        if (saved) lets[op->name] = *saved;
-        else lets.erase(op->name);
-        if (saved_value) values[op->name] = *saved_value;
-        else values.erase(op->name);
+        ModRem m = known(v);
+        Stmt b = with_let(op->name, &m, substitute(values, v), [&] { return mutate(op->body); });
         return v.same_as(op->value) && b.same_as(op->body) ? s : LetStmt::make(op->name, v, b);
     }
     Stmt visit(const For *op, const Stmt &s) override {
         // The loop variable shadows any let of the same name.
-        auto saved = lets.find(op->name) != lets.end() ? std::optional<ModRem>(lets[op->name]) : std::nullopt;
-        auto saved_value = values.find(op->name) != values.end() ? std::optional<Expr>(values[op->name]) : std::nullopt;
-        lets.erase(op->name);
-        values.erase(op->name);
-        Stmt r = IRMutator::visit(op, s);
-        if (saved) lets[op->name] = *saved;
-        if (saved_value) values[op->name] = *saved_value;
-        return r;
+        return with_let(op->name, nullptr, Expr(), [&] { return IRMutator::visit(op, s); });
     }
     Expr visit(const Load *op, const Expr &e) override {
         Expr i = mutate(op->index);

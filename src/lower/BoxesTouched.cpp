@@ -61,7 +61,6 @@ public:
     bool calls;
     Scope scope;
     Box box;
-    bool found = false;
     /** Where set (run()), the nodes that touch name: the others are skipped. */
     const std::unordered_set<const void *> *relevant = nullptr;
 
@@ -114,7 +113,6 @@ public:
             b.push_back(i);
         }
         box = box_union(box, b);
-        found = true;
     }
 
 protected:
