@@ -1920,31 +1920,72 @@ private:
         b.SetInsertPoint(after_bb);
     }
 
-    /** A serial loop over y whose body stores a dense vector of V lanes read at a constant
-        stride S, where the read moves by one element with y: `out[d(y) + i] = in[b + y + S*i]`
-        for lanes i (a transpose: each iteration's vector is a column of the source). Its
-        iterations in blocks of V are V dense loads (the elements the block reads, no other), a
-        V x V transpose in registers (log2(V) rounds of two-vector interleaves) and V dense
-        stores, instead of a gather of V lanes per iteration. The loop's extent must be a
-        constant multiple of V (4, 8 or 16); source and destination are different buffers, so
-        the block's loads may all come before its stores. False (nothing emitted) otherwise. */
+    /** A serial loop over y whose body stores a dense vector of V lanes computed from one read at
+        a constant stride S, where the read moves by one element with y: `out[d(y) + i] =
+        g(in[b + y + S*i], ...)` for lanes i (a transpose: each iteration's vector is a column of
+        the source, g any expression of it and of other values). Its iterations in blocks of V
+        are V dense loads (the elements the block reads, no other), a V x V transpose in
+        registers (log2(V) rounds of two-vector interleaves), then for each row g and a dense
+        store, instead of a gather of V lanes per iteration. The loop's extent must be a constant
+        multiple of V (4, 8 or 16); g reads nothing of the destination, so the block's loads may
+        all come before its stores. False (nothing emitted) otherwise. */
     bool transposed_loop(const For *op, llvm::Value *mn) {
         const Store *st = op->body.as<Store>();
         int64_t extent = 0;
         if (!st || st->atomic || !is_const_int(op->extent, &extent) || !dense_ramp(st->index)) return false;
-        const Load *ld = st->value.as<Load>();
         Type t = st->value.type();
-        int V = t.lanes();
-        if (!ld || ld->name == st->name || t.is_bool() || !(V == 4 || V == 8 || V == 16) || extent < V || extent % V)
-            return false;
-        const Ramp *lr = ld->index.as<Ramp>();
-        int64_t S = 0, step = 0;
-        if (!lr || lr->base.type().lanes() != 1 || !is_const_int(lr->stride, &S) || (S >= -V && S <= V)) return false;
+        const int V = t.lanes();
+        if (t.is_bool() || !(V == 4 || V == 8 || V == 16) || extent < V || extent % V) return false;
+        // The value's loads: one transposable read (possibly used more than once), none of the
+        // destination.
+        class Reads : public IRVisitor {
+        public:
+            std::vector<const Load *> loads;
+
+        protected:
+            void visit(const Load *l) override {
+                loads.push_back(l);
+                IRVisitor::visit(l);
+            }
+        } reads;
+        reads.include(st->value);
         Expr y = Variable::make(Int(32), op->name);
-        if (!is_const_int(simplify(substitute(op->name, y + 1, lr->base) - lr->base), &step) || step != 1) return false;
+        const Load *ld = nullptr;
+        int64_t S = 0;
+        for (const Load *l : reads.loads) {
+            if (l->name == st->name) return false;
+            const Ramp *r = l->index.as<Ramp>();
+            int64_t stride = 0, step = 0;
+            if (ld || l->type.lanes() != V || l->type.is_bool() || !r || r->base.type().lanes() != 1 ||
+                !is_const_int(r->stride, &stride) || (stride >= -V && stride <= V))
+                continue;
+            if (!is_const_int(simplify(substitute(op->name, y + 1, r->base) - r->base), &step) || step != 1) continue;
+            ld = l;
+            S = stride;
+        }
+        if (!ld) return false;
+        const Ramp *lr = ld->index.as<Ramp>();
+        // g, the read replaced by the transposed row.
+        const std::string row = op->name + ".transposed_row";
+        class Replace : public IRMutator {
+        public:
+            const Load *target;
+            Expr with;
+
+        protected:
+            Expr visit(const Load *l, const Expr &e) override {
+                if (l == target || (l->name == target->name && equal(l->index, target->index))) return with;
+                return IRMutator::visit(l, e);
+            }
+        } replace;
+        replace.target = ld;
+        replace.with = Variable::make(ld->type, row);
+        const Expr g = replace.mutate(st->value);
         const Ramp *sr = st->index.as<Ramp>();
         Sym src = lookup(ld->name), dst = lookup(st->name);
-        llvm::Type *elem = mem_type(t.element_of()), *vt = mem_type(t);
+        Type lt = ld->type;
+        llvm::Type *elem = mem_type(lt.element_of()), *vt = mem_type(lt);
+        llvm::Type *out_elem = mem_type(t.element_of());
         llvm::Function *fn = fs->fn;
         llvm::BasicBlock *pre = b.GetInsertBlock();
         auto *loop_bb = llvm::BasicBlock::Create(ctx, op->name + ".block", fn);
@@ -1959,7 +2000,7 @@ private:
         for (int i = 0; i < V; i++) {
             Expr at = simplify(lr->base + make_const(lr->base.type(), S * i));
             llvm::Value *p = b.CreateInBoundsGEP(elem, src.value, index64(codegen_index(at)));
-            v[i] = tag(b.CreateAlignedLoad(vt, p, access_align(src, t.element_of(), 0)), src);
+            v[i] = tag(b.CreateAlignedLoad(vt, p, access_align(src, lt.element_of(), 0)), src);
         }
         pop(op->name);
         // Out-shuffles: after log2(V) rounds, v[j] holds lane j of every row.
@@ -1982,9 +2023,17 @@ private:
         for (int j = 0; j < V; j++) {
             llvm::Value *yj = b.CreateAdd(y0, llvm::ConstantInt::get(mn->getType(), j), "", false, true);
             push(op->name, {yj, 0});
-            llvm::Value *p = b.CreateInBoundsGEP(elem, dst.value, index64(codegen_index(sr->base)));
+            push(row, {v[j], 0});
+            std::string saved_storing = storing;
+            storing = st->name;
+            llvm::Value *val = codegen(g);
+            storing = saved_storing;
+            pop(row);
+            llvm::Value *p = b.CreateInBoundsGEP(out_elem, dst.value, index64(codegen_index(sr->base)));
             pop(op->name);
-            tag(b.CreateAlignedStore(v[j], p, access_align(dst, t.element_of(), st->alignment)), dst);
+            llvm::Align al = access_align(dst, t.element_of(), st->alignment);
+            if (st->nontemporal) store_nontemporal(val, p, al, (uint64_t)V * t.element_of().bytes(), dst);
+            else tag(b.CreateAlignedStore(val, p, al), dst);
         }
         llvm::Value *next = b.CreateAdd(blk, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);
         blk->addIncoming(next, b.GetInsertBlock());

@@ -18,6 +18,7 @@
 #include "lower/PlanMemory.h"
 #include "lower/PromoteAccumulators.h"
 #include "lower/FuseParallel.h"
+#include "lower/StreamStores.h"
 #include "lower/StorageFlattening.h"
 #include "lower/Tracing.h"
 #include "lower/UnrollLoops.h"
@@ -271,6 +272,10 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
         s = fuse_parallel_nests(s);
         mark("fuse_parallel_nests");
         log_pass(log, "fuse_parallel_nests", s);
+        Stmt streamed = stream_large_stores(s);
+        if (!streamed.same_as(s)) log_pass(log, "stream_large_stores", streamed);
+        s = streamed;
+        mark("stream_large_stores");
     }
 
     if (cuda) {

@@ -296,3 +296,36 @@ TEST(Transposes, AreDenseLoadsAndShufflesReadingOnlyTheElementsAccessed) {
     check_transposes<int16_t>("int16");
     check_transposes<double>("double");
 }
+
+TEST(Transposes, OfAnExpressionAreShufflesToo) {
+    // The transposed read inside an expression (a conversion, the same read twice, another
+    // buffer read densely, the loop variables): the block is transposed, then the expression is
+    // computed for each row. An update that reads its own output keeps its gathers.
+    const int W = 48, H = 64;
+    Guarded<uint8_t> g((size_t)W * H, true);
+    for (int i = 0; i < W * H; i++) g.data[i] = (uint8_t)(i * 13 + 5);
+    Buffer<uint8_t> in(g.data, {W, H}, "trx_in");
+    Buffer<float> other(H, W);
+    for (int j = 0; j < W; j++)
+        for (int i = 0; i < H; i++) other(i, j) = (float)(i - 3 * j);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func f("transposed_expr");
+    f(x, y) = cast<float>(in(y, x)) * 0.5f + cast<float>(in(y, x)) * cast<float>(y) + other(x, y) + cast<float>(x);
+    f.tile(x, y, xo, yo, xi, yi, 16, 16).vectorize(xi);
+    std::string ir = llvm_ir_of(f, {H, W});
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+    EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+    Buffer<float> out = f.realize({H, W});
+    for (int j = 0; j < W; j++)
+        for (int i = 0; i < H; i++) {
+            float v = (float)in(j, i);
+            ASSERT_EQ(out(i, j), v * 0.5f + v * (float)j + other(i, j) + (float)i) << "at " << i << "," << j;
+        }
+    Func u("transposed_update");
+    u(x, y) = cast<float>(x + y);
+    u(x, y) = u(x, y) * 2.0f + cast<float>(in(y, x));
+    u.update().tile(x, y, xo, yo, xi, yi, 16, 16).vectorize(xi);
+    Buffer<float> uo = u.realize({H, W});
+    for (int j = 0; j < W; j++)
+        for (int i = 0; i < H; i++) ASSERT_EQ(uo(i, j), (float)(i + j) * 2.0f + (float)in(j, i)) << i << "," << j;
+}
