@@ -145,10 +145,12 @@ void vectorize_like_consumer(LFunc &f, const LStage &user) {
     // The consumer's variable the vector loop comes from, and its lanes.
     std::string v = vd->var;
     int64_t lanes = 0;
+    bool split = false;  // false: a whole dimension vectorized (its extent known after bounds inference)
     for (size_t i = us.splits.size(); i-- > 0;) {
         const Split &sp = us.splits[i];
         if (sp.kind == Split::SplitVar && sp.inner == v) {
-            if (lanes == 0 && !is_const_int(sp.factor, &lanes)) return;
+            if (!split && !is_const_int(sp.factor, &lanes)) return;
+            split = true;
             v = sp.old_var;
         } else if (sp.kind == Split::SplitVar && sp.outer == v) {
             v = sp.old_var;
@@ -156,7 +158,7 @@ void vectorize_like_consumer(LFunc &f, const LStage &user) {
             return;  // a fused vector loop: no one dimension of f follows it
         }
     }
-    if (lanes < 2) return;
+    if (split && lanes < 2) return;
     std::vector<const Call *> calls = stage_calls_to(user, f.name);
     if (calls.empty()) return;
     int dim = -1;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
+#include "lower/LoweredFunc.h"
 
 namespace weft {
 namespace internal {
@@ -53,8 +54,23 @@ protected:
         if (c.type().is_scalar()) return Select::make(c, widen(t, l), widen(f, l));
         return Select::make(widen(c, l), widen(t, l), widen(f, l));
     }
+    /** The storage allocated inside the loop: each lane has a copy of its own (Halide's
+        vectorization of a producer computed inside the vectorized loop of its consumer), element
+        k of lane l at k * lanes + l. */
+    std::map<std::string, int> private_storage;  // name -> depth of shadowing
+    bool is_private(const std::string &name) const {
+        auto it = private_storage.find(name);
+        return it != private_storage.end() && it->second > 0;
+    }
+    /** A private buffer's index for every lane: i (scalar, or one per lane) interleaved. */
+    Expr private_index(const Expr &i) const {
+        if (i.type().is_vector() && i.type().lanes() != lanes) throw CannotVectorize();
+        return widen(i, lanes) * Broadcast::make(make_const(i.type().element_of(), (int64_t)lanes), lanes) +
+               Ramp::make(make_const(i.type().element_of(), (int64_t)0), make_const(i.type().element_of(), (int64_t)1), lanes);
+    }
     Expr visit(const Load *op, const Expr &e) override {
         Expr i = mutate(op->index);
+        if (is_private(op->name)) return Load::make(op->type.element_of(), op->name, private_index(i), 0);
         if (i.same_as(op->index)) return e;
         return Load::make(op->type.element_of(), op->name, i, op->alignment);
     }
@@ -105,6 +121,10 @@ protected:
     }
     Stmt visit(const Store *op, const Stmt &s) override {
         Expr v = mutate(op->value), i = mutate(op->index);
+        if (is_private(op->name)) {
+            if (op->atomic) throw CannotVectorize();
+            return Store::make(op->name, widen(v, lanes), private_index(i), 0, op->nontemporal);
+        }
         if (v.same_as(op->value) && i.same_as(op->index)) return s;
         if (i.type().is_scalar()) throw CannotVectorize();  // every lane would store to one place
         if (op->atomic) throw CannotVectorize();  // atomic updates are scalar: the loop stays serial (unrolled for CUDA)
@@ -121,7 +141,23 @@ protected:
         if (c.type().is_vector()) throw CannotVectorize();
         return IRMutator::visit(op, s);
     }
-    Stmt visit(const Allocate *op, const Stmt &s) override { throw CannotVectorize(); }
+    Stmt visit(const Allocate *op, const Stmt &s) override {
+        Expr ex = mutate(op->extent);
+        if (ex.type().is_vector() || op->memory_type == MemoryType::GPUShared ||
+            op->memory_type == MemoryType::Register)
+            throw CannotVectorize();
+        // A copy per lane: on the stack while that stays small, else on the heap.
+        MemoryType m = op->memory_type;
+        int64_t n = 0;
+        if (m == MemoryType::Stack &&
+            (!is_const_int(simplify(ex), &n) || n > kSmallStackAllocationBytes / std::max(1, op->type.bytes() * lanes)))
+            m = MemoryType::Heap;
+        private_storage[op->name]++;
+        Stmt b = mutate(op->body);
+        private_storage[op->name]--;
+        Expr total = Cast::make(Int(64), ex) * make_const(Int(64), (int64_t)lanes);
+        return Allocate::make(op->name, op->type, total, m, b);
+    }
     Stmt visit(const AssertStmt *op, const Stmt &s) override {
         Expr c = mutate(op->condition);
         if (c.type().is_vector()) throw CannotVectorize();

@@ -233,6 +233,53 @@ TEST(InlineReductions, InAFuncWhoseEveryLoopIsVectorized) {
         for (int j = 0; j < 4; j++) EXPECT_FLOAT_EQ(out(i, j), (float)(i + j) / (float)(4 * i + 6)) << i << "," << j;
 }
 
+TEST(InlineReductions, OfAWholeDimensionVectorized) {
+    // f.vectorize(x) with no split (a 16-wide region, Halide's resize: resized_x computed at the
+    // output's tile): the sum is vectorized along with it, not a scalar loop over the 16 points.
+    Buffer<float> in(std::vector<int>{64, 40}, "win");
+    for (int j = 0; j < 40; j++)
+        for (int i = 0; i < 64; i++) in(i, j) = (float)((i * 5 + j * 11) % 17);
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    RDom r(0, 4, "r");
+    Func f("wf"), out("wout");
+    f(x, y) = sum(in(x, clamp(y + r, 0, 39)) * cast<float>(r + 1));
+    out(x, y) = f(x, y) * 0.5f;
+    out.split(x, xo, xi, 16).vectorize(xi);
+    f.compute_at(out, xo).vectorize(x);
+    std::string ir = Pipeline(out).lowered_ir({64, 40});
+    std::string last = ir.substr(ir.rfind("after align_loads"));
+    // No serial loop over the sum's x, no scalar store to it.
+    EXPECT_FALSE(std::regex_search(last, std::regex("for \\(sum_r[0-9]+\\.s[01]\\.x,"))) << last;
+    EXPECT_FALSE(std::regex_search(last, std::regex("sum_r[0-9]+\\[\\("))) << last;
+    EXPECT_NE(last.find("x16(0f)"), std::string::npos) << last;
+    expect_same_as_interpreter(out, 64, 40);
+}
+
+TEST(Vectorize, AProducerComputedInsideTheVectorLoopHasACopyPerLane) {
+    // h computed at g's vectorized loop (its storage allocated in it): each lane gets a copy
+    // of h's storage and the loop stays vectorized (Halide vectorizes it the same way): one
+    // point per lane, a range per lane, and a range too large for the stack (on the heap).
+    Buffer<float> in(std::vector<int>{200, 12}, "vin");
+    for (int j = 0; j < 12; j++)
+        for (int i = 0; i < 200; i++) in(i, j) = (float)((i * 13 + j * 7) % 29) - 10.0f;
+    Var x("x"), y("y"), xo("xo"), xi("xi"), k("k");
+    for (int variant = 0; variant < 3; variant++) {
+        SCOPED_TRACE("variant " + std::to_string(variant));
+        const int K = variant == 2 ? 3000 : variant == 1 ? 6 : 1;  // 3000 x 8 lanes x 4 bytes: over 64 KiB
+        Func h("vh"), g("vg");
+        h(x, y, k) = in(clamp(x + k, 0, 199), y);
+        h(x, y, k) = h(x, y, k) * 0.5f + 1.0f;
+        g(x, y) = h(x, y, 0) + h(x, y, K - 1) * 2.0f;
+        g.split(x, xo, xi, 8).vectorize(xi);
+        h.compute_at(g, xi);
+        std::string ir = Pipeline(g).lowered_ir({128, 12});
+        std::string last = ir.substr(ir.rfind("after align_loads"));
+        EXPECT_EQ(last.find("for (vg.s0.xi"), std::string::npos) << last;
+        if (variant == 2) EXPECT_NE(last.find("in heap"), std::string::npos) << last;
+        expect_same_as_interpreter(g, 128, 12);
+    }
+}
+
 TEST(BoundaryConditions, ClampedVectorLoadsAtEveryOffset) {
     // repeat_edge in a vector loop: vectors wholly inside the image are loaded densely (checked
     // at run time), the ones at the edges are clamped lane by lane. Every width and offset.
