@@ -142,16 +142,28 @@ def make_configs(args):
     return cfgs
 
 
+def single_thread_cpu():
+    """The CPU the one-thread runs are pinned to: the first this process may use (None where
+    affinity is not supported)."""
+    try:
+        return min(os.sched_getaffinity(0))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 class Server:
     """One benchmark executable speaking the line protocol, started on first use."""
 
-    def __init__(self, name, argv, env, log):
+    def __init__(self, name, argv, env, log, cpus=None):
         self.name, self.argv, self.env, self.log = name, argv, env, log
+        self.cpus = cpus  # the CPUs the process may run on (None: any)
         self.proc = None
 
     def start(self):
+        cpus = self.cpus
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
-                                     env=self.env, text=True, bufsize=1)
+                                     env=self.env, text=True, bufsize=1, preexec_fn=pin)
 
     def request(self, line, timeout):
         if self.proc is None or self.proc.poll() is not None:
@@ -225,7 +237,11 @@ class Harness:
                 env.pop("OPENBLAS_CORETYPE", None)
                 env.pop("OPENBLAS_L2_SIZE", None)
             exe = a.weft_exe if family in ("weft", "weft_expert") else os.path.join(a.peers_dir, "bench_" + family)
-            self.servers[key] = Server("%s(t=%d)" % (family, threads), [exe], env, self.log)
+            # One thread: every program on the same CPU. The machine's CPUs differ (a shared host:
+            # one ran a memory-bound app 37 % slower than the other, the same binary, all day),
+            # and a process left to the scheduler lands on either: the ratio would compare CPUs.
+            cpus = {single_thread_cpu()} if threads == 1 and single_thread_cpu() is not None else None
+            self.servers[key] = Server("%s(t=%d)" % (family, threads), [exe], env, self.log, cpus)
         return self.servers[key]
 
     def close(self):
@@ -541,7 +557,7 @@ def main():
     load1 = os.getloadavg()
     machine = {"load_avg_start": [round(x, 2) for x in load0], "load_avg_end": [round(x, 2) for x in load1],
                "cpus": os.cpu_count(), "wall_s": round(time.time() - t_start, 1), "rounds": a.rounds,
-               "quick": a.quick}
+               "quick": a.quick, "single_thread_cpu": single_thread_cpu()}
     out = sys.stdout
     print("", file=out)
     print_table(entries, triad, out)
