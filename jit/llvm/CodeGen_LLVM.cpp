@@ -159,11 +159,10 @@ std::atomic<uint64_t> dylib_counter{0};
     section loaded as one block: each function's address is the entry point's, moved by the
     difference of their offsets in that section. */
 void write_perf_map(const std::string &obj, const std::string &fname, uint64_t entry_addr) {
-    static const bool on = [] {
-        const char *e = std::getenv("WEFT_PERF_MAP");
-        return e && *e && std::string(e) != "0";
-    }();
-    if (!on) return;
+    // Read at each compile (a compile takes milliseconds): a program may set it for some
+    // pipelines only.
+    const char *e = std::getenv("WEFT_PERF_MAP");
+    if (!e || !*e || std::string(e) == "0") return;
     auto of = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, fname));
     if (!of) {
         llvm::consumeError(of.takeError());
