@@ -70,7 +70,11 @@ protected:
     }
     Expr visit(const Load *op, const Expr &e) override {
         Expr i = mutate(op->index);
-        if (is_private(op->name)) return Load::make(op->type.element_of(), op->name, private_index(i), 0);
+        if (is_private(op->name)) {
+            // (an access already vectorized by a loop inside: its lanes are not this loop's)
+            if (op->index.type().is_vector()) throw CannotVectorize();
+            return Load::make(op->type.element_of(), op->name, private_index(i), 0);
+        }
         if (i.same_as(op->index)) return e;
         return Load::make(op->type.element_of(), op->name, i, op->alignment);
     }
@@ -122,7 +126,7 @@ protected:
     Stmt visit(const Store *op, const Stmt &s) override {
         Expr v = mutate(op->value), i = mutate(op->index);
         if (is_private(op->name)) {
-            if (op->atomic) throw CannotVectorize();
+            if (op->atomic || op->index.type().is_vector()) throw CannotVectorize();
             return Store::make(op->name, widen(v, lanes), private_index(i), 0, op->nontemporal);
         }
         if (v.same_as(op->value) && i.same_as(op->index)) return s;
