@@ -2,13 +2,18 @@
 #include <algorithm>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
+#include "ir/Warnings.h"
 #include "lower/LoweredFunc.h"
+
+#include <cctype>
 
 namespace weft {
 namespace internal {
 namespace {
 
-struct CannotVectorize {};
+struct CannotVectorize {
+    const char *why = "its body has a form the vectorizer does not handle";
+};
 
 /** Rewrites a loop body with the loop variable replaced by a Ramp. */
 class Widen : public IRMutator {
@@ -22,7 +27,7 @@ public:
     static Expr widen(const Expr &e, int l) {
         if (e.type().lanes() == l) return e;
         if (e.type().is_scalar()) return Broadcast::make(e, l);
-        throw CannotVectorize();
+        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
     }
 
 protected:
@@ -64,7 +69,7 @@ protected:
     }
     /** A private buffer's index for every lane: i (scalar, or one per lane) interleaved. */
     Expr private_index(const Expr &i) const {
-        if (i.type().is_vector() && i.type().lanes() != lanes) throw CannotVectorize();
+        if (i.type().is_vector() && i.type().lanes() != lanes) throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
         return widen(i, lanes) * Broadcast::make(make_const(i.type().element_of(), (int64_t)lanes), lanes) +
                Ramp::make(make_const(i.type().element_of(), (int64_t)0), make_const(i.type().element_of(), (int64_t)1), lanes);
     }
@@ -72,7 +77,7 @@ protected:
         Expr i = mutate(op->index);
         if (is_private(op->name)) {
             // (an access already vectorized by a loop inside: its lanes are not this loop's)
-            if (op->index.type().is_vector()) throw CannotVectorize();
+            if (op->index.type().is_vector()) throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
             return Load::make(op->type.element_of(), op->name, private_index(i), 0);
         }
         if (i.same_as(op->index)) return e;
@@ -81,17 +86,17 @@ protected:
     Expr visit(const Ramp *op, const Expr &e) override {
         Expr b = mutate(op->base), s = mutate(op->stride);
         if (b.same_as(op->base) && s.same_as(op->stride)) return e;
-        throw CannotVectorize();
+        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
     }
     Expr visit(const Broadcast *op, const Expr &e) override {
         Expr v = mutate(op->value);
         if (v.same_as(op->value)) return e;
-        throw CannotVectorize();
+        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
     }
     Expr visit(const VectorReduce *op, const Expr &e) override {
         Expr v = mutate(op->value);
         if (v.same_as(op->value)) return e;
-        throw CannotVectorize();
+        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
     }
     Expr visit(const Let *op, const Expr &e) override {
         Expr v = mutate(op->value);
@@ -110,7 +115,7 @@ protected:
             changed |= !args.back().same_as(a);
         }
         if (!changed) return e;
-        if (op->call_type != Call::Intrinsic) throw CannotVectorize();
+        if (op->call_type != Call::Intrinsic) throw CannotVectorize{"it calls something that is not an operation on values"};
         if (op->name == "prefetch") return Call::make_intrinsic(op->type, op->name, args);  // stays scalar
         for (auto &a : args)
             if (!a.as<StringImm>()) a = widen(a, l);  // (print's strings stay what they are)
@@ -126,30 +131,30 @@ protected:
     Stmt visit(const Store *op, const Stmt &s) override {
         Expr v = mutate(op->value), i = mutate(op->index);
         if (is_private(op->name)) {
-            if (op->atomic || op->index.type().is_vector()) throw CannotVectorize();
+            if (op->atomic || op->index.type().is_vector()) throw CannotVectorize{"an atomic() update, or storage accessed by a vectorized loop inside it"};
             return Store::make(op->name, widen(v, lanes), private_index(i), 0, op->nontemporal);
         }
         if (v.same_as(op->value) && i.same_as(op->index)) return s;
-        if (i.type().is_scalar()) throw CannotVectorize();  // every lane would store to one place
-        if (op->atomic) throw CannotVectorize();  // atomic updates are scalar: the loop stays serial (unrolled for CUDA)
+        if (i.type().is_scalar()) throw CannotVectorize{"every lane would store to one place (a reduction into one point: vectorize a pure dimension of it, or rfactor())"};  // every lane would store to one place
+        if (op->atomic) throw CannotVectorize{"an atomic() update is scalar"};  // the loop stays serial (unrolled for CUDA)
         return Store::make(op->name, widen(v, i.type().lanes()), i, op->alignment, op->nontemporal);
     }
     Stmt visit(const For *op, const Stmt &s) override {
         Expr mi = mutate(op->min), ex = mutate(op->extent);
-        if (mi.type().is_vector() || ex.type().is_vector()) throw CannotVectorize();
+        if (mi.type().is_vector() || ex.type().is_vector()) throw CannotVectorize{"a loop inside it has bounds that differ from lane to lane"};
         Stmt b = mutate(op->body);
         return For::make(op->name, mi, ex, op->for_type == ForType::Parallel ? ForType::Serial : op->for_type, b);
     }
     Stmt visit(const IfThenElse *op, const Stmt &s) override {
         Expr c = mutate(op->condition);
-        if (c.type().is_vector()) throw CannotVectorize();
+        if (c.type().is_vector()) throw CannotVectorize{"an if inside it has a condition that differs from lane to lane"};
         return IRMutator::visit(op, s);
     }
     Stmt visit(const Allocate *op, const Stmt &s) override {
         Expr ex = mutate(op->extent);
         if (ex.type().is_vector() || op->memory_type == MemoryType::GPUShared ||
             op->memory_type == MemoryType::Register)
-            throw CannotVectorize();
+            throw CannotVectorize{"it holds storage of a size that differs from lane to lane, or in registers or GPU shared memory"};
         // A copy per lane: on the stack while that stays small, else on the heap.
         MemoryType m = op->memory_type;
         int64_t n = 0;
@@ -164,7 +169,7 @@ protected:
     }
     Stmt visit(const AssertStmt *op, const Stmt &s) override {
         Expr c = mutate(op->condition);
-        if (c.type().is_vector()) throw CannotVectorize();
+        if (c.type().is_vector()) throw CannotVectorize{"a check inside it has a condition that differs from lane to lane"};
         return IRMutator::visit(op, s);
     }
 };
@@ -208,6 +213,19 @@ public:
 private:
     bool unrolled_fallback, host_vectors;
     int in_kernel = 0;
+    const char *why = nullptr;  // why the last loop tried stayed serial
+    /** Tells the user that a loop asked to be vectorized runs serially, and why. */
+    static void warn_serial(const std::string &loop, const char *reason) {
+        // Loops are named <Func>.s<stage>.<var>...
+        std::string func = loop;
+        for (size_t at = loop.find(".s"); at != std::string::npos; at = loop.find(".s", at + 1))
+            if (at + 2 < loop.size() && std::isdigit((unsigned char)loop[at + 2])) {
+                func = loop.substr(0, at);
+                break;
+            }
+        compile_warning("Func \"" + func + "\": the loop \"" + loop + "\" is vectorized but runs as a serial loop: " +
+                        reason);
+    }
     Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body_in, const Stmt &serial) {
         // Lets that depend on the loop variable are inlined so that tail guards are seen; not
         // one that loads from a buffer its body stores to (a Tuple's values, all computed
@@ -230,7 +248,8 @@ private:
         try {
             Widen w(name, Ramp::make(min, 1, n), n);
             return w.mutate(body);
-        } catch (CannotVectorize &) {
+        } catch (CannotVectorize &c) {
+            why = c.why;
             return serial;
         }
     }
@@ -247,7 +266,12 @@ protected:
             return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
         Stmt serial = For::make(op->name, op->min, op->extent, ForType::Serial, body);
         int64_t n;
-        if (!is_const_int(simplify(op->extent), &n) || n > 64 || n < 1) return serial;
+        if (!is_const_int(simplify(op->extent), &n) || n > 64 || n < 1) {
+            if (!unrolled_fallback)
+                warn_serial(op->name, n > 64 ? "its extent is above 64 lanes (split it: vectorize(x, 16))"
+                                              : "its extent is not a constant (split it by a constant: vectorize(x, 16))");
+            return serial;
+        }
         if (unrolled_fallback) {
             std::vector<Stmt> copies;
             for (int64_t i = 0; i < n; i++) copies.push_back(substitute(op->name, simplify(op->min + (int)i), body));
@@ -257,7 +281,9 @@ protected:
         // The loop's min is evaluated once, outside the vector body.
         std::string mn = op->name + ".vmin";
         Expr minv = Variable::make(Int(32), mn);
+        why = nullptr;
         Stmt v = vectorize(op->name, minv, (int)n, body, serial);
+        if (v.same_as(serial) && why && !unrolled_fallback) warn_serial(op->name, why);
         return LetStmt::make(mn, op->min, v);
     }
 };

@@ -3,6 +3,7 @@
 // vectorized consumers, and a reduction in a Func whose every loop is vectorized.
 #include "lang_test_util.h"
 
+#include <functional>
 #include <regex>
 
 #include "pipeline/PipelineInternal.h"
@@ -281,6 +282,31 @@ TEST(Vectorize, AProducerComputedInsideTheVectorLoopHasACopyPerLane) {
         if (variant == 2) EXPECT_NE(last.find("in heap"), std::string::npos) << last;
         expect_same_as_interpreter(g, 128, 12);
     }
+}
+
+TEST(Vectorize, ALoopThatStaysSerialSaysWhy) {
+    // A loop asked to be vectorized that cannot be: a warning names it and says why; the values
+    // are right either way.
+    Var x("x"), y("y"), xo("xo"), xi("xi");
+    auto warnings_of = [](const std::function<void()> &fn) {
+        testing::internal::CaptureStderr();
+        fn();
+        return testing::internal::GetCapturedStderr();
+    };
+    Func wide("serial_wide");
+    wide(x, y) = x * 2 + y;
+    wide.split(x, xo, xi, 100).vectorize(xi);
+    Buffer<int> o1(200, 3);
+    std::string w = warnings_of([&] { wide.realize(o1); });
+    EXPECT_NE(w.find("Func \"serial_wide\": the loop \"serial_wide.s0.xi"), std::string::npos) << w;
+    EXPECT_NE(w.find("above 64 lanes"), std::string::npos) << w;
+    for (int j = 0; j < 3; j++)
+        for (int i = 0; i < 200; i++) ASSERT_EQ(o1(i, j), i * 2 + j);
+    // A vectorized loop that vectorizes: nothing said.
+    Func fine("serial_fine");
+    fine(x) = x * 3;
+    fine.vectorize(x, 16);
+    EXPECT_EQ(warnings_of([&] { fine.realize({64}); }).find("serial loop"), std::string::npos);
 }
 
 TEST(BoundaryConditions, ClampedVectorLoadsAtEveryOffset) {
