@@ -240,7 +240,8 @@ class Harness:
             # One thread: every program on the same CPU. The machine's CPUs differ (a shared host:
             # one ran a memory-bound app 37 % slower than the other, the same binary, all day),
             # and a process left to the scheduler lands on either: the ratio would compare CPUs.
-            cpus = {single_thread_cpu()} if threads == 1 and single_thread_cpu() is not None else None
+            cpu = single_thread_cpu() if threads == 1 else None
+            cpus = {cpu} if cpu is not None else None
             self.servers[key] = Server("%s(t=%d)" % (family, threads), [exe], env, self.log, cpus)
         return self.servers[key]
 

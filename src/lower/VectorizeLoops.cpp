@@ -14,6 +14,7 @@ namespace {
 struct CannotVectorize {
     const char *why = "its body has a form the vectorizer does not handle";
 };
+const CannotVectorize kNested{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
 
 /** Rewrites a loop body with the loop variable replaced by a Ramp. */
 class Widen : public IRMutator {
@@ -27,7 +28,7 @@ public:
     static Expr widen(const Expr &e, int l) {
         if (e.type().lanes() == l) return e;
         if (e.type().is_scalar()) return Broadcast::make(e, l);
-        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
+        throw kNested;
     }
 
 protected:
@@ -69,7 +70,7 @@ protected:
     }
     /** A private buffer's index for every lane: i (scalar, or one per lane) interleaved. */
     Expr private_index(const Expr &i) const {
-        if (i.type().is_vector() && i.type().lanes() != lanes) throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
+        if (i.type().is_vector() && i.type().lanes() != lanes) throw kNested;
         return widen(i, lanes) * Broadcast::make(make_const(i.type().element_of(), (int64_t)lanes), lanes) +
                Ramp::make(make_const(i.type().element_of(), (int64_t)0), make_const(i.type().element_of(), (int64_t)1), lanes);
     }
@@ -77,7 +78,7 @@ protected:
         Expr i = mutate(op->index);
         if (is_private(op->name)) {
             // (an access already vectorized by a loop inside: its lanes are not this loop's)
-            if (op->index.type().is_vector()) throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
+            if (op->index.type().is_vector()) throw kNested;
             return Load::make(op->type.element_of(), op->name, private_index(i), 0);
         }
         if (i.same_as(op->index)) return e;
@@ -86,17 +87,17 @@ protected:
     Expr visit(const Ramp *op, const Expr &e) override {
         Expr b = mutate(op->base), s = mutate(op->stride);
         if (b.same_as(op->base) && s.same_as(op->stride)) return e;
-        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
+        throw kNested;
     }
     Expr visit(const Broadcast *op, const Expr &e) override {
         Expr v = mutate(op->value);
         if (v.same_as(op->value)) return e;
-        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
+        throw kNested;
     }
     Expr visit(const VectorReduce *op, const Expr &e) override {
         Expr v = mutate(op->value);
         if (v.same_as(op->value)) return e;
-        throw CannotVectorize{"a loop inside it is vectorized too (vectorize one loop of a nest)"};
+        throw kNested;
     }
     Expr visit(const Let *op, const Expr &e) override {
         Expr v = mutate(op->value);
@@ -131,12 +132,13 @@ protected:
     Stmt visit(const Store *op, const Stmt &s) override {
         Expr v = mutate(op->value), i = mutate(op->index);
         if (is_private(op->name)) {
-            if (op->atomic || op->index.type().is_vector()) throw CannotVectorize{"an atomic() update, or storage accessed by a vectorized loop inside it"};
+            if (op->atomic) throw CannotVectorize{"an atomic() update is scalar"};
+            if (op->index.type().is_vector()) throw kNested;
             return Store::make(op->name, widen(v, lanes), private_index(i), 0, op->nontemporal);
         }
         if (v.same_as(op->value) && i.same_as(op->index)) return s;
-        if (i.type().is_scalar()) throw CannotVectorize{"every lane would store to one place (a reduction into one point: vectorize a pure dimension of it, or rfactor())"};  // every lane would store to one place
-        if (op->atomic) throw CannotVectorize{"an atomic() update is scalar"};  // the loop stays serial (unrolled for CUDA)
+        if (i.type().is_scalar()) throw CannotVectorize{"every lane would store to one place (a reduction into one point: vectorize a pure dimension of it, or rfactor())"};
+        if (op->atomic) throw CannotVectorize{"an atomic() update is scalar"};  // (unrolled for CUDA)
         return Store::make(op->name, widen(v, i.type().lanes()), i, op->alignment, op->nontemporal);
     }
     Stmt visit(const For *op, const Stmt &s) override {
@@ -265,11 +267,12 @@ protected:
         if (op->for_type != ForType::Vectorized)
             return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
         Stmt serial = For::make(op->name, op->min, op->extent, ForType::Serial, body);
-        int64_t n;
-        if (!is_const_int(simplify(op->extent), &n) || n > 64 || n < 1) {
-            if (!unrolled_fallback)
-                warn_serial(op->name, n > 64 ? "its extent is above 64 lanes (split it: vectorize(x, 16))"
-                                              : "its extent is not a constant (split it by a constant: vectorize(x, 16))");
+        int64_t n = 0;
+        const bool constant = is_const_int(simplify(op->extent), &n);
+        if (!constant || n > 64 || n < 1) {
+            if (!unrolled_fallback && (!constant || n > 64))
+                warn_serial(op->name, constant ? "its extent is above 64 lanes (split it: vectorize(x, 16))"
+                                               : "its extent is not a constant (split it by a constant: vectorize(x, 16))");
             return serial;
         }
         if (unrolled_fallback) {
