@@ -1507,6 +1507,183 @@ private:
         return k - i;
     }
 
+    // ---- dot products of bfloat16 pairs (AVX-512 BF16 vdpbf16ps)
+
+    /** A float32 vector of n lanes that is a bfloat16 widened: the bfloat16 value (a vector of
+        n lanes, or a scalar broadcast to them). */
+    static bool bf16_operand(const Expr &e, int n, ByteOperand *out) {
+        bool bc = false;
+        Expr v = e;
+        if (auto b = v.as<Broadcast>()) {
+            bc = true;
+            v = b->value;
+        }
+        auto c = v.as<Cast>();
+        if (!c) return false;
+        v = c->value;
+        if (auto b = v.as<Broadcast>()) {
+            if (bc) return false;
+            bc = true;
+            v = b->value;
+        }
+        Type t = v.type();
+        if (!t.is_bfloat() || t.bits() != 16 || t.lanes() != (bc ? 1 : n)) return false;
+        *out = {v, bc, false};
+        return true;
+    }
+    /** The two bfloat16 operands a0, a1 interleaved into one vector of 2n: element 2j is lane j
+        of a0, element 2j + 1 lane j of a1. Two loads at stride-2 ramps one element apart are
+        one dense load (its 32-bit lanes rotated by 16 bits where a1 is the one below); two
+        adjacent scalars broadcast, one broadcast 32-bit word (rotated likewise). */
+    llvm::Value *interleaved_pairs(const std::vector<ByteOperand> &ops, int n) {
+        llvm::Type *i16t = llvm::Type::getInt16Ty(ctx);
+        llvm::Type *pairs = llvm::FixedVectorType::get(i16t, 2 * n);
+        auto rotate = [&](llvm::Value *w) {  // swaps the two halves of each 32-bit lane
+            return intrinsic(llvm::Intrinsic::fshl, {w->getType()}, {w, w, llvm::ConstantInt::get(w->getType(), 16)});
+        };
+        auto l0 = ops[0].v.as<Load>(), l1 = ops[1].v.as<Load>();
+        if (l0 && l1 && l0->name == l1->name && !ops[0].broadcast && !ops[1].broadcast) {
+            auto r0 = l0->index.as<Ramp>(), r1 = l1->index.as<Ramp>();
+            int64_t s0 = 0, s1 = 0, off = 0;
+            if (r0 && r1 && is_const_int(r0->stride, &s0) && s0 == 2 && is_const_int(r1->stride, &s1) && s1 == 2 &&
+                is_const_int(simplify(r1->base - r0->base), &off) && (off == 1 || off == -1)) {
+                llvm::Value *v = codegen(Load::make(l0->type.element_of(), l0->name, Ramp::make(off == 1 ? r0->base : r1->base, 1, 2 * n)));
+                if (off == 1) return v;
+                return b.CreateBitCast(rotate(b.CreateBitCast(v, llvm::FixedVectorType::get(i32, n))), pairs);
+            }
+        }
+        if (ops[0].broadcast && ops[1].broadcast) {
+            int64_t off = 0;
+            llvm::Value *word = nullptr;
+            if (l0 && l1 && l0->name == l1->name && is_const_int(simplify(l1->index - l0->index), &off) &&
+                (off == 1 || off == -1)) {
+                Sym s = lookup(l0->name);
+                llvm::Value *p = b.CreateInBoundsGEP(i16t, s.value, index64(codegen_index(off == 1 ? l0->index : l1->index)));
+                word = tag(b.CreateAlignedLoad(i32, p, llvm::Align(2)), s);
+                if (off == -1) word = rotate(word);
+            } else {
+                llvm::Value *lo = b.CreateZExt(codegen(ops[0].v), i32), *hi = b.CreateZExt(codegen(ops[1].v), i32);
+                word = b.CreateOr(lo, b.CreateShl(hi, (uint64_t)16));
+            }
+            return b.CreateBitCast(b.CreateVectorSplat(n, word), pairs);
+        }
+        llvm::Value *v0 = ops[0].broadcast ? b.CreateVectorSplat(n, codegen(ops[0].v)) : codegen(ops[0].v);
+        llvm::Value *v1 = ops[1].broadcast ? b.CreateVectorSplat(n, codegen(ops[1].v)) : codegen(ops[1].v);
+        std::vector<int> mix(2 * n);
+        for (int j = 0; j < n; j++) {
+            mix[2 * j] = j;
+            mix[2 * j + 1] = n + j;
+        }
+        return b.CreateShuffleVector(v0, v1, mix);
+    }
+    /** Stores list[i], list[i + 1], ... that each add to one float32 vector X[I], in a written
+        order: X[I] + p0 + p1 + ..., each step a product of two widened bfloat16 (an fma(), or an
+        add of the product) or another term not reading X. Each two products added one after the
+        other are one vdpbf16ps on targets with AVX-512 BF16, which adds the product of the odd
+        bfloat16 elements first and then that of the even ones, each rounded to float32 to
+        nearest even: the same result as the written order (a product of two bfloat16 is exact
+        in float32), but for the instruction's flushing of subnormal inputs and results to zero
+        and its products beyond float's range (README.md, "Floating-point results"). X[I] is
+        stored once. Returns how many stores it did (0: none). */
+    size_t bf16_dot_products(const std::vector<Stmt> &list, size_t i) {
+        auto s0 = list[i].as<Store>();
+        if (!s0 || s0->atomic) return 0;
+        Type t = s0->value.type();
+        const int n = t.lanes();
+        if (t.element_of() != Float(32) || (n != 4 && n != 8 && n != 16)) return 0;
+        if (!has_features({"avx512bf16", "avx512bw"}) || (n != 16 && !has_features({"avx512vl"}))) return 0;
+        if (loads_from(s0->index, s0->name)) return 0;
+        // One step of the chain: acc -> acc + a * b (fma when `fused`), or acc -> acc + term.
+        struct Step {
+            bool product = false, fused = false;
+            ByteOperand a, b;
+            Expr term, ea, eb;
+        };
+        std::vector<Step> steps;
+        Expr acc;
+        auto is_x = [&](const Expr &e) {
+            auto l = e.as<Load>();
+            return l && l->name == s0->name && equal(l->index, s0->index);
+        };
+        // Steps of e, in the order they are added, ending at X[I]; false where e is not so.
+        std::function<bool(const Expr &, std::vector<Step> &)> chain = [&](const Expr &e, std::vector<Step> &out) {
+            if (is_x(e)) {
+                if (!acc.defined()) acc = e;
+                return true;
+            }
+            Step st;
+            Expr rest;
+            if (auto c = e.as<Call>(); c && c->is_intrinsic("fma") && c->args.size() == 3) {
+                rest = c->args[2];
+                st.fused = true;
+                st.ea = c->args[0];
+                st.eb = c->args[1];
+                st.product = bf16_operand(c->args[0], n, &st.a) && bf16_operand(c->args[1], n, &st.b);
+                if (loads_from(c->args[0], s0->name) || loads_from(c->args[1], s0->name)) return false;
+            } else if (auto a = e.as<Add>()) {
+                // acc + term, in either order (a float add is commutative, exactly).
+                bool left = loads_from(a->a, s0->name), right = loads_from(a->b, s0->name);
+                if (left == right) return false;
+                rest = left ? a->a : a->b;
+                st.term = left ? a->b : a->a;
+                if (auto m = st.term.as<Mul>()) {
+                    st.ea = m->a;
+                    st.eb = m->b;
+                    st.product = bf16_operand(m->a, n, &st.a) && bf16_operand(m->b, n, &st.b);
+                }
+            } else return false;
+            if (!chain(rest, out)) return false;
+            out.push_back(st);
+            return true;
+        };
+        size_t k = i;
+        for (; k < list.size(); k++) {
+            auto s = list[k].as<Store>();
+            if (!s || s->atomic || s->name != s0->name || !equal(s->index, s0->index)) break;
+            std::vector<Step> mine;
+            Expr before = acc;
+            if (!chain(s->value, mine) || mine.empty()) {
+                acc = before;
+                break;
+            }
+            steps.insert(steps.end(), mine.begin(), mine.end());
+        }
+        size_t pairs = 0;
+        for (size_t q = 0; q + 1 < steps.size(); q++)
+            if (steps[q].product && steps[q + 1].product) {
+                pairs++;
+                q++;
+            }
+        if (!pairs) return 0;
+        llvm::Type *ft = llvm::FixedVectorType::get(llvm::Type::getFloatTy(ctx), n);
+        llvm::Type *bt = llvm::FixedVectorType::get(llvm::Type::getBFloatTy(ctx), 2 * n);
+        llvm::Intrinsic::ID id = n == 16 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_512
+                                 : n == 8 ? llvm::Intrinsic::x86_avx512bf16_dpbf16ps_256
+                                          : llvm::Intrinsic::x86_avx512bf16_dpbf16ps_128;
+        llvm::Value *sum = codegen(acc);
+        for (size_t q = 0; q < steps.size(); q++) {
+            const Step &st = steps[q];
+            if (st.product && q + 1 < steps.size() && steps[q + 1].product) {
+                // The instruction adds the odd elements' product first: this step's operands go there.
+                const Step &nx = steps[q + 1];
+                llvm::Value *pa = b.CreateBitCast(interleaved_pairs({nx.a, st.a}, n), bt);
+                llvm::Value *pb = b.CreateBitCast(interleaved_pairs({nx.b, st.b}, n), bt);
+                sum = b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, id), {sum, pa, pb});
+                q++;
+                continue;
+            }
+            if (st.fused) sum = intrinsic(llvm::Intrinsic::fma, {ft}, {codegen(st.ea), codegen(st.eb), sum});
+            else sum = b.CreateFAdd(sum, codegen(st.term));
+        }
+        const std::string tmp = "dot_products.sum";
+        push(tmp, {sum, 0});
+        auto last = list[k - 1].as<Store>();
+        codegen_store(static_cast<const Store *>(
+            Store::make(s0->name, Variable::make(t, tmp), s0->index, last->alignment, last->nontemporal).get()));
+        pop(tmp);
+        return k - i;
+    }
+
     void codegen_store(const Store *op) {
         if (op->atomic) return codegen_atomic_store(op);
         Type t = op->value.type();
@@ -1757,7 +1934,7 @@ private:
         case IRNodeType::AssertStmt: return codegen_assert(static_cast<const AssertStmt *>(n));
         case IRNodeType::For: return codegen_for(static_cast<const For *>(n));
         case IRNodeType::Store:
-            if (dot_products({s}, 0)) return;
+            if (dot_products({s}, 0) || bf16_dot_products({s}, 0)) return;
             return codegen_store(static_cast<const Store *>(n));
         case IRNodeType::Allocate: return codegen_allocate(static_cast<const Allocate *>(n));
         case IRNodeType::Block: {
@@ -1765,6 +1942,7 @@ private:
             flatten(s, list);
             for (size_t i = 0; i < list.size();) {
                 size_t fused = dot_products(list, i);
+                if (!fused) fused = bf16_dot_products(list, i);
                 if (fused) {
                     i += fused;
                     continue;
