@@ -100,6 +100,67 @@ struct GemmU8S8 : bench::Kernel {
     size_t out_size() const override { return (size_t)C.width() * C.height(); }
 };
 
+/** The int8 convolution: the weights packed once outside the call (weft_schedules.h); the
+    output exposed as floats for the harness's check. */
+struct ConvU8S8 : bench::Kernel {
+    Buffer<uint8_t> in;
+    Buffer<int8_t> Wp;
+    Buffer<int32_t> out_;
+    mutable std::vector<float> as_float;
+    Callable fn;
+    explicit ConvU8S8(int S)
+        : in(bench::kConvC, S + 2, S + 2, bench::kConvN), Wp(4, bench::kConvC, 3, 3, bench::kConvC / 4),
+          out_(bench::kConvC, S, S, bench::kConvN) {
+        const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
+        for (int n = 0; n < N; n++)
+            for (int y = 0; y < P; y++)
+                for (int x = 0; x < P; x++)
+                    for (int c = 0; c < C; c++) in(c, x, y, n) = bench::conv_u8((((size_t)n * P + y) * P + x) * C + c);
+        for (int ci = 0; ci < C; ci++)
+            for (int ky = 0; ky < 3; ky++)
+                for (int kx = 0; kx < 3; kx++)
+                    for (int co = 0; co < C; co++)
+                        Wp(ci % 4, co, kx, ky, ci / 4) = bench::conv_s8((((size_t)ci * 3 + ky) * 3 + kx) * C + co);
+        weft_bench::Def d = weft_bench::conv_u8s8(C);
+        fn = Pipeline(d.out).compile_to_callable({d.inputs[0], d.inputs[1]});
+    }
+    void run() override {
+        if (fn(in, Wp, out_) != 0) throw std::runtime_error("weft call failed");
+    }
+    const float *out() const override {
+        const int C = out_.dim(0).extent(), S = out_.dim(1).extent(), N = out_.dim(3).extent();
+        as_float.resize((size_t)N * S * S * C);
+        size_t i = 0;
+        for (int n = 0; n < N; n++)
+            for (int y = 0; y < S; y++)
+                for (int x = 0; x < S; x++)
+                    for (int c = 0; c < C; c++) as_float[i++] = (float)out_(c, x, y, n);
+        return as_float.data();
+    }
+    size_t out_size() const override { return (size_t)out_.dim(0).extent() * out_.dim(1).extent() * out_.dim(2).extent() * out_.dim(3).extent(); }
+};
+
+/** bf16 x bf16 -> f32 GEMM: B packed once outside the call (weft_schedules.h). */
+struct GemmBF16 : bench::Kernel {
+    Buffer<weft::bfloat16_t> A, Bp;
+    Buffer<float> C;
+    Callable fn;
+    explicit GemmBF16(int n) : A(n, n), Bp(2, n, n / 2), C(n, n) {
+        for (int y = 0; y < n; y++)
+            for (int k = 0; k < n; k++) A(k, y) = weft::bfloat16_t::from_bits(bench::gemm_bf16_a(y, k));
+        for (int kq = 0; kq < n / 2; kq++)
+            for (int x = 0; x < n; x++)
+                for (int t = 0; t < 2; t++) Bp(t, x, kq) = weft::bfloat16_t::from_bits(bench::gemm_bf16_b(x, 2 * kq + t));
+        weft_bench::Def d = weft_bench::gemm_bf16(n);
+        fn = Pipeline(d.out).compile_to_callable({d.inputs[0], d.inputs[1]});
+    }
+    void run() override {
+        if (fn(A, Bp, C) != 0) throw std::runtime_error("weft call failed");
+    }
+    const float *out() const override { return C.data(); }
+    size_t out_size() const override { return (size_t)C.width() * C.height(); }
+};
+
 struct Blur : WeftKernel {
     explicit Blur(int W) {
         bufs.reserve(2);
@@ -257,6 +318,8 @@ int main(int argc, char **argv) {
         if (k == "conv") return std::make_unique<Conv>(size);
         if (k == "conv_add") return std::make_unique<ConvAdd>(size);
         if (k == "gemm_u8s8") return std::make_unique<GemmU8S8>(size);
+        if (k == "gemm_bf16") return std::make_unique<GemmBF16>(size);
+        if (k == "conv_u8s8") return std::make_unique<ConvU8S8>(size);
         return nullptr;
     });
 }

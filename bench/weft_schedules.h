@@ -138,6 +138,61 @@ inline Def gemm_u8s8(int n) {
     C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
     prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
     prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
+    // Tried: Bp's panel copied contiguous per task (as gemm_bf16's from n = 2048): n = 2048 within
+    // noise (22.0 -> 22.2 ms), n = 1024 slower (2.50 -> 2.98 ms).
+    return {C, {A, Bp}};
+}
+
+// ======================================================================================= bf16 GEMM
+// C(x, y) = Σ_k A(k, y)·B(x, k) in float32, A and B bfloat16 (as oneDNN's bf16 x bf16 -> f32
+// matmul). B comes packed, as weights are (once, outside the call): Bp(t, x, kq) = B(x, 2 kq + t),
+// the two values of k that one float lane sums next to each other. Each pair is added to the
+// accumulator one product after the other, the odd k first: that is the order in which
+// vdpbf16ps adds, so where the target has AVX-512 BF16 each pair is one instruction (code
+// generation finds the two products added in turn), with the result of the written order.
+inline Def gemm_bf16(int n) {
+    ImageParam A(BFloat(16), 2, "A"), Bp(BFloat(16), 3, "Bp");
+    Var x("x"), y("y");
+    RDom kq(0, n / 2, "kq");
+    Func prod("prod"), C("C");
+    prod(x, y) = 0.0f;
+    auto p = [&](int t) { return cast<float>(A(2 * kq + t, y)) * cast<float>(Bp(t, x, kq)); };
+    prod(x, y) = prod(x, y) + p(1) + p(0);
+    C(x, y) = prod(x, y);
+    // As the int8 GEMM's: a 64 x 6 accumulator tile in registers (24 zmm; 32 x 12 and 48 x 8
+    // were slower at n = 2048), columns of tiles in parallel.
+    const int vec = 16;
+    int tx = 4 * vec, ty = 6;
+    if (const char *t = std::getenv("WEFT_BENCH_TILE_BF16")) std::sscanf(t, "%dx%d", &tx, &ty);
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    if (sched_choice("gemm_bf16") == 2) {
+        // Tried: k blocked, the accumulators of a column panel in memory (prod at xo), each block
+        // of kb pairs of k swept over every row tile while its slice of Bp stays in L1. Slower
+        // (n = 2048, one thread: 60-61 ms for kb = 64-256, against 42 ms for the default).
+        int kb = 128;
+        if (const char *t = std::getenv("WEFT_BENCH_KB_BF16")) kb = std::atoi(t);
+        C.split(x, xo, xi, tx).reorder(xi, y, xo).vectorize(xi, vec).parallel(xo);
+        prod.compute_at(C, xo).vectorize(x, vec);
+        RVar kqo("kqo"), kqi("kqi");
+        prod.update().split(y, yo, yi, ty).split(kq, kqo, kqi, kb).reorder(x, yi, kqi, yo, kqo)
+            .vectorize(x, vec).unroll(x).unroll(yi);
+        return {C, {A, Bp}};
+    }
+    C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
+    prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
+    prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
+    const int choice = std::getenv("WEFT_BENCH_SCHED_GEMM_BF16") ? sched_choice("gemm_bf16") : n >= 2048 ? 1 : 0;
+    if (choice == 1) {
+        // The panel of Bp a column of tiles reads, copied contiguous per task (the default from
+        // n = 2048): in Bp its rows of 64 x 2 values are 4n bytes apart, and from 8 KB apart they
+        // fall on so few cache sets that the panel leaves L2 between row tiles (one thread,
+        // n = 2048: 52.9 -> 42.0 ms). At n = 1024 the copy costs more than it saves (4.9-5.2
+        // -> 5.3-5.4 ms).
+        Func Bw = Bp.in();
+        std::vector<Var> a = Bw.args();
+        Var tx2("tx2");
+        Bw.compute_at(C, xo).fuse(a[0], a[1], tx2).vectorize(tx2, 2 * vec);
+    }
     return {C, {A, Bp}};
 }
 
@@ -338,6 +393,47 @@ inline Def conv(int C) {
     cv.compute_at(relu, xo).vectorize(c, vec).unroll(c).unroll(x).unroll(y);
     cv.update().reorder(c, x, y, r.x, r.y, r.z, n).vectorize(c, vec).unroll(c).unroll(x).unroll(y).unroll(r.x, 2);
     return {relu, {input, filter, bias}};
+}
+
+// ====================================================================================== int8 conv
+// The conv shape with uint8 input, int8 weights and int32 output (as oneDNN's u8 x s8 -> s32
+// convolution; no bias or ReLU). The weights come packed, as inference weights are (once, outside
+// the call): Wp(t, co, kx, ky, ciq) = W(co, kx, ky, 4 ciq + t), the four input channels one 32-bit
+// lane sums next to each other; the input's four channels are adjacent already (NHWC). Each four
+// products are one vpdpbusd on AVX-512 VNNI (code generation finds the four-term sum).
+inline Def conv_u8s8(int C) {
+    ImageParam input(UInt(8), 4, "input"), filter(Int(8), 5, "filter");
+    Var c("c"), x("x"), y("y"), n("n");
+    RDom r(0, C / 4, 0, 3, 0, 3, "r");
+    Func cv("conv_u8s8");
+    cv(c, x, y, n) = 0;
+    Expr sum = 0;
+    for (int t = 0; t < 4; t++)
+        sum = sum + cast<int>(input(4 * r.x + t, x + r.y, y + r.z, n)) * cast<int>(filter(t, c, r.y, r.z, r.x));
+    cv(c, x, y, n) += sum;
+    Func out("conv_u8s8_out");
+    out(c, x, y, n) = cv(c, x, y, n);
+    // Register-blocked as the float conv: 4 vectors of output channels x 4 pixels of a row = 16
+    // accumulators (56 = 14·4, no tail), the reduction outside the unrolled block. On one thread
+    // (best of 30 calls): 64 x 4 0.97 ms; 32 x 7, 32 x 8, 32 x 14 0.99; 64 x 5, 64 x 6 1.05-1.06;
+    // 64 x 7 1.49 (28 accumulators, 4 weight vectors and a broadcast: spills); r.x unrolled by
+    // 2 within noise.
+    // WEFT_BENCH_TILE_CONV_U8S8=<channels>x<pixels> overrides it.
+    const int vec = 16;
+    int tile_c = 4 * vec, tile_x = 4;
+    if (const char *t = std::getenv("WEFT_BENCH_TILE_CONV_U8S8")) std::sscanf(t, "%dx%d", &tile_c, &tile_x);
+    Var co("co"), ci("ci"), xo("xo"), xi("xi"), yn("yn");
+    out.split(c, co, ci, tile_c)
+        .split(x, xo, xi, tile_x)
+        .reorder(ci, xi, xo, y, n, co)
+        .vectorize(ci, vec)
+        .unroll(ci)
+        .unroll(xi)
+        .fuse(y, n, yn)
+        .parallel(yn);
+    cv.compute_at(out, xo).vectorize(c, vec).unroll(c).unroll(x).unroll(y);
+    cv.update().reorder(c, x, y, r.x, r.y, r.z, n).vectorize(c, vec).unroll(c).unroll(x).unroll(y);
+    return {out, {input, filter}};
 }
 
 }  // namespace weft_bench

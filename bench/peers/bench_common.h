@@ -32,6 +32,9 @@
 //                weights W(co, kx, ky, ci) with co innermost: [((ci*3+ky)*3+kx)*64+co],
 //                bias[64] (seeds 2, 3); out NHWC 4×S×S×64:
 //                out(co,x,y,n) = relu(bias(co) + Σ_{ci,kx,ky} W(co,kx,ky,ci)·in(ci,x+kx,y+ky,n))
+//   conv_u8s8 S  as conv, input uint8, weights int8, out int32 (as floats), no bias or ReLU
+//   gemm_u8s8 n  C = A·B, A n×n uint8 row-major, B n×n int8 row-major, C int32 (as floats)
+//   gemm_bf16 n  C = A·B, A, B n×n bfloat16 row-major (gemm_bf16_a/_b), C float32
 //   triad N      a[i] = b[i] + 3·c[i] over N floats (bandwidth reference, no output check)
 #pragma once
 #include <sys/resource.h>
@@ -61,6 +64,23 @@ constexpr float kLayerNormEps = 1e-5f;
     same bytes on every side: A row y, column k; B row k, column x. */
 inline uint8_t gemm_u8(int y, int k) { return (uint8_t)((y * 131 + k * 7 + (y * k) % 13) & 255); }
 inline int8_t gemm_s8(int x, int k) { return (int8_t)(((x * 29 + k * 113 + (x ^ k) % 11) & 255) - 128); }
+
+/** The bfloat16 GEMM's inputs (gemm_bf16: C(x, y) = sum_k A(k, y) B(x, k) in float32, A and B
+    bfloat16), as bfloat16 bits, the same on every side: A row y, column k; B row k, column x.
+    Values k/16-spaced in [-1, 1), each exact in bfloat16. */
+inline uint16_t gemm_bf16_bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+inline uint16_t gemm_bf16_a(int y, int k) { return gemm_bf16_bits((float)((y * 37 + k * 11 + (y * k) % 7) % 32 - 16) / 16.0f); }
+inline uint16_t gemm_bf16_b(int x, int k) { return gemm_bf16_bits((float)((x * 13 + k * 29 + (x ^ k) % 5) % 32 - 16) / 16.0f); }
+
+/** The int8 convolution's data (conv_u8s8: the conv shape, input uint8, weights int8, output
+    int32, no bias or ReLU): element i of the input (NHWC, with its border) and of the weights
+    (the float conv's layout, [((ci*3+ky)*3+kx)*64+co]). */
+inline uint8_t conv_u8(size_t i) { return (uint8_t)((i * 131 + (i >> 7) * 7 + (i % 13)) & 255); }
+inline int8_t conv_s8(size_t i) { return (int8_t)(((i * 29 + (i >> 5) * 113 + (i % 11)) & 255) - 128); }
 
 /** A deterministic value in [-1, 1) for element i of the input with this seed. */
 inline float input_value(uint64_t seed, uint64_t i) {

@@ -115,6 +115,84 @@ struct GemmU8S8 : bench::Kernel {
     size_t out_size() const override { return c.size(); }
 };
 
+/** The int8 convolution: u8 source x s8 weights -> s32, NHWC, no bias or post-ops; the weights
+    reordered once, outside the timed call, into the format oneDNN prefers. */
+struct ConvU8S8 : bench::Kernel {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    std::vector<uint8_t> src;
+    std::vector<int8_t> wts;
+    std::vector<int32_t> dst;
+    mutable std::vector<float> as_float;
+    memory src_m, wts_m, dst_m;
+    convolution_forward prim;
+    explicit ConvU8S8(int S) {
+        const int N = bench::kConvN, C = bench::kConvC, P = S + 2;
+        src.resize((size_t)N * P * P * C);
+        wts.resize((size_t)C * 9 * C);
+        dst.resize((size_t)N * S * S * C);
+        for (size_t i = 0; i < src.size(); i++) src[i] = bench::conv_u8(i);
+        for (size_t i = 0; i < wts.size(); i++) wts[i] = bench::conv_s8(i);
+        using dt = memory::data_type;
+        using tag = memory::format_tag;
+        memory::desc src_md({N, C, P, P}, dt::u8, tag::nhwc);
+        memory::desc dst_md({N, C, S, S}, dt::s32, tag::nhwc);
+        memory::desc user_wts_md({C, C, 3, 3}, dt::s8, memory::dims{1, 9 * C, 3 * C, C});
+        memory::desc any_wts_md({C, C, 3, 3}, dt::s8, tag::any);
+        convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src_md, any_wts_md,
+                                    dst_md, {1, 1}, {0, 0}, {0, 0});
+        convolution_forward::primitive_desc pd(d, eng);
+        std::fprintf(stderr, "onednn conv_u8s8: %s\n", pd.impl_info_str());
+        src_m = memory(src_md, eng, src.data());
+        dst_m = memory(dst_md, eng, dst.data());
+        wts_m = weights_as(pd.weights_desc(), memory(user_wts_md, eng, wts.data()), eng, strm);
+        prim = convolution_forward(pd);
+    }
+    void run() override {
+        prim.execute(strm, {{DNNL_ARG_SRC, src_m}, {DNNL_ARG_WEIGHTS, wts_m}, {DNNL_ARG_DST, dst_m}});
+        strm.wait();
+    }
+    const float *out() const override {
+        as_float.assign(dst.begin(), dst.end());
+        return as_float.data();
+    }
+    size_t out_size() const override { return dst.size(); }
+};
+
+/** bf16 x bf16 -> f32 matmul: source and destination row-major, the weights in the format
+    oneDNN prefers, reordered once outside the timed call. */
+struct GemmBF16 : bench::Kernel {
+    engine eng{engine::kind::cpu, 0};
+    stream strm{eng};
+    std::vector<uint16_t> a, w;
+    std::vector<float> c;
+    memory a_m, w_m, c_m;
+    matmul prim;
+    explicit GemmBF16(int n) : a((size_t)n * n), w((size_t)n * n), c((size_t)n * n) {
+        for (int y = 0; y < n; y++)
+            for (int k = 0; k < n; k++) a[(size_t)y * n + k] = bench::gemm_bf16_a(y, k);
+        for (int k = 0; k < n; k++)
+            for (int x = 0; x < n; x++) w[(size_t)k * n + x] = bench::gemm_bf16_b(x, k);
+        using dt = memory::data_type;
+        using tag = memory::format_tag;
+        memory::desc a_md({n, n}, dt::bf16, tag::ab), c_md({n, n}, dt::f32, tag::ab);
+        memory::desc user_w_md({n, n}, dt::bf16, tag::ab), any_w_md({n, n}, dt::bf16, tag::any);
+        matmul::desc d(a_md, any_w_md, c_md);
+        matmul::primitive_desc pd(d, eng);
+        std::fprintf(stderr, "onednn gemm_bf16: %s\n", pd.impl_info_str());
+        a_m = memory(a_md, eng, a.data());
+        c_m = memory(c_md, eng, c.data());
+        w_m = weights_as(pd.weights_desc(), memory(user_w_md, eng, w.data()), eng, strm);
+        prim = matmul(pd);
+    }
+    void run() override {
+        prim.execute(strm, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, c_m}});
+        strm.wait();
+    }
+    const float *out() const override { return c.data(); }
+    size_t out_size() const override { return c.size(); }
+};
+
 }  // namespace
 
 int main() {
@@ -123,6 +201,8 @@ int main() {
         if (k == "conv") return std::make_unique<Conv>(size);
         if (k == "conv_add") return std::make_unique<Conv>(size, true);
         if (k == "gemm_u8s8") return std::make_unique<GemmU8S8>(size);
+        if (k == "gemm_bf16") return std::make_unique<GemmBF16>(size);
+        if (k == "conv_u8s8") return std::make_unique<ConvU8S8>(size);
         return nullptr;
     });
 }

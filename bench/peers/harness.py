@@ -95,6 +95,16 @@ def make_configs(args):
         for t in args.threads:
             cfgs.append(dict(kernel="gemm_u8s8", size=n, threads=t, peers=["onednn"], atol=0, rtol=0,
                              flops=2.0 * n ** 3, bytes=None, target=lambda p: 1.0))
+    # int8 convolution (u8 x s8 -> s32, the conv shape) against oneDNN's; exact.
+    for t in args.threads:
+        cfgs.append(dict(kernel="conv_u8s8", size=56, threads=t, peers=["onednn"], atol=0, rtol=0,
+                         flops=2.0 * 4 * 56 * 56 * 64 * 64 * 9, bytes=None, target=lambda p: 1.0))
+    # bfloat16 GEMM (bf16 x bf16 -> f32) against oneDNN's matmul; exact: the inputs are multiples
+    # of 1/16, so every partial sum is exact in float32 whatever the order.
+    for n in ([1024] if args.quick else [1024, 2048]):
+        for t in args.threads:
+            cfgs.append(dict(kernel="gemm_bf16", size=n, threads=t, peers=["onednn"], atol=0, rtol=0,
+                             flops=2.0 * n ** 3, bytes=None, target=lambda p: 1.0))
     # The app suite: each app with Halide's expert schedule against Halide's own, and each app
     # unscheduled against Halide unscheduled (at the app's smaller unscheduled size; not run where
     # inlining everything is exponential). Target 1.0; first-call time recorded on both sides.
