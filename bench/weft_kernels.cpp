@@ -79,12 +79,12 @@ struct GemmU8S8 : bench::Kernel {
     Buffer<int32_t> C;
     mutable std::vector<float> as_float;
     Callable fn;
-    explicit GemmU8S8(int n) : A(n, n), Bp(4, n, n / 4), C(n, n) {
+    explicit GemmU8S8(int n) : A(n, n), Bp(4 * n, n / 4), C(n, n) {
         for (int y = 0; y < n; y++)
             for (int k = 0; k < n; k++) A(k, y) = bench::gemm_u8(y, k);
         for (int kq = 0; kq < n / 4; kq++)
             for (int x = 0; x < n; x++)
-                for (int t = 0; t < 4; t++) Bp(t, x, kq) = bench::gemm_s8(x, 4 * kq + t);
+                for (int t = 0; t < 4; t++) Bp(4 * x + t, kq) = bench::gemm_s8(x, 4 * kq + t);
         weft_bench::Def d = weft_bench::gemm_u8s8(n);
         fn = Pipeline(d.out).compile_to_callable({d.inputs[0], d.inputs[1]});
     }
@@ -145,12 +145,12 @@ struct GemmBF16 : bench::Kernel {
     Buffer<weft::bfloat16_t> A, Bp;
     Buffer<float> C;
     Callable fn;
-    explicit GemmBF16(int n) : A(n, n), Bp(2, n, n / 2), C(n, n) {
+    explicit GemmBF16(int n) : A(n, n), Bp(2 * n, n / 2), C(n, n) {
         for (int y = 0; y < n; y++)
             for (int k = 0; k < n; k++) A(k, y) = weft::bfloat16_t::from_bits(bench::gemm_bf16_a(y, k));
         for (int kq = 0; kq < n / 2; kq++)
             for (int x = 0; x < n; x++)
-                for (int t = 0; t < 2; t++) Bp(t, x, kq) = weft::bfloat16_t::from_bits(bench::gemm_bf16_b(x, 2 * kq + t));
+                for (int t = 0; t < 2; t++) Bp(2 * x + t, kq) = weft::bfloat16_t::from_bits(bench::gemm_bf16_b(x, 2 * kq + t));
         weft_bench::Def d = weft_bench::gemm_bf16(n);
         fn = Pipeline(d.out).compile_to_callable({d.inputs[0], d.inputs[1]});
     }

@@ -115,18 +115,18 @@ inline Def sgemm(int n) {
 
 // ======================================================================================= int8 GEMM
 // C(x, y) = Σ_k A(k, y)·B(x, k), A uint8, B int8, C int32 (as oneDNN's u8 x s8 -> s32 matmul).
-// B comes packed, as inference weights are (once, outside the call): Bp(t, x, kq) = B(x, 4 kq + t),
+// B comes packed, as inference weights are (once, outside the call): Bp(4 x + t, kq) = B(x, 4 kq + t),
 // the four bytes of k that one 32-bit lane sums next to each other. Each four products of a lane
 // are one vpdpbusd where the target has AVX-512 VNNI (code generation finds the four-term sum of
 // widened u8 x s8 products); elsewhere the same code, product by product.
 inline Def gemm_u8s8(int n) {
-    ImageParam A(UInt(8), 2, "A"), Bp(Int(8), 3, "Bp");
+    ImageParam A(UInt(8), 2, "A"), Bp(Int(8), 2, "Bp");
     Var x("x"), y("y");
     RDom kq(0, n / 4, "kq");
     Func prod("prod"), C("C");
     prod(x, y) = 0;
     Expr sum = 0;
-    for (int t = 0; t < 4; t++) sum = sum + cast<int>(A(4 * kq + t, y)) * cast<int>(Bp(t, x, kq));
+    for (int t = 0; t < 4; t++) sum = sum + cast<int>(A(4 * kq + t, y)) * cast<int>(Bp(4 * x + t, kq));
     prod(x, y) += sum;
     C(x, y) = prod(x, y);
     // As SGEMM's: an accumulator tile in registers (64 x 6: 24 vectors; 48 x 8 and 80 x 5 were
@@ -138,25 +138,32 @@ inline Def gemm_u8s8(int n) {
     C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
     prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
     prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
-    // Tried: Bp's panel copied contiguous per task (as gemm_bf16's from n = 2048): n = 2048 within
-    // noise (22.0 -> 22.2 ms), n = 1024 slower (2.50 -> 2.98 ms).
+    // The panel of Bp a column of tiles reads, copied contiguous per task (a wrapper Func): in Bp
+    // its rows of 64 x 4 bytes are 4n bytes apart, and from 8 KB apart they fall on so few cache
+    // sets that the panel leaves L2 between row tiles. One thread, best of 7 calls: n = 2048
+    // 20.8-20.9 -> 18.9 ms, n = 1024 unchanged (2.34-2.37 ms). WEFT_BENCH_SCHED_GEMM_U8S8=1: not
+    // copied.
+    if (sched_choice("gemm_u8s8") != 1) {
+        Func Bw = Bp.in();
+        Bw.compute_at(C, xo).vectorize(Bw.args()[0], 4 * vec);
+    }
     return {C, {A, Bp}};
 }
 
 // ======================================================================================= bf16 GEMM
 // C(x, y) = Σ_k A(k, y)·B(x, k) in float32, A and B bfloat16 (as oneDNN's bf16 x bf16 -> f32
-// matmul). B comes packed, as weights are (once, outside the call): Bp(t, x, kq) = B(x, 2 kq + t),
+// matmul). B comes packed, as weights are (once, outside the call): Bp(2 x + t, kq) = B(x, 2 kq + t),
 // the two values of k that one float lane sums next to each other. Each pair is added to the
 // accumulator one product after the other, the odd k first: that is the order in which
 // vdpbf16ps adds, so where the target has AVX-512 BF16 each pair is one instruction (code
 // generation finds the two products added in turn), with the result of the written order.
 inline Def gemm_bf16(int n) {
-    ImageParam A(BFloat(16), 2, "A"), Bp(BFloat(16), 3, "Bp");
+    ImageParam A(BFloat(16), 2, "A"), Bp(BFloat(16), 2, "Bp");
     Var x("x"), y("y");
     RDom kq(0, n / 2, "kq");
     Func prod("prod"), C("C");
     prod(x, y) = 0.0f;
-    auto p = [&](int t) { return cast<float>(A(2 * kq + t, y)) * cast<float>(Bp(t, x, kq)); };
+    auto p = [&](int t) { return cast<float>(A(2 * kq + t, y)) * cast<float>(Bp(2 * x + t, kq)); };
     prod(x, y) = prod(x, y) + p(1) + p(0);
     C(x, y) = prod(x, y);
     // As the int8 GEMM's: a 64 x 6 accumulator tile in registers (24 zmm; 32 x 12 and 48 x 8
@@ -168,7 +175,8 @@ inline Def gemm_bf16(int n) {
     if (sched_choice("gemm_bf16") == 2) {
         // Tried: k blocked, the accumulators of a column panel in memory (prod at xo), each block
         // of kb pairs of k swept over every row tile while its slice of Bp stays in L1. Slower
-        // (n = 2048, one thread: 60-61 ms for kb = 64-256, against 42 ms for the default).
+        // (n = 2048, one thread: 60-61 ms for kb = 64-256, against 49-53 ms unblocked, without the copy
+        // below).
         int kb = 128;
         if (const char *t = std::getenv("WEFT_BENCH_KB_BF16")) kb = std::atoi(t);
         C.split(x, xo, xi, tx).reorder(xi, y, xo).vectorize(xi, vec).parallel(xo);
@@ -181,17 +189,12 @@ inline Def gemm_bf16(int n) {
     C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
     prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
     prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
-    const int choice = std::getenv("WEFT_BENCH_SCHED_GEMM_BF16") ? sched_choice("gemm_bf16") : n >= 2048 ? 1 : 0;
-    if (choice == 1) {
-        // The panel of Bp a column of tiles reads, copied contiguous per task (the default from
-        // n = 2048): in Bp its rows of 64 x 2 values are 4n bytes apart, and from 8 KB apart they
-        // fall on so few cache sets that the panel leaves L2 between row tiles (one thread,
-        // n = 2048: 52.9 -> 42.0 ms). At n = 1024 the copy costs more than it saves (4.9-5.2
-        // -> 5.3-5.4 ms).
+    if (sched_choice("gemm_bf16") != 1) {
+        // The panel of Bp a column of tiles reads, copied contiguous per task, as gemm_u8s8's.
+        // One thread, best of 7 calls: n = 2048 48.8-49.0 -> 37.8-37.9 ms, n = 1024 4.79-4.89 ->
+        // 4.68-4.71 ms. WEFT_BENCH_SCHED_GEMM_BF16=1: not copied.
         Func Bw = Bp.in();
-        std::vector<Var> a = Bw.args();
-        Var tx2("tx2");
-        Bw.compute_at(C, xo).fuse(a[0], a[1], tx2).vectorize(tx2, 2 * vec);
+        Bw.compute_at(C, xo).vectorize(Bw.args()[0], 2 * vec);
     }
     return {C, {A, Bp}};
 }
