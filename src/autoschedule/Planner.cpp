@@ -23,7 +23,10 @@
 //    innermost in storage too; loads at a constant stride of 2 to 4 and upsampling loads are
 //    costed as the dense loads and shuffles code generation makes of them, not as gathers), outer loops fused into one parallel loop with enough tasks,
 //    update stages' pure loops moved inside their reduction loops where that is legal (the
-//    reduction order, hence the floating-point result, is unchanged).
+//    reduction order, hence the floating-point result, is unchanged); a reduction of a few
+//    steps (RVars of constant extents, at most 8 steps per point) instead runs innermost,
+//    unrolled inside the vector loop, each vector accumulating in a register (resize's 4-tap
+//    sums, nl_means' 7-tap patch sums).
 // 5. Transposes: a Func that reads a scan (or a reduction over many points) transposed is not
 //    inlined but made a group's root: the scan is then computed per strip of it (a strip of
 //    the transpose's rows is a strip of the scan's columns), and a root that reads anything
@@ -49,6 +52,7 @@
 #include <set>
 #include <sstream>
 #include "ir/IRVisitor.h"
+#include "ir/Simplify.h"
 #include "lower/LoweredFunc.h"
 
 namespace weft {
@@ -665,6 +669,30 @@ private:
         }
     }
 
+    /** Is update k of f a small reduction (every RVar of a constant extent, at most 8 steps in
+        all per point) over a vectorized pure dimension? Its reduction loops then run innermost,
+        unrolled, inside the vector loop: each vector of points accumulates in a register (as
+        Halide's experts write `unroll(r)` for a few taps) instead of a load and a store of
+        the accumulators per step. */
+    bool unrolled_reduction(const FuncInfo &f, size_t k) const {
+        if (k == 0 || k >= f.stages.size() || k >= f.f->stages.size()) return false;
+        const StageInfo &s = f.stages[k];
+        int v = vd(f);
+        if (s.rvars.empty() || f.f->args.empty() || (size_t)v >= s.loops_over.size() || !s.loops_over[v] ||
+            !s.pure_parallel[v] || f.region[v].extent < lanes(f))
+            return false;
+        int64_t steps = 1;
+        for (auto &rv : f.f->stages[k].rvars) {
+            int64_t e = 0;
+            if (!rv.extent.defined() || !is_const_int(simplify(rv.extent), &e) || e < 1) return false;
+            steps *= e;
+            // (16 steps of one accumulator are a chain of dependent adds: longer reductions keep
+            // their loop outside, with several vectors of accumulators.)
+            if (steps > 8) return false;
+        }
+        return true;
+    }
+
     /** Time of one Func computed over `points_scale` × its region, alone at root. */
     double compute_ns(const FuncInfo &f, double scale, bool vectorized) {
         double t = 0;
@@ -679,7 +707,7 @@ private:
                 speed = lanes(f) * vector_efficiency(s, f.f->args[v], f.name);
                 // An update whose accumulators stay in memory: a load and a store per step.
                 // (A register-blocked one is costed by blocked_ns.)
-                if (k > 0 && !s.rvars.empty()) speed *= 0.5;
+                if (k > 0 && !s.rvars.empty() && !unrolled_reduction(f, k)) speed *= 0.5;
             }
             t += s.iterations * scale * ops[k] / (m.ops_per_ns * std::max(1.0, speed));
         }
@@ -1604,6 +1632,11 @@ private:
             order = {f.f->args[0], f.f->args[1]};
             for (auto &r : s.rvars) order.push_back(r);
             for (size_t i = 2; i < pure.size(); i++) order.push_back(pure[i]);
+        } else if (unrolled_reduction(f, k)) {
+            // A few steps of reduction per point: innermost and unrolled, inside the vector loop.
+            for (auto &r : s.rvars) order.push_back(r);
+            for (auto &r : s.rvars) e.loop(n, k, r, ForType::Unrolled);
+            for (auto &p : pure) order.push_back(p);
         } else {
             // Where the vectorized loop holds fewer than 4 vectors, the next few small pure
             // loops move inside the reduction loops too, unrolled: up to 8 independent

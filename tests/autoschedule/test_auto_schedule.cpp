@@ -956,3 +956,40 @@ TEST(AutoSchedule, AMeasuredSearchCorrectsTheModelByFamily) {
 }
 
 }  // namespace
+
+// A sum over a few taps (a resampling filter: 4 taps, a constant count) per point of a
+// vectorized dimension, not register-blocked (read at two points by its consumer): the taps run innermost, unrolled, inside the vector loop, so each vector
+// accumulates in a register (Halide's experts' unroll(r)); the sum keeps its order, so the
+// results are the interpreter's bit for bit. A long reduction (64 steps) keeps its loop outside.
+TEST(AutoSchedule, AFewTapsOfAReductionAreUnrolledInsideTheVectorLoop) {
+    const int W = 512, H = 64, C = 3;
+    for (int taps : {4, 64}) {
+        ImageParam in(Float(32), 3, "in");
+        Var x("x"), y("y"), c("c"), k("k");
+        RDom r(0, taps, "r");
+        Func w("w"), up("up"), out("out");
+        // (A vertical resampling: the weights depend on the row, as resize's kernel_y.)
+        w(y, k) = 1.0f / (1.0f + cast<float>(y % 4 + k));
+        up(x, y, c) = 0.0f;
+        up(x, y, c) += w(y, r) * in(x, y / 4 + r, c);
+        // (Read at two points: not a contraction to register-block.)
+        out(x, y, c) = clamp(up(x, y, c) + up(x + 1, y, c), -1.0f, 1.0f);
+        in.set_estimates({{0, W + 1}, {0, H / 4 + taps}, {0, C}});
+        out.set_estimates({{0, W}, {0, H}, {0, C}});
+        Pipeline p(out);
+        AutoScheduleResult res = p.auto_schedule();
+        if (taps == 4) EXPECT_CONTAINS(res.schedule_source, "up.update(0).unroll(r_x)");
+        else EXPECT_FALSE(weft_test::contains(res.schedule_source, "up.update(0).unroll(r_x)")) << res.schedule_source;
+        for (int size : {W, 37}) {  // (37: tails of the vector loop)
+            Buffer<float> b(size + 1, H / 4 + taps + 1, C);
+            fill(b, 10 + taps, -5, 5);
+            in.set(b);
+            Buffer<float> o(size, H, C), ref(size, H, C);
+            p.realize(o);
+            internal::interpret_pipeline(p, {ref});
+            int64_t bad = 0;
+            o.for_each_offset([&](int64_t off) { bad += !(o.data()[off] == ref.data()[off]); });
+            EXPECT_EQ(bad, 0) << taps << " taps, width " << size << "\n" << res.schedule_source;
+        }
+    }
+}
