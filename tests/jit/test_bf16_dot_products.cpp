@@ -197,3 +197,44 @@ TEST(Bf16DotProducts, OtherSumsAreLeftAsTheyAre) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Bf16DotProducts, NaNAndInfinitiesGoThroughAsWritten) {
+    // Per lane: NaN operands, an infinity times zero, infinities of both signs, an infinity
+    // plus a finite product, and a finite lane: NaN where the written order gives NaN (whatever
+    // its payload), the same infinity or value elsewhere.
+    const float inf = INFINITY, nan = NAN;
+    const float a1v[8] = {nan, inf, inf, inf, 2.0f, 1.5f, -inf, 3.0f};
+    const float b1v[8] = {1.0f, 0.0f, 1.0f, 1.0f, 1.0f, 2.0f, 1.0f, -0.5f};
+    const float a0v[8] = {1.0f, 1.0f, -inf, 1.0f, nan, 0.25f, -2.0f, 1.0f};
+    const float b0v[8] = {1.0f, 1.0f, 1.0f, 2.0f, 0.0f, 4.0f, 1.0f, 0.125f};
+    Buffer<bfloat16_t> a(2, 16), b(2, 16);
+    for (int q = 0; q < 16; q++) {
+        a(1, q) = bfloat16_t(a1v[q % 8]);
+        b(1, q) = bfloat16_t(b1v[q % 8]);
+        a(0, q) = bfloat16_t(a0v[q % 8]);
+        b(0, q) = bfloat16_t(b0v[q % 8]);
+    }
+    Var x("x");
+    Func D("bdot_special");
+    D(x) = cast<float>(x % 3) - 1.0f;
+    D(x) = D(x) + cast<float>(a(1, x)) * cast<float>(b(1, x)) + cast<float>(a(0, x)) * cast<float>(b(0, x));
+    D.update().vectorize(x, 16);
+    for (bool with_bf16 : {true, false}) {
+        Target t = Target::host();
+        if (!with_bf16 && t.has_feature("avx512bf16")) t = t.without_feature("avx512bf16");
+        Buffer<float> o(16);
+        std::string ir = llvm_ir_of(D, &o, t);
+        if (with_bf16 && host_has_bf16()) EXPECT_NE(ir.find("dpbf16ps"), std::string::npos);
+        for (int q = 0; q < 16; q++) {
+            float acc = (float)(q % 3) - 1.0f;
+            acc = std::fma(a1v[q % 8], b1v[q % 8], acc);
+            acc = std::fma(a0v[q % 8], b0v[q % 8], acc);
+            if (std::isnan(acc)) EXPECT_TRUE(std::isnan(o(q))) << q << " " << o(q);
+            else EXPECT_EQ(bits(o(q)), bits(acc)) << q << ": " << o(q) << " vs " << acc;
+        }
+    }
+}
+
+}  // namespace
