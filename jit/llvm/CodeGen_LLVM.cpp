@@ -1605,8 +1605,11 @@ private:
             auto l = e.as<Load>();
             return l && l->name == s0->name && equal(l->index, s0->index);
         };
-        // Steps of e, in the order they are added, ending at X[I]; false where e is not so.
-        std::function<bool(const Expr &, std::vector<Step> &)> chain = [&](const Expr &e, std::vector<Step> &out) {
+        // Steps of e, in the order they are added, ending at X[I]; false where e is not so. (At
+        // most 64 steps per store: each step looks through what is left, so a longer chain would
+        // cost time quadratic in its length.)
+        std::function<bool(const Expr &, std::vector<Step> &, int)> chain = [&](const Expr &e, std::vector<Step> &out, int depth) {
+            if (depth > 64) return false;
             if (is_x(e)) {
                 if (!acc.defined()) acc = e;
                 return true;
@@ -1632,7 +1635,7 @@ private:
                     st.product = bf16_operand(m->a, n, &st.a) && bf16_operand(m->b, n, &st.b);
                 }
             } else return false;
-            if (!chain(rest, out)) return false;
+            if (!chain(rest, out, depth + 1)) return false;
             out.push_back(st);
             return true;
         };
@@ -1642,7 +1645,7 @@ private:
             if (!s || s->atomic || s->name != s0->name || !equal(s->index, s0->index)) break;
             std::vector<Step> mine;
             Expr before = acc;
-            if (!chain(s->value, mine) || mine.empty()) {
+            if (!chain(s->value, mine, 0) || mine.empty()) {
                 acc = before;
                 break;
             }

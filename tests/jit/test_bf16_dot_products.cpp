@@ -238,3 +238,25 @@ TEST(Bf16DotProducts, NaNAndInfinitiesGoThroughAsWritten) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Bf16DotProducts, ALongWrittenOutChainIsLeftAsWritten) {
+    // 80 products added in turn in one definition: past the 64 steps code generation looks
+    // through in one store, so the chain is compiled as written (no time quadratic in its
+    // length), with the written order's result.
+    Gemm g(1, 16, 80, 13);
+    Var j("j"), i("i");
+    Func C("bdot_long");
+    C(j, i) = 0.0f;
+    Expr e = C(j, i);
+    for (int q = 0; q < g.K; q++) e = e + cast<float>(g.A(Expr(q), i)) * cast<float>(g.B(j, Expr(q)));
+    C(j, i) = e;
+    C.update().vectorize(j, 16);
+    Buffer<float> out(g.N, g.M);
+    std::string ir = llvm_ir_of(C, &out);
+    EXPECT_EQ(ir.find("dpbf16ps"), std::string::npos);
+    g.check(out, "long chain");
+}
+
+}  // namespace
