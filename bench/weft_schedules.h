@@ -113,7 +113,39 @@ inline Def sgemm(int n) {
     return {C, {V, S}};
 }
 
-// ======================================================================================= int8 GEMM
+// ================================================================= int8 and bf16 GEMM (packed B)
+// The schedule of gemm_u8s8 and gemm_bf16: C(x, y) = prod(x, y), prod a reduction over kq whose
+// operand Bp(per_lane x + t, kq) holds, for each output column x, the per_lane values of k one
+// 32-bit lane sums. As SGEMM's: a 64 x 6 accumulator tile in registers (24 zmm; for u8s8 48 x 8
+// and 80 x 5 were within noise of it, 96 x 4 and 32 x 12 slower; for bf16 32 x 12 and 48 x 8
+// slower at n = 2048), columns of tiles in parallel. The panel of Bp a column of tiles reads is
+// copied contiguous per task (a wrapper Func): in Bp its rows of 64 x per_lane values are
+// n x per_lane elements apart, and from 8 KB apart they fall on so few cache sets that the
+// panel leaves L2 between row tiles. One thread, best of 7 calls: u8s8 n = 2048 20.8-20.9 ->
+// 18.9 ms, n = 1024 unchanged (2.34-2.37 ms); bf16 n = 2048 48.8-49.0 -> 37.8-37.9 ms, n = 1024
+// 4.79-4.89 -> 4.68-4.71 ms. WEFT_BENCH_SCHED_GEMM_U8S8=1 / _BF16=1: not copied;
+// WEFT_BENCH_TILE_U8S8 / _BF16=<tx>x<ty>: the tile. Tried for bf16: k blocked, the
+// accumulators of a column panel in memory (prod at xo), each block of 64-256 pairs of k swept
+// over every row tile while its slice of Bp stays in L1: 60-61 ms at n = 2048 against 49-53 ms
+// unblocked (both without the copy).
+inline void packed_gemm_schedule(Func C, Func prod, ImageParam Bp, RVar kq, int per_lane, const std::string &kernel) {
+    Var x = C.args()[0], y = C.args()[1];
+    const int vec = 16;
+    int tx = 4 * vec, ty = 6;
+    std::string tile_var = "WEFT_BENCH_TILE_" + kernel.substr(5);  // U8S8 / BF16
+    for (char &c : tile_var) c = (char)std::toupper((unsigned char)c);
+    if (const char *t = std::getenv(tile_var.c_str())) std::sscanf(t, "%dx%d", &tx, &ty);
+    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
+    Var px = prod.args()[0], py = prod.args()[1];
+    prod.compute_at(C, yo).vectorize(px, vec).unroll(px).unroll(py);
+    prod.update().reorder(px, py, kq).vectorize(px, vec).unroll(px).unroll(py);
+    if (sched_choice(kernel) != 1) {
+        Func Bw = Bp.in();
+        Bw.compute_at(C, xo).vectorize(Bw.args()[0], per_lane * vec);
+    }
+}
+
 // C(x, y) = Σ_k A(k, y)·B(x, k), A uint8, B int8, C int32 (as oneDNN's u8 x s8 -> s32 matmul).
 // B comes packed, as inference weights are (once, outside the call): Bp(4 x + t, kq) = B(x, 4 kq + t),
 // the four bytes of k that one 32-bit lane sums next to each other. Each four products of a lane
@@ -129,28 +161,10 @@ inline Def gemm_u8s8(int n) {
     for (int t = 0; t < 4; t++) sum = sum + cast<int>(A(4 * kq + t, y)) * cast<int>(Bp(4 * x + t, kq));
     prod(x, y) += sum;
     C(x, y) = prod(x, y);
-    // As SGEMM's: an accumulator tile in registers (64 x 6: 24 vectors; 48 x 8 and 80 x 5 were
-    // within noise of it, 96 x 4 and 32 x 12 slower), columns of tiles in parallel.
-    const int vec = 16;
-    int tx = 4 * vec, ty = 6;
-    if (const char *t = std::getenv("WEFT_BENCH_TILE_U8S8")) std::sscanf(t, "%dx%d", &tx, &ty);
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
-    prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
-    prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
-    // The panel of Bp a column of tiles reads, copied contiguous per task (a wrapper Func): in Bp
-    // its rows of 64 x 4 bytes are 4n bytes apart, and from 8 KB apart they fall on so few cache
-    // sets that the panel leaves L2 between row tiles. One thread, best of 7 calls: n = 2048
-    // 20.8-20.9 -> 18.9 ms, n = 1024 unchanged (2.34-2.37 ms). WEFT_BENCH_SCHED_GEMM_U8S8=1: not
-    // copied.
-    if (sched_choice("gemm_u8s8") != 1) {
-        Func Bw = Bp.in();
-        Bw.compute_at(C, xo).vectorize(Bw.args()[0], 4 * vec);
-    }
+    packed_gemm_schedule(C, prod, Bp, kq.x, 4, "gemm_u8s8");
     return {C, {A, Bp}};
 }
 
-// ======================================================================================= bf16 GEMM
 // C(x, y) = Σ_k A(k, y)·B(x, k) in float32, A and B bfloat16 (as oneDNN's bf16 x bf16 -> f32
 // matmul). B comes packed, as weights are (once, outside the call): Bp(2 x + t, kq) = B(x, 2 kq + t),
 // the two values of k that one float lane sums next to each other. Each pair is added to the
@@ -166,36 +180,7 @@ inline Def gemm_bf16(int n) {
     auto p = [&](int t) { return cast<float>(A(2 * kq + t, y)) * cast<float>(Bp(2 * x + t, kq)); };
     prod(x, y) = prod(x, y) + p(1) + p(0);
     C(x, y) = prod(x, y);
-    // As the int8 GEMM's: a 64 x 6 accumulator tile in registers (24 zmm; 32 x 12 and 48 x 8
-    // were slower at n = 2048), columns of tiles in parallel.
-    const int vec = 16;
-    int tx = 4 * vec, ty = 6;
-    if (const char *t = std::getenv("WEFT_BENCH_TILE_BF16")) std::sscanf(t, "%dx%d", &tx, &ty);
-    Var xo("xo"), yo("yo"), xi("xi"), yi("yi");
-    if (sched_choice("gemm_bf16") == 2) {
-        // Tried: k blocked, the accumulators of a column panel in memory (prod at xo), each block
-        // of kb pairs of k swept over every row tile while its slice of Bp stays in L1. Slower
-        // (n = 2048, one thread: 60-61 ms for kb = 64-256, against 49-53 ms unblocked, without the copy
-        // below).
-        int kb = 128;
-        if (const char *t = std::getenv("WEFT_BENCH_KB_BF16")) kb = std::atoi(t);
-        C.split(x, xo, xi, tx).reorder(xi, y, xo).vectorize(xi, vec).parallel(xo);
-        prod.compute_at(C, xo).vectorize(x, vec);
-        RVar kqo("kqo"), kqi("kqi");
-        prod.update().split(y, yo, yi, ty).split(kq, kqo, kqi, kb).reorder(x, yi, kqi, yo, kqo)
-            .vectorize(x, vec).unroll(x).unroll(yi);
-        return {C, {A, Bp}};
-    }
-    C.tile(x, y, xo, yo, xi, yi, tx, ty).reorder(xi, yi, yo, xo).vectorize(xi, vec).unroll(xi).unroll(yi).parallel(xo);
-    prod.compute_at(C, yo).vectorize(x, vec).unroll(x).unroll(y);
-    prod.update().reorder(x, y, kq).vectorize(x, vec).unroll(x).unroll(y);
-    if (sched_choice("gemm_bf16") != 1) {
-        // The panel of Bp a column of tiles reads, copied contiguous per task, as gemm_u8s8's.
-        // One thread, best of 7 calls: n = 2048 48.8-49.0 -> 37.8-37.9 ms, n = 1024 4.79-4.89 ->
-        // 4.68-4.71 ms. WEFT_BENCH_SCHED_GEMM_BF16=1: not copied.
-        Func Bw = Bp.in();
-        Bw.compute_at(C, xo).vectorize(Bw.args()[0], 2 * vec);
-    }
+    packed_gemm_schedule(C, prod, Bp, kq.x, 2, "gemm_bf16");
     return {C, {A, Bp}};
 }
 

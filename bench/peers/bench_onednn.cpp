@@ -77,41 +77,66 @@ struct Conv : bench::Kernel {
     size_t out_size() const override { return dst.size(); }
 };
 
-/** u8 x s8 -> s32 matmul (the int8 GEMM of inference): source and destination row-major, the
-    weights in the format oneDNN prefers, reordered once outside the timed call. */
-struct GemmU8S8 : bench::Kernel {
+/** A matmul C = A·W of n×n row-major matrices: source and destination in their own memory, the
+    weights reordered once, outside the timed call, into the format oneDNN prefers. */
+struct Matmul : bench::Kernel {
     engine eng{engine::kind::cpu, 0};
     stream strm{eng};
-    std::vector<uint8_t> a;
-    std::vector<int8_t> w;
-    std::vector<int32_t> c;
-    mutable std::vector<float> as_float;
     memory a_m, w_m, c_m;
     matmul prim;
-    explicit GemmU8S8(int n) : a((size_t)n * n), w((size_t)n * n), c((size_t)n * n) {
-        for (int y = 0; y < n; y++)
-            for (int k = 0; k < n; k++) a[(size_t)y * n + k] = bench::gemm_u8(y, k);
-        for (int k = 0; k < n; k++)
-            for (int x = 0; x < n; x++) w[(size_t)k * n + x] = bench::gemm_s8(x, k);
-        using dt = memory::data_type;
+    void build(int n, memory::data_type a_t, memory::data_type w_t, memory::data_type c_t, void *a, void *w, void *c,
+               const char *what) {
         using tag = memory::format_tag;
-        memory::desc a_md({n, n}, dt::u8, tag::ab), c_md({n, n}, dt::s32, tag::ab);
-        memory::desc user_w_md({n, n}, dt::s8, tag::ab), any_w_md({n, n}, dt::s8, tag::any);
+        memory::desc a_md({n, n}, a_t, tag::ab), c_md({n, n}, c_t, tag::ab);
+        memory::desc user_w_md({n, n}, w_t, tag::ab), any_w_md({n, n}, w_t, tag::any);
         matmul::desc d(a_md, any_w_md, c_md);
         matmul::primitive_desc pd(d, eng);
-        a_m = memory(a_md, eng, a.data());
-        c_m = memory(c_md, eng, c.data());
-        w_m = weights_as(pd.weights_desc(), memory(user_w_md, eng, w.data()), eng, strm);
+        std::fprintf(stderr, "onednn %s: %s\n", what, pd.impl_info_str());
+        a_m = memory(a_md, eng, a);
+        c_m = memory(c_md, eng, c);
+        w_m = weights_as(pd.weights_desc(), memory(user_w_md, eng, w), eng, strm);
         prim = matmul(pd);
     }
     void run() override {
         prim.execute(strm, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, c_m}});
         strm.wait();
     }
+};
+
+/** u8 x s8 -> s32 matmul (the int8 GEMM of inference). */
+struct GemmU8S8 : Matmul {
+    std::vector<uint8_t> a;
+    std::vector<int8_t> w;
+    std::vector<int32_t> c;
+    mutable std::vector<float> as_float;
+    explicit GemmU8S8(int n) : a((size_t)n * n), w((size_t)n * n), c((size_t)n * n) {
+        for (int y = 0; y < n; y++)
+            for (int k = 0; k < n; k++) a[(size_t)y * n + k] = bench::gemm_u8(y, k);
+        for (int k = 0; k < n; k++)
+            for (int x = 0; x < n; x++) w[(size_t)k * n + x] = bench::gemm_s8(x, k);
+        using dt = memory::data_type;
+        build(n, dt::u8, dt::s8, dt::s32, a.data(), w.data(), c.data(), "gemm_u8s8");
+    }
     const float *out() const override {
         as_float.assign(c.begin(), c.end());
         return as_float.data();
     }
+    size_t out_size() const override { return c.size(); }
+};
+
+/** bf16 x bf16 -> f32 matmul. */
+struct GemmBF16 : Matmul {
+    std::vector<uint16_t> a, w;
+    std::vector<float> c;
+    explicit GemmBF16(int n) : a((size_t)n * n), w((size_t)n * n), c((size_t)n * n) {
+        for (int y = 0; y < n; y++)
+            for (int k = 0; k < n; k++) a[(size_t)y * n + k] = bench::gemm_bf16_a(y, k);
+        for (int k = 0; k < n; k++)
+            for (int x = 0; x < n; x++) w[(size_t)k * n + x] = bench::gemm_bf16_b(x, k);
+        using dt = memory::data_type;
+        build(n, dt::bf16, dt::bf16, dt::f32, a.data(), w.data(), c.data(), "gemm_bf16");
+    }
+    const float *out() const override { return c.data(); }
     size_t out_size() const override { return c.size(); }
 };
 
@@ -157,40 +182,6 @@ struct ConvU8S8 : bench::Kernel {
         return as_float.data();
     }
     size_t out_size() const override { return dst.size(); }
-};
-
-/** bf16 x bf16 -> f32 matmul: source and destination row-major, the weights in the format
-    oneDNN prefers, reordered once outside the timed call. */
-struct GemmBF16 : bench::Kernel {
-    engine eng{engine::kind::cpu, 0};
-    stream strm{eng};
-    std::vector<uint16_t> a, w;
-    std::vector<float> c;
-    memory a_m, w_m, c_m;
-    matmul prim;
-    explicit GemmBF16(int n) : a((size_t)n * n), w((size_t)n * n), c((size_t)n * n) {
-        for (int y = 0; y < n; y++)
-            for (int k = 0; k < n; k++) a[(size_t)y * n + k] = bench::gemm_bf16_a(y, k);
-        for (int k = 0; k < n; k++)
-            for (int x = 0; x < n; x++) w[(size_t)k * n + x] = bench::gemm_bf16_b(x, k);
-        using dt = memory::data_type;
-        using tag = memory::format_tag;
-        memory::desc a_md({n, n}, dt::bf16, tag::ab), c_md({n, n}, dt::f32, tag::ab);
-        memory::desc user_w_md({n, n}, dt::bf16, tag::ab), any_w_md({n, n}, dt::bf16, tag::any);
-        matmul::desc d(a_md, any_w_md, c_md);
-        matmul::primitive_desc pd(d, eng);
-        std::fprintf(stderr, "onednn gemm_bf16: %s\n", pd.impl_info_str());
-        a_m = memory(a_md, eng, a.data());
-        c_m = memory(c_md, eng, c.data());
-        w_m = weights_as(pd.weights_desc(), memory(user_w_md, eng, w.data()), eng, strm);
-        prim = matmul(pd);
-    }
-    void run() override {
-        prim.execute(strm, {{DNNL_ARG_SRC, a_m}, {DNNL_ARG_WEIGHTS, w_m}, {DNNL_ARG_DST, c_m}});
-        strm.wait();
-    }
-    const float *out() const override { return c.data(); }
-    size_t out_size() const override { return c.size(); }
 };
 
 }  // namespace

@@ -1347,6 +1347,18 @@ private:
                             " writes it with a scatter (a store per lane): vectorize the dimension it is stored along "
                             "(the innermost of its storage)");
     }
+    /** Stores list[i] .. list[k - 1] (to one X[I]) done at once: `sum` stored to X[I] with the
+        last store's alignment and non-temporal flag. Returns how many stores that was. */
+    size_t store_fused_sum(const std::vector<Stmt> &list, size_t i, size_t k, llvm::Value *sum) {
+        auto s0 = list[i].as<Store>();
+        auto last = list[k - 1].as<Store>();
+        const std::string tmp = "dot_products.sum";
+        push(tmp, {sum, 0});
+        codegen_store(static_cast<const Store *>(
+            Store::make(s0->name, Variable::make(s0->value.type(), tmp), s0->index, last->alignment, last->nontemporal).get()));
+        pop(tmp);
+        return k - i;
+    }
     // ---- dot products of bytes (AVX-512 VNNI / AVX-VNNI vpdpbusd)
 
     /** An int32 vector of n lanes that is an 8-bit integer widened: the 8-bit value (a vector
@@ -1498,13 +1510,7 @@ private:
         }
         for (size_t q = 4 * groups; q < products.size(); q++) rest.push_back(products[q].term);
         for (auto &e : rest) sum = b.CreateAdd(sum, codegen(e));
-        const std::string tmp = "dot_products.sum";
-        push(tmp, {sum, 0});
-        auto last = list[k - 1].as<Store>();
-        codegen_store(static_cast<const Store *>(
-            Store::make(s0->name, Variable::make(t, tmp), s0->index, last->alignment, last->nontemporal).get()));
-        pop(tmp);
-        return k - i;
+        return store_fused_sum(list, i, k, sum);
     }
 
     // ---- dot products of bfloat16 pairs (AVX-512 BF16 vdpbf16ps)
@@ -1678,13 +1684,7 @@ private:
             if (st.fused) sum = intrinsic(llvm::Intrinsic::fma, {ft}, {codegen(st.ea), codegen(st.eb), sum});
             else sum = b.CreateFAdd(sum, codegen(st.term));
         }
-        const std::string tmp = "dot_products.sum";
-        push(tmp, {sum, 0});
-        auto last = list[k - 1].as<Store>();
-        codegen_store(static_cast<const Store *>(
-            Store::make(s0->name, Variable::make(t, tmp), s0->index, last->alignment, last->nontemporal).get()));
-        pop(tmp);
-        return k - i;
+        return store_fused_sum(list, i, k, sum);
     }
 
     void codegen_store(const Store *op) {
