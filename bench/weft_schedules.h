@@ -353,6 +353,32 @@ inline Def layernorm(int cols, float eps) {
 }
 
 // ============================================================================ conv + bias + ReLU
+/** The convolutions' register blocks: out(c, x, y, n) in tiles of tile_c channels (vectors of
+    16) x tile_x pixels of a row, rows of all images in parallel; cv (the reduction over r, its
+    update reading the input at x + r.y, y + r.z) computed per tile, the tile's loops vectorized
+    and unrolled inside the reduction loops, so its accumulators stay in registers. */
+inline void conv_schedule(Func out, Func cv, RDom r, int tile_c, int tile_x) {
+    std::vector<Var> a = out.args(), ca = cv.args();
+    Var c = a[0], x = a[1], y = a[2], n = a[3];
+    const int vec = 16;
+    Var co("co"), ci("ci"), xo("xo"), xi("xi"), yn("yn");
+    out.split(c, co, ci, tile_c)
+        .split(x, xo, xi, tile_x)
+        .reorder(ci, xi, xo, y, n, co)
+        .vectorize(ci, vec)
+        .unroll(ci)
+        .unroll(xi)
+        .fuse(y, n, yn)
+        .parallel(yn);
+    cv.compute_at(out, xo).vectorize(ca[0], vec).unroll(ca[0]).unroll(ca[1]).unroll(ca[2]);
+    cv.update()
+        .reorder(ca[0], ca[1], ca[2], r.x, r.y, r.z, ca[3])
+        .vectorize(ca[0], vec)
+        .unroll(ca[0])
+        .unroll(ca[1])
+        .unroll(ca[2]);
+}
+
 // input(ci, x, y, n) NHWC with a one-pixel border already in the data, filter(co, kx, ky, ci),
 // bias(co); out(co, x, y, n) = max(0, bias + Σ filter·input).
 inline Def conv(int C) {
@@ -368,18 +394,8 @@ inline Def conv(int C) {
     // tail), the reduction over input channels outside the unrolled block. The fastest of those
     // tried here (channels × pixels 4×4, 4×5, 4×6, 4×7, 3×7, 2×4, 2×6, 2×7, 2×8, 2×14, 1×14;
     // r.x unrolled 1, 2, 4): 3.45 ms on one thread, 1.79 on two (4×5: 3.7 / 1.9).
-    const int vec = 16, tile_c = 2 * vec, tile_x = 8;
-    Var co("co"), ci("ci"), xo("xo"), xi("xi"), yn("yn");
-    relu.split(c, co, ci, tile_c)
-        .split(x, xo, xi, tile_x)
-        .reorder(ci, xi, xo, y, n, co)
-        .vectorize(ci, vec)
-        .unroll(ci)
-        .unroll(xi)
-        .fuse(y, n, yn)
-        .parallel(yn);
-    cv.compute_at(relu, xo).vectorize(c, vec).unroll(c).unroll(x).unroll(y);
-    cv.update().reorder(c, x, y, r.x, r.y, r.z, n).vectorize(c, vec).unroll(c).unroll(x).unroll(y).unroll(r.x, 2);
+    conv_schedule(relu, cv, r, 2 * 16, 8);
+    cv.update().unroll(r.x, 2);
     return {relu, {input, filter, bias}};
 }
 
@@ -407,20 +423,9 @@ inline Def conv_u8s8(int C) {
     // 64 x 7 1.49 (28 accumulators, 4 weight vectors and a broadcast: spills); r.x unrolled by
     // 2 within noise.
     // WEFT_BENCH_TILE_CONV_U8S8=<channels>x<pixels> overrides it.
-    const int vec = 16;
-    int tile_c = 4 * vec, tile_x = 4;
+    int tile_c = 4 * 16, tile_x = 4;
     if (const char *t = std::getenv("WEFT_BENCH_TILE_CONV_U8S8")) std::sscanf(t, "%dx%d", &tile_c, &tile_x);
-    Var co("co"), ci("ci"), xo("xo"), xi("xi"), yn("yn");
-    out.split(c, co, ci, tile_c)
-        .split(x, xo, xi, tile_x)
-        .reorder(ci, xi, xo, y, n, co)
-        .vectorize(ci, vec)
-        .unroll(ci)
-        .unroll(xi)
-        .fuse(y, n, yn)
-        .parallel(yn);
-    cv.compute_at(out, xo).vectorize(c, vec).unroll(c).unroll(x).unroll(y);
-    cv.update().reorder(c, x, y, r.x, r.y, r.z, n).vectorize(c, vec).unroll(c).unroll(x).unroll(y);
+    conv_schedule(out, cv, r, tile_c, tile_x);
     return {out, {input, filter}};
 }
 
