@@ -137,7 +137,11 @@ struct ConvU8S8 : bench::Kernel {
                     for (int c = 0; c < C; c++) as_float[i++] = (float)out_(c, x, y, n);
         return as_float.data();
     }
-    size_t out_size() const override { return (size_t)out_.dim(0).extent() * out_.dim(1).extent() * out_.dim(2).extent() * out_.dim(3).extent(); }
+    size_t out_size() const override {
+        size_t n = 1;
+        for (int d = 0; d < 4; d++) n *= (size_t)out_.dim(d).extent();
+        return n;
+    }
 };
 
 /** bf16 x bf16 -> f32 GEMM: B packed once outside the call (weft_schedules.h). */

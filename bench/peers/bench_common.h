@@ -73,8 +73,12 @@ inline uint16_t gemm_bf16_bits(float f) {
     std::memcpy(&u, &f, 4);
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
-inline uint16_t gemm_bf16_a(int y, int k) { return gemm_bf16_bits((float)((y * 37 + k * 11 + (y * k) % 7) % 32 - 16) / 16.0f); }
-inline uint16_t gemm_bf16_b(int x, int k) { return gemm_bf16_bits((float)((x * 13 + k * 29 + (x ^ k) % 5) % 32 - 16) / 16.0f); }
+inline uint16_t gemm_bf16_a(int y, int k) {
+    return gemm_bf16_bits((float)((y * 37 + k * 11 + (y * k) % 7) % 32 - 16) / 16.0f);
+}
+inline uint16_t gemm_bf16_b(int x, int k) {
+    return gemm_bf16_bits((float)((x * 13 + k * 29 + (x ^ k) % 5) % 32 - 16) / 16.0f);
+}
 
 /** The int8 convolution's data (conv_u8s8: the conv shape, input uint8, weights int8, output
     int32, no bias or ReLU): element i of the input (NHWC, with its border) and of the weights

@@ -958,9 +958,10 @@ TEST(AutoSchedule, AMeasuredSearchCorrectsTheModelByFamily) {
 }  // namespace
 
 // A sum over a few taps (a resampling filter: 4 taps, a constant count) per point of a
-// vectorized dimension, not register-blocked (read at two points by its consumer): the taps run innermost, unrolled, inside the vector loop, so each vector
-// accumulates in a register (Halide's experts' unroll(r)); the sum keeps its order, so the
-// results are the interpreter's bit for bit. A long reduction (64 steps) keeps its loop outside.
+// vectorized dimension, not register-blocked (read at two points by its consumer): the taps
+// run innermost, unrolled, inside the vector loop, so each vector accumulates in a register
+// (Halide's experts' unroll(r)); the sum keeps its order, so the results are the interpreter's
+// bit for bit. A long reduction (64 steps) keeps its loop outside.
 TEST(AutoSchedule, AFewTapsOfAReductionAreUnrolledInsideTheVectorLoop) {
     const int W = 512, H = 64, C = 3;
     for (int taps : {4, 64}) {
