@@ -1,5 +1,6 @@
 // The CPU backend: lowered IR -> LLVM IR -> O3 -> object code -> ORC JIT (LLVM 19).
 #include "llvm/CodeGen_LLVM.h"
+#include "llvm/Bf16Check.h"
 #include <cmath>
 #include <cstddef>
 
@@ -1585,7 +1586,8 @@ private:
     /** Stores list[i], list[i + 1], ... that each add to one float32 vector X[I], in a written
         order: X[I] + p0 + p1 + ..., each step a product of two widened bfloat16 (an fma(), or an
         add of the product) or another term not reading X. Each two products added one after the
-        other are one vdpbf16ps on targets with AVX-512 BF16, which adds the product of the odd
+        other are one vdpbf16ps on targets with AVX-512 BF16 (where the host's instruction passes
+        host_dpbf16ps_is_sequential()), which adds the product of the odd
         bfloat16 elements first and then that of the even ones, each rounded to float32 to
         nearest even: the same result as the written order (a product of two bfloat16 is exact
         in float32), but for the instruction's flushing of subnormal inputs and results to zero
@@ -1598,6 +1600,9 @@ private:
         const int n = t.lanes();
         if (t.element_of() != Float(32) || (n != 4 && n != 8 && n != 16)) return 0;
         if (!has_features({"avx512bf16", "avx512bw"}) || (n != 16 && !has_features({"avx512vl"}))) return 0;
+        // Only where the host's instruction was checked to add as assumed (the JIT's code runs
+        // on the host).
+        if (!host_dpbf16ps_is_sequential()) return 0;
         if (loads_from(s0->index, s0->name)) return 0;
         // One step of the chain: acc -> acc + a * b (fma when `fused`), or acc -> acc + term.
         struct Step {
