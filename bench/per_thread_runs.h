@@ -26,7 +26,11 @@ inline RunArgs parse_run_args(int argc, char **argv, const std::string &default_
         std::string a = argv[i];
         if (a == "--quick") r.quick = true;
         else if (a == "--child" && i + 1 < argc) r.child = std::atoi(argv[++i]);
-        else r.out = a;
+        else if (a.empty() || a[0] == '-' || r.out != default_out) {
+            // An unknown option (e.g. --help) or a second path: usage, not a file of that name.
+            std::fprintf(stderr, "usage: %s [--quick] [out.json]   (default %s)\n", argv[0], default_out.c_str());
+            std::exit(a == "--help" || a == "-h" ? 0 : 2);
+        } else r.out = a;
     }
     return r;
 }

@@ -926,11 +926,57 @@ TEST(CpuFeaturesFastMath, DenseWindows) {
     }
 }
 
+// fast_tanh: relative error below 1e-6 over a sweep of [-12, 12], every float around the switch
+// at |x| = 0.3, and the special values, scalar and vectorized (with a tail).
+TEST(CpuFeaturesFastMath, FastTanh) {
+    std::vector<float> xs;
+    const int N = 400003;
+    for (int i = 0; i < N; i++) xs.push_back((float)(-12.0 + 24.0 * (double)i / (N - 1)));
+    for (float t = 0.2999f; t <= 0.3001f; t = std::nextafter(t, 1.0f)) {
+        xs.push_back(t);
+        xs.push_back(-t);
+    }
+    for (float v : {0.0f, 1e-30f, 1.4e-45f, 1e-5f, 9.0f, 9.02f, 10.0f, 10.5f, 88.0f, 1e30f, 3.4e38f}) {
+        xs.push_back(v);
+        xs.push_back(-v);
+    }
+    xs.push_back(INFINITY);
+    xs.push_back(-INFINITY);
+    xs.push_back(NAN);
+    Buffer<float> in((int)xs.size());
+    for (size_t i = 0; i < xs.size(); i++) in((int)i) = xs[i];
+    for (bool vec : {false, true}) {
+        Var x("x");
+        Func f("ftanh");
+        f(x) = fast_tanh(in(x));
+        if (vec) f.vectorize(x, 16);
+        Buffer<float> o = f.realize({(int)xs.size()});
+        double worst = 0;
+        int bad = 0;
+        for (size_t i = 0; i < xs.size(); i++) {
+            float got = o((int)i), x0 = xs[i];
+            if (std::isnan(x0)) {
+                EXPECT_TRUE(std::isnan(got)) << "fast_tanh(NaN) = " << got;
+                continue;
+            }
+            double r = std::tanh((double)x0);
+            double err = r == 0 ? std::fabs((double)got) : std::fabs((double)got - r) / std::fabs(r);
+            worst = std::max(worst, std::isnan(err) ? 1e30 : err);
+            if (!(err < 1e-6) && bad++ < 5)
+                ADD_FAILURE() << "fast_tanh(" << x0 << ") = " << got << ", libm " << r << (vec ? " (vectorized)" : "");
+            if (x0 == 0) EXPECT_EQ(std::signbit(got), std::signbit(x0)) << "the sign of zero";
+        }
+        EXPECT_EQ(bad, 0);
+        std::printf("fast_tanh%s: worst relative error %.3g\n", vec ? " vectorized" : "", worst);
+    }
+}
+
 TEST(CpuFeaturesFastMath, TypeErrors) {
     Func f("ffm");
     Var x("x");
     EXPECT_CONTAINS(error_of([&] { f(x) = fast_exp(cast<double>(x)); }), "fast_exp");
     EXPECT_CONTAINS(error_of([&] { f(x) = fast_log(cast<double>(x)); }), "fast_log");
+    EXPECT_CONTAINS(error_of([&] { f(x) = fast_tanh(cast<double>(x)); }), "fast_tanh");
 }
 
 // ============================================================================ reinterpret
