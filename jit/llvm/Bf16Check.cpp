@@ -1,6 +1,8 @@
 // The check of vdpbf16ps on the host (Bf16Check.h).
 #include "llvm/Bf16Check.h"
 
+#include "weft/Float16.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -15,12 +17,7 @@ namespace internal {
 #ifdef WEFT_BF16_CHECK
 namespace {
 
-float bf16_to_float(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+float bf16_to_float(uint16_t h) { return (float)bfloat16_t::from_bits(h); }
 
 uint32_t float_bits(float f) {
     uint32_t u;

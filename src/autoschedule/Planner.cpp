@@ -51,6 +51,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <tuple>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/LoweredFunc.h"
@@ -675,6 +676,15 @@ private:
         Halide's experts write `unroll(r)` for a few taps) instead of a load and a store of
         the accumulators per step. */
     bool unrolled_reduction(const FuncInfo &f, size_t k) const {
+        // (Asked for every costing of every configuration: decided once per stage and
+        // vectorized dimension.)
+        auto key = std::make_tuple(f.name, k, vd(f));
+        auto it = unrolled_memo.find(key);
+        if (it != unrolled_memo.end()) return it->second;
+        return unrolled_memo[key] = decide_unrolled_reduction(f, k);
+    }
+    mutable std::map<std::tuple<std::string, size_t, int>, bool> unrolled_memo;
+    bool decide_unrolled_reduction(const FuncInfo &f, size_t k) const {
         if (k == 0 || k >= f.stages.size() || k >= f.f->stages.size()) return false;
         const StageInfo &s = f.stages[k];
         int v = vd(f);
