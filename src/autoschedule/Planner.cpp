@@ -1649,16 +1649,19 @@ private:
             for (auto &p : pure) order.push_back(p);
         } else {
             // Where the vectorized loop holds fewer than 4 vectors, the next few small pure
-            // loops move inside the reduction loops too, unrolled: up to 8 independent
-            // accumulators instead of one chain of dependent operations (each point still
-            // reduces in the same order).
+            // loops move inside the reduction loops too, unrolled: independent accumulators
+            // (up to half the vector registers: 16 with AVX-512, whose 32 registers leave room
+            // for the operands; 8 with AVX2) instead of one chain of dependent operations (each
+            // point still reduces in the same order). A depthwise convolution's 2 vectors of
+            // channels x 8 columns: 16 chains over its taps, not 2.
             order = {f.f->args[v]};
             double acc = std::ceil((double)std::max<int64_t>(1, dim_extent(extents, f, v)) / W);
+            const double max_acc = std::max(8, m.vector_registers / 2);
             size_t i = 1;
             for (; i < pure.size() && !s.rvars.empty() && acc < 4; i++) {
                 size_t d = std::find(f.f->args.begin(), f.f->args.end(), pure[i]) - f.f->args.begin();
                 int64_t ext = dim_extent(extents, f, d);
-                if (!s.pure_parallel[d] || ext < 2 || acc * (double)ext > 8) break;
+                if (!s.pure_parallel[d] || ext < 2 || acc * (double)ext > max_acc) break;
                 order.push_back(pure[i]);
                 acc *= (double)ext;
             }
@@ -2038,6 +2041,7 @@ MachineParams machine_params(const Target &t, int threads) {
     MachineParams m;
     m.threads = std::max(1, threads);
     m.vector_bytes = t.natural_vector_size(UInt(8));
+    m.vector_registers = t.has_feature("avx512f") ? 32 : 16;
     for (int i = 0; i < 8; i++) {
         int level = 0, ways = 0;
         int64_t size = read_cache_size(i, &level, &ways);

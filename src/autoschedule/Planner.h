@@ -15,6 +15,7 @@ namespace internal {
 struct MachineParams {
     int threads = 1;
     int vector_bytes = 64;
+    int vector_registers = 32;         // the vector register file (AVX-512: 32, AVX2: 16)
     double l1_bytes = 32 << 10, l2_bytes = 1 << 20, l3_bytes = 16 << 20;
     int l2_ways = 8;                   // L2's associativity (where rows at a large power-of-two stride collide)
     double ops_per_ns = 3.0;           // scalar operations per ns on one core

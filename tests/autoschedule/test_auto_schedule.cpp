@@ -744,6 +744,40 @@ TEST(AutoSchedule, SmallPureLoopsOfAReductionAreUnrolledInsideIt) {
     EXPECT_EQ(bad, 0);
 }
 
+// How many accumulators those unrolled loops may make: half the vector registers. With AVX-512
+// (32 registers) 2 vectors x 8 points of j are 16 chains (a depthwise convolution's channels x
+// columns over its taps), unrolled, where 8 was the limit before. Results bit for bit the
+// interpreter's (each point's order is kept), on AVX2 too.
+TEST(AutoSchedule, UnrolledAccumulatorsAreHalfTheVectorRegisters) {
+    if (!Target::host().has_feature("avx512f")) GTEST_SKIP() << "the host has no AVX-512";
+    const int L = 32, J = 8, K = 32, H = 16, W = L * J * K;
+    ImageParam in(Float(32), 2, "in");
+    Var l("l"), j("j"), y("y");
+    RDom rc(0, K, "rc");
+    Func part("part"), out("out");
+    part(l, j, y) = 0.0f;
+    part(l, j, y) += in(rc * (L * J) + j * L + l, y);
+    out(l, j, y) = part(l, j, y) + part(l, j, y + 1);  // (not pointwise: no register block of part)
+    in.set_estimates({{0, W}, {0, H + 1}});
+    out.set_estimates({{0, L}, {0, J}, {0, H}});
+    Buffer<float> b(W, H + 1);
+    fill(b, 10, -5, 5);
+    in.set(b);
+    Buffer<float> ref(L, J, H);
+    internal::interpret_pipeline(Pipeline(out), {ref});
+    for (bool avx512 : {true, false}) {
+        Pipeline p(out);
+        Target t = avx512 ? Target::host() : Target::host().without_feature("avx512f");
+        AutoScheduleResult res = p.auto_schedule(t);
+        if (avx512) EXPECT_CONTAINS(res.schedule_source, "part.update(0).unroll(j)");
+        Buffer<float> o(L, J, H);
+        p.realize(o, t);
+        int64_t bad = 0;
+        o.for_each_offset([&](int64_t off) { bad += !(o.data()[off] == ref.data()[off]); });
+        EXPECT_EQ(bad, 0) << (avx512 ? "AVX-512" : "AVX2") << ":\n" << res.schedule_source;
+    }
+}
+
 // A wide image: the planner's candidates include sliding windows in columns (the window's
 // rows stay short). Every one of the first candidates lowers and matches the interpreter, odd
 // sizes included (columns and strips with tails).
