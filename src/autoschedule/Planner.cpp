@@ -26,7 +26,9 @@
 //    reduction order, hence the floating-point result, is unchanged); a reduction of a few
 //    steps (RVars of constant extents, at most 8 steps per point) instead runs innermost,
 //    unrolled inside the vector loop, each vector accumulating in a register (resize's 4-tap
-//    sums, nl_means' 7-tap patch sums).
+//    sums, nl_means' 7-tap patch sums); where only a tiled root reads such a member, pointwise,
+//    it is computed per vector of the root, inside its tile, nothing of it stored (resize's
+//    vertical pass: Halide's resized_y.compute_at(output, xi)).
 // 5. Transposes: a Func that reads a scan (or a reduction over many points) transposed is not
 //    inlined but made a group's root: the scan is then computed per strip of it (a strip of
 //    the transpose's rows is a strip of the scan's columns), and a root that reads anything
@@ -228,9 +230,14 @@ struct Emitter {
 
 /** Where a group member is computed. */
 struct Placement {
-    enum Kind { Root, At, Slide } kind = Root;
+    // Vector: computed per vector of the root, inside its tile (a reduction of a few steps that
+    // only the root reads, pointwise: Halide's `compute_at(output, xi)` of a small sum), its
+    // accumulators in registers; nothing stored per tile.
+    enum Kind { Root, At, Slide, Vector } kind = Root;
     std::string why;  // for WEFT_DEBUG: why at root
-    ConstRegion footprint;  // per iteration of its compute loop (At), or of its store loop (Slide)
+    // Per iteration of its compute loop (At), or of its store loop (Slide); Vector: the tile's
+    // (what its producers are computed for).
+    ConstRegion footprint;
     double redundancy = 1;
 };
 
@@ -763,6 +770,37 @@ private:
         return (work + mem) / cores + (cores > 1 ? std::min(tasks, 64.0 * m.threads) * m.task_overhead_ns / m.threads : 0);
     }
 
+    /** May member f be computed per vector of g's root (Placement::Vector)? Its updates are
+        all reductions of a few steps, unrolled inside the vector loop (unrolled_reduction); the
+        root alone reads it, pointwise, and is vectorized along dimension 0 at f's width; the
+        configuration tiles the root (strips or 2-D tiles: their vector loop is there). */
+    bool per_vector(const Group &g, const GroupConfig &c, const FuncInfo &f) {
+        if (c.kind == GroupConfig::AllRoot || c.kind == GroupConfig::Block || !f.has_updates()) return false;
+        const FuncInfo &root = info.func(g.root);
+        if (root.has_updates() || root.f->args.empty() || f.f->args.size() != root.f->args.size() ||
+            lanes(f) != lanes(root) || root.region[0].extent < lanes(root))
+            return false;
+        for (size_t k = 1; k < f.stages.size(); k++)
+            if (!unrolled_reduction(f, (int)k)) return false;
+        auto cons = real_consumers(f.name);
+        if (cons.size() != 1 || *cons.begin() != g.root) return false;
+        // Pointwise, through the inlined Funcs between them: a point of the root reads one
+        // point of f, and a vector of the root (along its dimension 0) one vector of f along
+        // the dimension f is vectorized in (its Vars may be in another order).
+        ConstRegion point = root.region, vec, part;
+        for (auto &sp : point) sp = {sp.min + sp.extent / 2, 1};
+        if (!read_through(g.root, point, f.name, &part) || part.size() != f.f->args.size()) return false;
+        for (auto &sp : part)
+            if (sp.extent != 1) return false;
+        vec = point;
+        vec[0] = {root.region[0].min, lanes(root)};
+        if (!read_through(g.root, vec, f.name, &part) || part.size() != f.f->args.size()) return false;
+        int v = vd(f);
+        for (size_t d = 0; d < part.size(); d++)
+            if (part[d].extent != ((int)d == v ? lanes(f) : 1)) return false;
+        return true;
+    }
+
     /** Places the members of g for the root's per-iteration region `tile` (at the compute
         loop), `iterations` of it; Slide places pure members per row of a strip. `group_ns`: the
         group's work computed once (what small members' recomputation is weighed against). */
@@ -832,6 +870,7 @@ private:
                     p.kind = Placement::Root;
                     p.why = "its tile does not fit in L2";
                 }
+                if ((p.kind == Placement::At || p.kind == Placement::Slide) && per_vector(g, c, f)) p.kind = Placement::Vector;
             }
             if (!ok) p.kind = Placement::Root;
             if (p.kind != Placement::Root) fp[f.name] = p.footprint;
@@ -1442,7 +1481,7 @@ private:
                 if (p.kind == Placement::Slide && r.size() > 1) r[1].extent = 1;
                 reads_outside(name, r, p.kind != Placement::Root);
             }
-            if (p.kind == Placement::Root) continue;
+            if (p.kind == Placement::Root || p.kind == Placement::Vector) continue;
             double tile_bytes = region_points(p.footprint) * bytes_of(info.func(name));
             double live = tile_bytes;
             if (p.kind == Placement::Slide && p.footprint.size() > 1) {
@@ -1472,6 +1511,7 @@ private:
             }
             bool blocked = c.kind == GroupConfig::Block && name == c.blocked;
             work += blocked ? blocked_ns(f, c) + contraction_traffic_ns(f, c) : member_ns(f, p);
+            if (p.kind == Placement::Vector) continue;  // in registers: no tile written and read back
             double tile_bytes = region_points(p.footprint) * bytes_of(f);
             // (A tile that fits in L1 alone moves at L2's rate where the whole iteration's does
             // not; larger ones at the rate of the level they fit in themselves, except a scan's:
@@ -1711,6 +1751,7 @@ private:
         sum << ", predicted " << c.cost_ns / 1e6 << " ms\n";
         if (!root.output) e.compute_root(n);
         std::string compute_var, store_var;
+        std::string vector_outer;  // the root's loop just outside its vector loop (Placement::Vector)
         if (c.kind == GroupConfig::AllRoot) {
             root_nest(e, root, true);
         } else if (c.kind == GroupConfig::Block && c.blocked == n) {
@@ -1725,7 +1766,10 @@ private:
                 // Slide in columns: each strip is swept column by column.
                 std::string xo = c.f0 > 0 ? fresh(x, "o", taken) : "", xi = c.f0 > 0 ? fresh(x, "i", taken) : x;
                 if (c.f0 > 0) e.split(n, 0, x, xo, xi, c.f0);
-                if (R[0].extent >= W) vectorize(e, n, 0, xi, W, taken);
+                if (R[0].extent >= W) {
+                    vectorize(e, n, 0, xi, W, taken);
+                    vector_outer = xi;
+                }
                 size_t from = outer_from(R, c);
                 if (from > 2 || c.f0 > 0) {
                     // The small dimensions inside each row of the strip.
@@ -1769,6 +1813,7 @@ private:
                 std::string xv = fresh(x, "v", taken);
                 e.split(n, 0, xi, xi, xv, W);
                 e.loop(n, 0, xv, ForType::Vectorized);
+                vector_outer = xi;
                 if (c.kind == GroupConfig::Block) {
                     if (c.f0 > W) e.loop(n, 0, xi, ForType::Unrolled);
                     if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);
@@ -1809,6 +1854,21 @@ private:
                 sum << "  " << mb << ": at root" << (p.why.empty() ? "" : " (" + p.why + ")") << "\n";
                 e.compute_root(mb);
                 root_nest(e, f, true);
+                continue;
+            }
+            if (p.kind == Placement::Vector && !vector_outer.empty()) {
+                // Per vector of the root: its loops are one vector wide, the reduction unrolled
+                // inside the vector loop (update_nest), the accumulators in registers.
+                e.compute_at(mb, n, vector_outer);
+                sum << "  " << mb << ": computed per vector of " << n << " (at " << n << "." << vector_outer
+                    << "), in registers\n";
+                auto taken = loop_names(f, 0);
+                int v = vd(f);
+                ConstRegion one = f.region;
+                for (size_t d = 0; d < one.size(); d++) one[d].extent = (int)d == v ? lanes(f) : 1;
+                vector_dim_innermost(e, f, v);
+                vectorize(e, mb, 0, f.f->args[v], lanes(f), taken);
+                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0, one);
                 continue;
             }
             if (p.kind == Placement::Slide) {

@@ -1028,3 +1028,51 @@ TEST(AutoSchedule, AFewTapsOfAReductionAreUnrolledInsideTheVectorLoop) {
         }
     }
 }
+
+// Such a reduction read pointwise by the output alone (resize's vertical pass: a sum() inlined
+// into a clamp) is computed per vector of the output, inside its tile, the accumulators in
+// registers (Halide's resized_y.compute_at(output, xi)), not stored per tile and read back; its
+// producer, the horizontal pass, stays where it was. The Vars of the sum's Func come in
+// another order (y first): a vector of the output still reads one vector of it. Every
+// candidate matches the interpreter bit for bit, odd widths included.
+TEST(AutoSchedule, ASmallReductionReadPointwiseIsComputedPerVector) {
+    const int W = 512, H = 64, C = 3, taps = 4;
+    ImageParam in(Float(32), 3, "in");
+    Var x("x"), y("y"), c("c"), k("k");
+    RDom r(0, taps, "r");
+    Func w("w"), hx("hx"), out("out");
+    w(y, k) = 1.0f / (1.0f + cast<float>(y % 4 + k));
+    hx(x, y, c) = in(x, y, c) * 0.25f + in(x + 1, y, c) * 0.75f;
+    out(x, y, c) = clamp(sum(w(y, r) * hx(x, y / 4 + r, c)), -1.0f, 1.0f);
+    in.set_estimates({{0, W + 1}, {0, H / 4 + taps}, {0, C}});
+    out.set_estimates({{0, W}, {0, H}, {0, C}});
+    Pipeline p(out);
+    AutoScheduleResult res = p.auto_schedule();
+    // (The sum's Func is the one whose update is unrolled; it is computed at out's loop just
+    // outside the vector loop.)
+    std::string src = res.schedule_source;
+    size_t u = src.find(".update(0).unroll(r_x)");
+    ASSERT_NE(u, std::string::npos) << src;
+    size_t line = src.rfind('\n', u) + 1;
+    std::string sum_name = src.substr(line, src.find('.', line) - line);
+    EXPECT_CONTAINS(src, sum_name + ".compute_at(out, xi)");
+    EXPECT_CONTAINS(src, "out.split(xi, xi, ");
+    for (int pick = 0; pick < 4; pick++) {
+        internal::g_autoschedule_pick = pick;
+        Pipeline q(out);
+        q.auto_schedule();
+        std::string qs = q.get_schedule().cpp_source();
+        for (int size : {W, 37}) {
+            Buffer<float> b(size + 1, H / 4 + taps + 1, C);
+            fill(b, 11 + pick, -5, 5);
+            in.set(b);
+            Buffer<float> o(size, H, C), ref(size, H, C);
+            q.realize(o);
+            internal::interpret_pipeline(q, {ref});
+            int64_t bad = 0;
+            o.for_each_offset([&](int64_t off) { bad += !(o.data()[off] == ref.data()[off]); });
+            EXPECT_EQ(bad, 0) << "candidate " << pick << ", width " << size << "\n" << qs;
+        }
+    }
+    internal::g_autoschedule_pick = -1;
+}
