@@ -776,6 +776,14 @@ private:
         configuration tiles the root (strips or 2-D tiles: their vector loop is there). */
     bool per_vector(const Group &g, const GroupConfig &c, const FuncInfo &f) {
         if (c.kind == GroupConfig::AllRoot || c.kind == GroupConfig::Block || !f.has_updates()) return false;
+        // (Asked for every configuration of the group: the rest does not depend on it.)
+        auto key = std::make_pair(g.root, f.name);
+        auto it = per_vector_memo.find(key);
+        if (it != per_vector_memo.end()) return it->second;
+        return per_vector_memo[key] = reads_pointwise_per_vector(g, f);
+    }
+    std::map<std::pair<std::string, std::string>, bool> per_vector_memo;
+    bool reads_pointwise_per_vector(const Group &g, const FuncInfo &f) {
         const FuncInfo &root = info.func(g.root);
         if (root.has_updates() || root.f->args.empty() || f.f->args.size() != root.f->args.size() ||
             lanes(f) != lanes(root) || root.region[0].extent < lanes(root))
@@ -1857,21 +1865,12 @@ private:
                 continue;
             }
             if (p.kind == Placement::Vector && !vector_outer.empty()) {
-                // Per vector of the root: its loops are one vector wide, the reduction unrolled
+                // Per vector of the root: its loops one vector wide, the reduction unrolled
                 // inside the vector loop (update_nest), the accumulators in registers.
                 e.compute_at(mb, n, vector_outer);
                 sum << "  " << mb << ": computed per vector of " << n << " (at " << n << "." << vector_outer
                     << "), in registers\n";
-                auto taken = loop_names(f, 0);
-                int v = vd(f);
-                ConstRegion one = f.region;
-                for (size_t d = 0; d < one.size(); d++) one[d].extent = (int)d == v ? lanes(f) : 1;
-                vector_dim_innermost(e, f, v);
-                vectorize(e, mb, 0, f.f->args[v], lanes(f), taken);
-                for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0, one);
-                continue;
-            }
-            if (p.kind == Placement::Slide) {
+            } else if (p.kind == Placement::Slide) {
                 e.store_at(mb, n, store_var);
                 e.compute_at(mb, n, compute_var);
                 sum << "  " << mb << ": stored per strip, computed per row (sliding window), " << p.redundancy
