@@ -63,7 +63,8 @@ int clamps(const Stmt &s, const std::string &var) {
     return c.count;
 }
 
-/** Removes vector clamps that are no-ops given the known ranges of variables. */
+/** Removes vector clamps of integers (indices) that are no-ops given the known ranges of
+    variables (see CountClamps: those of floats are not decided by them). */
 class FoldClamps : public IRMutator {
 public:
     Scope scope;
@@ -133,27 +134,60 @@ protected:
     }
     Expr visit(const Min *op, const Expr &e) override {
         Expr a = mutate(op->a), b = mutate(op->b);
-        if (op->type.is_vector()) return fold(true, a, b, e, op->a, op->b);
+        if (op->type.is_vector() && op->type.is_int_or_uint()) return fold(true, a, b, e, op->a, op->b);
         return a.same_as(op->a) && b.same_as(op->b) ? e : Min::make(a, b);
     }
     Expr visit(const Max *op, const Expr &e) override {
         Expr a = mutate(op->a), b = mutate(op->b);
-        if (op->type.is_vector()) return fold(false, a, b, e, op->a, op->b);
+        if (op->type.is_vector() && op->type.is_int_or_uint()) return fold(false, a, b, e, op->a, op->b);
         return a.same_as(op->a) && b.same_as(op->b) ? e : Max::make(a, b);
     }
 };
 
 class Partition : public IRMutator {
 protected:
+    /** The ranges of the loops and lets around (constant where their own bounds are): a clamp
+        is then bounded in numbers, not in symbols of the loops outside (bounds that grow
+        with every operation, and decide nothing). */
+    Scope outer;
+
+    /** Binds name to iv in outer while body runs. */
+    template <typename F>
+    Stmt with(const std::string &name, const Interval &iv, F body) {
+        auto saved = outer.count(name) ? std::optional<Interval>(outer[name]) : std::nullopt;
+        outer[name] = iv;
+        Stmt r = body();
+        if (saved) outer[name] = *saved;
+        else outer.erase(name);
+        return r;
+    }
+    Stmt visit(const LetStmt *op, const Stmt &s) override {
+        if (!op->value.type().is_scalar() || !op->value.type().is_int_or_uint()) return IRMutator::visit(op, s);
+        return with(op->name, bounds_of_expr_in_scope(op->value, outer), [&] {
+            Stmt body = mutate(op->body);
+            return body.same_as(op->body) ? s : LetStmt::make(op->name, op->value, body);
+        });
+    }
     Stmt visit(const For *op, const Stmt &s) override {
+        Interval range(bounds_of_expr_in_scope(op->min, outer).min,
+                       bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), outer).max);
+        return with(op->name, range, [&] { return partition(op, s); });
+    }
+    Stmt partition(const For *op, const Stmt &s) {
         Stmt body = mutate(op->body);
         Stmt same = body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
         if (op->for_type != ForType::Serial) return same;
+        // (a loop of a few steps is not worth three copies of its body)
+        int64_t steps = 0;
+        if (is_const_int(op->extent, &steps) && steps < 8) return same;
         int before = clamps(body, op->name);
         if (before == 0) return same;
         static const int peels[][2] = {{1, 1}, {1, 0}, {0, 1}, {2, 2}};
+        bool folds_inside = true;  // whether the middle of the first peel, {1, 1}, folded any clamp
         for (auto &p : peels) {
             int lo = p[0], hi = p[1];
+            // A clamp no bound decides inside [min + 1, max - 1] none decides in a wider range.
+            if (!folds_inside && lo + hi == 1) continue;
             // prologue [min, min + e_lo), middle, epilogue: the three cover the loop exactly.
             Expr ext = op->extent;
             Expr e_lo = simplify(Min::make(Expr(lo), Max::make(ext, 0)));
@@ -162,9 +196,13 @@ protected:
             Expr epi_start = simplify(mid_start + mid_ext);
             Expr epi_ext = simplify(Max::make(ext, 0) - e_lo - mid_ext);
             FoldClamps fold;
+            fold.scope = outer;
             fold.scope[op->name] = Interval(mid_start, simplify(mid_start + mid_ext - 1));
             Stmt folded = fold.mutate(body);
-            if (folded.same_as(body)) continue;  // no clamp decided: simplifying would remove none either
+            if (folded.same_as(body)) {  // no clamp decided: simplifying would remove none either
+                if (lo == 1 && hi == 1) folds_inside = false;
+                continue;
+            }
             Stmt mid_body = simplify(folded);
             if (clamps(mid_body, op->name) >= before) continue;  // removed none
             Stmt mid = For::make(op->name, mid_start, mid_ext, ForType::Serial, mid_body);

@@ -659,4 +659,30 @@ TEST(Schedules, PartitionLoopsPeelsOnlyLoopsItsClampsMoveWith) {
     EXPECT_EQ(count("for (f.s0.x, "), 3u) << after;  // the x loop: edges and middle
     EXPECT_EQ(count("for (f.s0.k, "), 1u) << after;  // the k loop: whole
 }
+
+// A clamp decided by the ranges of the loops around as well (x + y, y in [0, 5]) is bounded with
+// those ranges: the x loop is peeled. A loop of a few steps is not worth three copies of its body:
+// a 4-step x loop stays whole. Values as the plain C++ computes them.
+TEST(Schedules, PartitionLoopsBoundsClampsWithTheLoopsAround) {
+    const int W = 100, H = 6;
+    Buffer<float> in(W);
+    for (int i = 0; i < W; i++) in(i) = (float)(i * 3 % 17);
+    auto check = [&](int w, size_t loops) {
+        Var x("x"), y("y");
+        Func f("f");
+        f(x, y) = in(clamp(x + y - 2, 0, W - 1)) * 2.0f;
+        f.vectorize(x, 8);
+        Buffer<float> o = f.realize({w, H});
+        for (int j = 0; j < H; j++)
+            for (int i = 0; i < w; i++) ASSERT_EQ(o(i, j), in(std::clamp(i + j - 2, 0, W - 1)) * 2.0f) << i << "," << j;
+        std::string ir = Pipeline(f).lowered_ir({w, H});
+        std::string after = ir.substr(ir.find("after partition_loops"));
+        after = after.substr(0, after.find("// ----", 10));
+        size_t n = 0;
+        for (size_t p = after.find("for (f.s0.x, "); p != std::string::npos; p = after.find("for (f.s0.x, ", p + 1)) n++;
+        EXPECT_EQ(n, loops) << "width " << w << ":\n" << after;
+    };
+    check(96, 3);  // 12 steps: edges and a middle with no clamp
+    check(32, 1);  // 4 steps: whole
+}
 }  // namespace
