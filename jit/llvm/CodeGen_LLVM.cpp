@@ -9,11 +9,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <sched.h>
+#include <thread>
 #include <unistd.h>
 
 #include "ir/IRVisitor.h"
@@ -24,6 +28,8 @@
 #include "weft/Func.h"
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/VectorUtils.h>
@@ -51,6 +57,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
+#include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
@@ -156,15 +163,16 @@ std::atomic<uint64_t> dylib_counter{0};
 
 /** WEFT_PERF_MAP=1: each function of the code linked into the JIT (the pipeline and the
     bodies of its parallel loops) is written to /tmp/perf-<pid>.map, so that `perf report` and
-    `perf annotate` name JIT code instead of showing bare addresses. The object is one text
-    section loaded as one block: each function's address is the entry point's, moved by the
-    difference of their offsets in that section. */
-void write_perf_map(const std::string &obj, const std::string &fname, uint64_t entry_addr) {
+    `perf annotate` name JIT code instead of showing bare addresses. An object is one text
+    section loaded as one block: each function's address is the anchor's (a function of the
+    object whose address the JIT gives: `anchor` returns it for a name, 0 for none), moved by
+    the difference of their offsets in that section. */
+void write_perf_map(const std::string &obj, const std::function<uint64_t(const std::string &)> &anchor) {
     // Read at each compile (a compile takes milliseconds): a program may set it for some
     // pipelines only.
     const char *e = std::getenv("WEFT_PERF_MAP");
     if (!e || !*e || std::string(e) == "0") return;
-    auto of = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, fname));
+    auto of = llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(obj, "weft object"));
     if (!of) {
         llvm::consumeError(of.takeError());
         return;
@@ -183,12 +191,18 @@ void write_perf_map(const std::string &obj, const std::string &fname, uint64_t e
     auto section_of = [&](const llvm::object::SymbolRef &sym) { return get(sym.getSection(), none); };
     auto offset_of = [&](const llvm::object::SymbolRef &sym) { return (int64_t)get(sym.getValue(), ~uint64_t(0)); };
     int64_t entry_off = -1;
+    uint64_t entry_addr = 0;
     llvm::object::section_iterator text = none;
-    for (auto &[sym, size] : sized)
-        if (name_of(sym) == fname) {
-            entry_off = offset_of(sym);
-            text = section_of(sym);
-        }
+    for (auto &[sym, size] : sized) {
+        if (get(sym.getType(), llvm::object::SymbolRef::ST_Unknown) != llvm::object::SymbolRef::ST_Function || size == 0 ||
+            section_of(sym) == none || !(get(sym.getFlags(), 0u) & llvm::object::SymbolRef::SF_Global))
+            continue;
+        entry_addr = anchor(name_of(sym));
+        if (!entry_addr) continue;
+        entry_off = offset_of(sym);
+        text = section_of(sym);
+        break;
+    }
     if (entry_off < 0 || text == none) return;
     std::string lines;
     char buf[64];
@@ -210,10 +224,10 @@ void write_perf_map(const std::string &obj, const std::string &fname, uint64_t e
     }
 }
 
-/** Links an object file into the JIT; fname is its entry point. */
-std::shared_ptr<CompiledModule> load_object(const std::string &obj, const std::string &fname) {
+/** Links object files (the parts of one module) into the JIT, in a JITDylib of their own;
+    fname is the entry point. */
+std::shared_ptr<CompiledModule> load_objects(const std::vector<std::string> &objs, const std::string &fname) {
     JITState &js = jit_state();
-    auto buf = llvm::MemoryBuffer::getMemBufferCopy(obj, fname);
     auto result = std::make_shared<LLVMModule>();
     std::lock_guard<std::mutex> lk(js.mu);
     auto jd = js.jit->createJITDylib("weft_module_" + std::to_string(dylib_counter.fetch_add(1)));
@@ -224,10 +238,13 @@ std::shared_ptr<CompiledModule> load_object(const std::string &obj, const std::s
         llvm::consumeError(js.jit->getExecutionSession().removeJITDylib(*result->jd));
         result->jd = nullptr;
     };
-    if (auto e = js.jit->addObjectFile(*jd, std::move(buf))) {
-        std::string m = llvm_err(std::move(e));
-        drop();
-        fail("JIT cannot add object: " + m);
+    for (size_t i = 0; i < objs.size(); i++) {
+        auto buf = llvm::MemoryBuffer::getMemBufferCopy(objs[i], fname + (i ? "." + std::to_string(i) : std::string()));
+        if (auto e = js.jit->addObjectFile(*jd, std::move(buf))) {
+            std::string m = llvm_err(std::move(e));
+            drop();
+            fail("JIT cannot add object: " + m);
+        }
     }
     auto sym = js.jit->lookup(*jd, fname);
     if (!sym) {
@@ -236,7 +253,16 @@ std::shared_ptr<CompiledModule> load_object(const std::string &obj, const std::s
         fail("JIT lookup of " + fname + " failed: " + m);
     }
     result->fn = sym->toPtr<weft_pipeline_fn>();
-    write_perf_map(obj, fname, sym->getValue());
+    for (auto &obj : objs)
+        write_perf_map(obj, [&](const std::string &name) -> uint64_t {
+            if (name == fname) return sym->getValue();
+            auto a = js.jit->lookup(*jd, name);
+            if (!a) {
+                llvm::consumeError(a.takeError());
+                return 0;
+            }
+            return a->getValue();
+        });
     return result;
 }
 
@@ -276,6 +302,111 @@ protected:
         names.insert(op->name);
         IRVisitor::visit(op);
     }
+};
+
+/** Whether a statement reads or writes one of `buffers` at a fixed place: at an index that
+    varies with no loop of the statement but those of at most 16 steps (LLVM unrolls them; the
+    index is then the same in every run of the statement, and a small buffer so used may
+    live in registers). */
+class FixedAccess : public IRVisitor {
+public:
+    const std::vector<std::string> *buffers = nullptr;
+    bool found = false;
+
+    /** A loop of the statement (the statement's own, before include()). */
+    void loop(const For *op) {
+        int64_t e = -1;
+        if (!is_const_int(op->extent, &e) || e > 16) moving.insert(op->name);
+    }
+
+protected:
+    std::set<std::string> moving;  // loops that LLVM does not unroll, and lets of them
+
+    bool moves(const Expr &e) {
+        class Uses : public IRVisitor {
+        public:
+            const std::set<std::string> *names;
+            bool found = false;
+
+        protected:
+            void visit(const Variable *op) override { found = found || names->count(op->name); }
+        } u;
+        u.names = &moving;
+        u.include(e);
+        return u.found;
+    }
+    void check(const std::string &buffer, const Expr &index) {
+        if (!found && std::find(buffers->begin(), buffers->end(), buffer) != buffers->end() && !moves(index)) found = true;
+    }
+    void visit(const For *op) override {
+        loop(op);
+        IRVisitor::visit(op);
+    }
+    void visit(const LetStmt *op) override {
+        if (moves(op->value)) moving.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Let *op) override {
+        if (moves(op->value)) moving.insert(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Load *op) override {
+        check(op->name, op->index);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        check(op->name, op->index);
+        IRVisitor::visit(op);
+    }
+};
+
+/** Marks the functions that partition_functions may put in different parts: the bodies of
+    parallel loops and the loop nests made functions of their own (called, not inlined). */
+const char *const kPartAttr = "weft-part";
+
+/** The size of each loop in IR nodes (about LLVM's instructions: a node of a vector wider
+    than 512 bits counts once per 512 bits; the loops LLVM unrolls whole, once per step),
+    parallel loops inside it apart (their bodies
+    are functions of their own); total: the whole statement's, the same way. */
+class LoopSizes : public IRVisitor {
+public:
+    std::unordered_map<const For *, size_t> size;
+    size_t total = 0;
+
+protected:
+    void add(const Type &t) { total += std::max<size_t>(1, (size_t)t.bits() * (size_t)t.lanes() / 512); }
+    void visit(const For *op) override {
+        size_t before = total;
+        IRVisitor::visit(op);
+        // (a short loop of constant extent LLVM unrolls whole: its size times its extent)
+        int64_t e = 0;
+        size_t n = total - before;
+        if (op->for_type == ForType::Serial && is_const_int(op->extent, &e) && e > 1 && n * (size_t)e <= 800)
+            total = before + n * (size_t)e;
+        size[op] = total - before;
+        if (op->for_type == ForType::Parallel) total = before + 1;
+    }
+    void visit(const Load *op) override {
+        add(op->type);
+        IRVisitor::visit(op);
+    }
+    void visit(const Store *op) override {
+        total++;
+        IRVisitor::visit(op);
+    }
+    void visit(const Call *op) override {
+        add(op->type);
+        IRVisitor::visit(op);
+    }
+#define WEFT_SIZE_OF(T)                 \
+    void visit(const T *op) override {  \
+        add(op->type);                  \
+        IRVisitor::visit(op);           \
+    }
+    WEFT_SIZE_OF(Add) WEFT_SIZE_OF(Sub) WEFT_SIZE_OF(Mul) WEFT_SIZE_OF(Div) WEFT_SIZE_OF(Mod) WEFT_SIZE_OF(Min)
+    WEFT_SIZE_OF(Max) WEFT_SIZE_OF(Select) WEFT_SIZE_OF(Cast) WEFT_SIZE_OF(EQ) WEFT_SIZE_OF(NE) WEFT_SIZE_OF(LT)
+    WEFT_SIZE_OF(LE) WEFT_SIZE_OF(GT) WEFT_SIZE_OF(GE) WEFT_SIZE_OF(VectorReduce)
+#undef WEFT_SIZE_OF
 };
 
 // ------------------------------------------------------------------ the code generator
@@ -354,6 +485,10 @@ public:
         } loops;
         loops.include(f.body);
         outline_loops = loops.n > kOutlineLoops;
+        LoopSizes sizes;
+        sizes.include(f.body);
+        loop_size = std::move(sizes.size);
+        mark_part(fn, choose_split_loops(f.body, sizes.total));
         codegen(f.body);
         end_function(st);
         outline_loops = false;
@@ -372,6 +507,74 @@ private:
     int loop_depth = 0;          // loops around the code being generated, in this function
     bool outline_loops = false;  // a function with very many loops: see codegen_outlined
     static constexpr int kOutlineLoops = 64;
+    std::unordered_map<const For *, size_t> loop_size;  // see LoopSizes
+    std::set<const For *> split_loops;                  // see choose_split_loops
+    bool in_split_loop = false;
+
+    /** The loop nests of a function's body (of `total` IR nodes) made functions of their own,
+        so that the module's parts compile in parallel (partition_functions): the largest
+        loops under it that hold from a sixteenth to 70% of it, looking inside any loop that
+        holds more (a function that is one loop around several stages splits at the stages).
+        Called once per loop nest, so the code is the same on any machine; a call per loop
+        nest run costs nothing next to the loop (it holds a sixteenth of a large function or
+        more), and none is split off that uses a small buffer in registers (FixedAccess). */
+    size_t choose_split_loops(const Stmt &body, size_t total) {
+        const size_t kMinFunction = 100, kMinLoop = 20;
+        static constexpr int64_t kPromotableBytes = 4096;  // (twice the vector registers)
+        if (total < kMinFunction) return total;
+        class Choose : public IRVisitor {
+        public:
+            CodeGen *cg;
+            size_t total;
+            size_t min_loop;
+            size_t split = 0;  // the size of the loops split off
+
+        protected:
+            std::vector<std::string> small;  // small buffers on the stack around here
+
+            void visit(const Allocate *op) override {
+                int64_t n = 0;
+                Type et = op->type.element_of();
+                bool s = is_const_int(op->extent, &n) && n >= 0 && n * std::max(1, et.bytes()) <= kPromotableBytes &&
+                         op->memory_type != MemoryType::Heap;
+                if (s) small.push_back(op->name);
+                IRVisitor::visit(op);
+                if (s) small.pop_back();
+            }
+            void visit(const For *op) override {
+                if (op->for_type == ForType::Parallel) return;  // (decided when its body is made)
+                auto it = cg->loop_size.find(op);
+                size_t n = it == cg->loop_size.end() ? 0 : it->second;
+                auto inside = [&] { IRVisitor::visit(op); };
+                if (n * 10 > total * 7) return inside();
+                if (n * 16 < total || n < min_loop || op->for_type != ForType::Serial) return;
+                // Not a loop that uses a small buffer of this function's stack at fixed places
+                // (LLVM may keep such a buffer in registers, accumulators say, which it cannot
+                // once a call takes its address), but maybe loops inside it.
+                if (!small.empty()) {
+                    FixedAccess fa;
+                    fa.buffers = &small;
+                    fa.loop(op);
+                    fa.include(op->body);
+                    if (fa.found) return inside();
+                }
+                cg->split_loops.insert(op);
+                split += n;
+            }
+            // (statements only: loops are not in expressions)
+            void visit(const Let *) override {}
+            void visit(const Call *) override {}
+            void visit(const Load *) override {}
+        } choose;
+        choose.cg = this;
+        choose.total = total;
+        choose.min_loop = kMinLoop;
+        choose.include(body);
+        return total - std::min(total, choose.split);
+    }
+    /** Gives a function its size (IR nodes, for partition_functions) and marks it as one
+        that may go to a part of its own. */
+    static void mark_part(llvm::Function *fn, size_t size) { fn->addFnAttr(kPartAttr, std::to_string(size)); }
 
     // ---- type-based alias analysis: the buffers this kernel allocates overlap nothing else, so
     // LLVM may keep their values in registers across accesses to other buffers (it would
@@ -2070,6 +2273,7 @@ private:
             ~Pop() { v.pop_back(); }
         } pop_loop{loop_names};
         if (outline_loops && loop_depth == 0 && op->for_type == ForType::Serial) return codegen_outlined(op);
+        if (!in_split_loop && split_loops.count(op)) return codegen_outlined(op);
         llvm::Value *mn = codegen(op->min);
         llvm::Value *ext = codegen(op->extent);
         if (op->for_type == ForType::Parallel) return codegen_parallel(op, mn, ext);
@@ -2296,6 +2500,7 @@ private:
         CollectNames cn;
         cn.include(op->body);
         llvm::Value *closure;
+        size_t own = 0;
         std::string bname = fs->fn->getName().str() + ".par." + std::to_string(num_bodies++) + "." + op->name;
         llvm::Function *bfn = outline(cn.names, op->name, llvm::FunctionType::get(i32, {ptr, i32, ptr}, false), bname, 0, 2,
                                       [&](llvm::Function *f) {
@@ -2305,10 +2510,14 @@ private:
                                           push(op->name, {idx, 0});
                                           int saved = loop_depth;
                                           loop_depth = 1;
+                                          auto it = loop_size.find(op);
+                                          if (it != loop_size.end())
+                                              own = in_split_loop ? it->second : choose_split_loops(op->body, it->second);
                                           codegen(op->body);
                                           loop_depth = saved;
                                       },
                                       &closure);
+        mark_part(bfn, own);
         llvm::Value *r = b.CreateCall(rt("weft_rt_parallel_for"),
                                       {fs->ctx, bfn, closure, b.CreateSExtOrTrunc(mn, i32), b.CreateSExtOrTrunc(ext, i32)});
         return_on_failure(r, "par");
@@ -2328,14 +2537,19 @@ private:
         llvm::Function *nfn = outline(cn.names, "", llvm::FunctionType::get(i32, {ptr, ptr}, false), fname, 0, 1,
                                       [&](llvm::Function *) {
                                           int saved = loop_depth;
+                                          bool saved_outline = outline_loops, saved_split = in_split_loop;
                                           loop_depth = 0;
                                           outline_loops = false;
+                                          in_split_loop = true;
                                           codegen_for(op);
-                                          outline_loops = true;
+                                          outline_loops = saved_outline;
+                                          in_split_loop = saved_split;
                                           loop_depth = saved;
                                       },
                                       &closure);
         nfn->addFnAttr(llvm::Attribute::NoInline);  // (called once: the inliner would put it back)
+        auto it = loop_size.find(op);
+        mark_part(nfn, it == loop_size.end() ? 0 : it->second);
         return_on_failure(b.CreateCall(nfn, {fs->ctx, closure}), "nest");
     }
 
@@ -2390,6 +2604,238 @@ private:
 };
 
 std::atomic<uint64_t> module_counter{0};
+std::atomic<uint64_t> split_modules{0};  // see modules_compiled_in_parts()
+
+/** LLVM's optimisation (the new pass manager's O3 pipeline, with the target's cost model),
+    then machine code: the object file. Adds to times' optimise_ms and machine_code_ms; with
+    ir, the optimised IR as text. */
+std::string optimise_and_emit(llvm::Module &mod, llvm::TargetMachine *tm, std::string *ir, LLVMCompileTimes *times) {
+    using clock = std::chrono::steady_clock;
+    auto since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
+    auto t0 = clock::now();
+    {
+        llvm::LoopAnalysisManager lam;
+        llvm::FunctionAnalysisManager fam;
+        llvm::CGSCCAnalysisManager cgam;
+        llvm::ModuleAnalysisManager mam;
+        llvm::PipelineTuningOptions pto;
+        pto.LoopVectorization = true;
+        pto.SLPVectorization = true;
+        pto.LoopUnrolling = true;
+        llvm::PassBuilder pb(tm, pto);
+        pb.registerModuleAnalyses(mam);
+        pb.registerCGSCCAnalyses(cgam);
+        pb.registerFunctionAnalyses(fam);
+        pb.registerLoopAnalyses(lam);
+        pb.crossRegisterProxies(lam, fam, cgam, mam);
+        llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+        mpm.run(mod, mam);
+    }
+    if (times) times->optimise_ms += since(t0);
+    if (ir) {
+        llvm::raw_string_ostream os(*ir);
+        mod.print(os, nullptr);
+        os.flush();
+    }
+    t0 = clock::now();
+    llvm::SmallVector<char, 0> obj;
+    {
+        llvm::raw_svector_ostream os(obj);
+        llvm::legacy::PassManager pm;
+        if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+            fail("the target cannot emit object files");
+        pm.run(mod);
+    }
+    if (times) times->machine_code_ms += since(t0);
+    return std::string(obj.data(), obj.size());
+}
+
+/** Threads that compile parts of a module while the calling thread compiles another (see
+    partition_functions). Started when first needed, at most one fewer than the cores this
+    process may run on (and at most 7), or as set_compile_threads() says; never joined: they
+    wait for work until the process ends. A job finds the compile's own state through a
+    shared pointer, so one that starts after its compile is over does nothing harmful. */
+class CompileThreads {
+public:
+    static CompileThreads &get() {
+        static CompileThreads *t = new CompileThreads;  // (leaked: threads may outlive statics)
+        return *t;
+    }
+    int size() {
+        std::lock_guard<std::mutex> lk(mu_);
+        return limit_;
+    }
+    void set_size(int n) {
+        std::lock_guard<std::mutex> lk(mu_);
+        limit_ = std::max(0, std::min(n, 64));
+    }
+    void submit(std::function<void()> job) {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (limit_ == 0) return;  // (the caller compiles the parts nobody starts)
+        jobs_.push_back(std::move(job));
+        if (idle_ == 0 && started_ < limit_) {
+            started_++;
+            std::thread([this] { work(); }).detach();
+        } else {
+            cv_.notify_one();
+        }
+    }
+
+private:
+    CompileThreads() {
+        int cores = (int)std::thread::hardware_concurrency();
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+        limit_ = std::max(0, std::min(cores - 1, 7));
+        if (const char *e = std::getenv("WEFT_COMPILE_THREADS"); e && *e) {
+            char *end = nullptr;
+            long n = std::strtol(e, &end, 10);
+            if (end && !*end && n >= 0) limit_ = (int)std::min(n, 64L);
+        }
+    }
+    void work() {
+        std::unique_lock<std::mutex> lk(mu_);
+        for (;;) {
+            idle_++;
+            cv_.wait(lk, [&] { return !jobs_.empty(); });
+            idle_--;
+            std::function<void()> job = std::move(jobs_.front());
+            jobs_.pop_front();
+            lk.unlock();
+            job();
+            lk.lock();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<std::function<void()>> jobs_;
+    int limit_ = 0, started_ = 0, idle_ = 0;
+};
+
+/** The parts of one module compiled on several threads. Part i >= 1 is read from the whole
+    module's bitcode, its other functions left unread (declarations), and leaves as an object
+    file (or an error). Whoever claims a part first (a compile thread or the caller, once its
+    own part is done) compiles it. */
+struct SplitCompile {
+    CPUTargetInfo target;
+    bool want_ir = false;
+    std::string bitcode;
+    std::vector<std::set<std::string>> functions;  // each part's functions, by name
+    std::vector<std::string> objects, irs, errors;
+    std::unique_ptr<std::atomic<bool>[]> claimed;
+    std::mutex mu;
+    std::condition_variable cv;
+    int remaining = 0;
+
+    void run(size_t i) {
+        if (claimed[i].exchange(true)) return;
+        try {
+            llvm::LLVMContext ctx;
+            auto m = llvm::getLazyBitcodeModule(llvm::MemoryBufferRef(bitcode, "weft module"), ctx);
+            if (!m) fail("cannot read back a part of the module: " + llvm_err(m.takeError()));
+            llvm::Module &mod = **m;
+            for (llvm::Function &fn : mod)
+                if (!fn.isDeclaration() && !fn.hasLocalLinkage() && !functions[i].count(fn.getName().str())) fn.deleteBody();
+            for (llvm::GlobalVariable &g : mod.globals())
+                if (!g.hasLocalLinkage() && !g.isDeclaration()) g.setInitializer(nullptr);  // (defined in part 0)
+            if (auto e = mod.materializeAll()) fail("cannot read back a part of the module: " + llvm_err(std::move(e)));
+            objects[i] = optimise_and_emit(mod, target_machine(target), want_ir ? &irs[i] : nullptr, nullptr);
+        } catch (const std::exception &e) {
+            errors[i] = e.what();
+            if (errors[i].empty()) errors[i] = "a part of the module failed to compile";
+        } catch (...) {
+            errors[i] = "a part of the module failed to compile";
+        }
+        std::lock_guard<std::mutex> lk(mu);
+        remaining--;
+        cv.notify_all();
+    }
+};
+
+/** How a module's functions split into parts compiled in parallel (LLVM's optimisation and
+    machine code work on one function at a time, and take most of a compile): the entry point
+    and the bodies of parallel loops (functions whose address is taken), in at most
+    max_parts parts of about equal size (instructions), the largest first into the smallest
+    part. Other functions (called directly) go to every part that calls them, and constants
+    to every part that reads them, so that nothing inlined or folded before is lost. One
+    part where a split would not pay: a small module, or one function most of it. The
+    functions split are made external (the parts link to each other by name). */
+std::vector<std::vector<llvm::Function *>> partition_functions(llvm::Module &m, int max_parts) {
+    std::vector<std::pair<size_t, llvm::Function *>> fns;
+    size_t total = 0;
+    for (llvm::Function &fn : m) {
+        if (fn.isDeclaration()) continue;
+        if (fn.hasLocalLinkage() && !fn.hasFnAttribute(kPartAttr)) continue;  // a helper: copied where called
+        size_t n = fn.getInstructionCount();
+        if (fn.hasFnAttribute(kPartAttr)) {
+            llvm::StringRef v = fn.getFnAttribute(kPartAttr).getValueAsString();
+            unsigned long long k = 0;
+            if (!v.getAsInteger(10, k)) n = (size_t)k;
+        }
+        fns.push_back({n, &fn});
+        total += n;
+    }
+    // Below this, splitting and reading back costs more than the part compiled beside.
+    const size_t kMinInstructions = 300;
+    if (max_parts <= 1 || fns.size() <= 1 || total < kMinInstructions) return {};
+    std::stable_sort(fns.begin(), fns.end(), [](auto &a, auto &b) { return a.first > b.first; });
+    // More parts than threads: whoever is free takes the next part, so that an estimate off
+    // by much (LLVM's time is not its instructions') leaves no thread idle for long.
+    std::vector<std::vector<llvm::Function *>> parts(std::min<size_t>((size_t)max_parts * 3, fns.size()));
+    std::vector<size_t> size(parts.size(), 0);
+    for (auto &[n, fn] : fns) {
+        size_t k = std::min_element(size.begin(), size.end()) - size.begin();
+        parts[k].push_back(fn);
+        size[k] += n;
+    }
+    // The entry point's part first (it stays in the caller's context).
+    for (size_t k = 0; k < parts.size(); k++)
+        if (std::any_of(parts[k].begin(), parts[k].end(), [](llvm::Function *fn) { return !fn->hasLocalLinkage(); })) {
+            std::swap(parts[0], parts[k]);
+            std::swap(size[0], size[k]);
+            break;
+        }
+    // Parts of under a twentieth of the work are merged into the smallest other.
+    for (;;) {
+        size_t k = std::min_element(size.begin(), size.end()) - size.begin();
+        if (parts.size() <= 1 || size[k] * 20 >= total) break;
+        size_t into = k == 0 ? 1 : 0;
+        for (size_t j = 0; j < parts.size(); j++)
+            if (j != k && size[j] < size[into]) into = j;
+        if (k == 0) std::swap(k, into);  // (keep the entry point's part at 0)
+        parts[into].insert(parts[into].end(), parts[k].begin(), parts[k].end());
+        size[into] += size[k];
+        parts.erase(parts.begin() + k);
+        size.erase(size.begin() + k);
+    }
+    // The others largest first: the threads take them in this order.
+    {
+        std::vector<size_t> order(parts.size() - 1);
+        for (size_t k = 0; k < order.size(); k++) order[k] = k + 1;
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return size[a] > size[b]; });
+        std::vector<std::vector<llvm::Function *>> sorted{parts[0]};
+        std::vector<size_t> sorted_size{size[0]};
+        for (size_t k : order) {
+            sorted.push_back(parts[k]);
+            sorted_size.push_back(size[k]);
+        }
+        parts.swap(sorted);
+        size.swap(sorted_size);
+    }
+    if (parts.size() <= 1) return {};
+    for (auto &[n, fn] : fns)
+        if (fn->hasLocalLinkage()) {
+            fn->setLinkage(llvm::GlobalValue::ExternalLinkage);
+            fn->setVisibility(llvm::GlobalValue::DefaultVisibility);
+        }
+    // Globals that are not constants have one definition, in part 0.
+    for (llvm::GlobalVariable &g : m.globals())
+        if (g.hasLocalLinkage() && !g.isConstant()) {
+            g.setName(m.getName() + "." + g.getName());
+            g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+        }
+    return parts;
+}
 
 std::string sanitize(const std::string &s) {
     std::string r;
@@ -2439,7 +2885,13 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
         auto o = code->find(tag + ".o"), sym = code->find(tag + ".sym");
         if (o != code->end() && sym != code->end()) {
             if (llvm_ir) llvm_ir->clear();
-            return load_object(o->second, sym->second);
+            std::vector<std::string> objs{o->second};
+            for (size_t i = 1;; i++) {
+                auto more = code->find(tag + ".o." + std::to_string(i));
+                if (more == code->end()) break;
+                objs.push_back(more->second);
+            }
+            return load_objects(objs, sym->second);
         }
     }
     llvm::TargetMachine *tm = target_machine(target);
@@ -2461,56 +2913,77 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
             fail("LLVM module verification failed: " + err);
         }
     }
-    times.ir_ms = since(t0);
-    t0 = clock::now();
-    // The new-pass-manager O3 pipeline, with the target's cost model.
-    {
-        llvm::LoopAnalysisManager lam;
-        llvm::FunctionAnalysisManager fam;
-        llvm::CGSCCAnalysisManager cgam;
-        llvm::ModuleAnalysisManager mam;
-        llvm::PipelineTuningOptions pto;
-        pto.LoopVectorization = true;
-        pto.SLPVectorization = true;
-        pto.LoopUnrolling = true;
-        llvm::PassBuilder pb(tm, pto);
-        pb.registerModuleAnalyses(mam);
-        pb.registerCGSCCAnalyses(cgam);
-        pb.registerFunctionAnalyses(fam);
-        pb.registerLoopAnalyses(lam);
-        pb.crossRegisterProxies(lam, fam, cgam, mam);
-        llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-        mpm.run(*mod, mam);
+    std::vector<std::vector<llvm::Function *>> parts = partition_functions(*mod, 1 + CompileThreads::get().size());
+    if (parts.size() <= 1) {
+        times.ir_ms = since(t0);
+        std::string object = optimise_and_emit(*mod, tm, llvm_ir, &times);
+        if (code) {
+            (*code)[tag + ".o"] = object;
+            (*code)[tag + ".sym"] = fname;
+        }
+        t0 = clock::now();
+        auto loaded = load_objects({object}, fname);
+        times.load_ms = since(t0);
+        return loaded;
     }
-    times.optimise_ms = since(t0);
-    if (llvm_ir) {
-        std::string s;
-        llvm::raw_string_ostream os(s);
-        mod->print(os, nullptr);
+    // Parts 1.. go to the compile threads as the module's bitcode (each part is read back into
+    // a context of its own); part 0 stays here, in this context.
+    auto job = std::make_shared<SplitCompile>();
+    job->target = target;
+    job->want_ir = llvm_ir != nullptr;
+    job->functions.resize(parts.size());
+    job->objects.resize(parts.size());
+    job->irs.resize(parts.size());
+    job->errors.resize(parts.size());
+    job->claimed.reset(new std::atomic<bool>[parts.size()]);
+    for (size_t i = 0; i < parts.size(); i++) job->claimed[i] = false;
+    job->remaining = (int)parts.size() - 1;
+    for (size_t i = 0; i < parts.size(); i++)
+        for (llvm::Function *fn : parts[i]) job->functions[i].insert(fn->getName().str());
+    {
+        llvm::raw_string_ostream os(job->bitcode);
+        llvm::WriteBitcodeToFile(*mod, os);
         os.flush();
-        *llvm_ir = std::move(s);
     }
-    // Machine code.
+    for (size_t i = 1; i < parts.size(); i++)
+        for (llvm::Function *fn : parts[i]) fn->deleteBody();
+    for (size_t i = 1; i < parts.size(); i++) CompileThreads::get().submit([job, i] { job->run(i); });
+    times.ir_ms = since(t0);
+    times.parts = (int)parts.size();
+    split_modules++;
+    std::string object0;
+    try {
+        object0 = optimise_and_emit(*mod, tm, llvm_ir, &times);
+    } catch (...) {
+        for (size_t i = 1; i < parts.size(); i++) job->claimed[i] = true;  // (no one starts them now)
+        throw;
+    }
     t0 = clock::now();
-    llvm::SmallVector<char, 0> obj;
+    // The parts no thread has started yet are compiled here.
+    for (size_t i = 1; i < parts.size(); i++) job->run(i);
     {
-        llvm::raw_svector_ostream os(obj);
-        llvm::legacy::PassManager pm;
-        if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-            fail("the target cannot emit object files");
-        pm.run(*mod);
+        std::unique_lock<std::mutex> lk(job->mu);
+        job->cv.wait(lk, [&] { return job->remaining == 0; });
     }
-    std::string object(obj.data(), obj.size());
-    times.machine_code_ms = since(t0);
+    times.machine_code_ms += since(t0);
+    std::vector<std::string> objects{object0};
+    for (size_t i = 1; i < parts.size(); i++) {
+        if (!job->errors[i].empty()) fail(job->errors[i]);
+        objects.push_back(std::move(job->objects[i]));
+        if (llvm_ir) *llvm_ir += "\n; ---- part " + std::to_string(i) + " of the module ----\n" + job->irs[i];
+    }
     if (code) {
-        (*code)[tag + ".o"] = object;
+        for (size_t i = 0; i < objects.size(); i++) (*code)[tag + ".o" + (i ? "." + std::to_string(i) : std::string())] = objects[i];
         (*code)[tag + ".sym"] = fname;
     }
     t0 = clock::now();
-    auto loaded = load_object(object, fname);
+    auto loaded = load_objects(objects, fname);
     times.load_ms = since(t0);
     return loaded;
 }
+
+void set_compile_threads(int n) { CompileThreads::get().set_size(n); }
+uint64_t modules_compiled_in_parts() { return split_modules.load(); }
 
 }  // namespace internal
 }  // namespace weft

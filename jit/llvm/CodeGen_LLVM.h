@@ -40,8 +40,14 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
     zero where it loaded code from the disk cache); WEFT_DEBUG prints them. */
 struct LLVMCompileTimes {
     double ir_ms = 0, optimise_ms = 0, machine_code_ms = 0, load_ms = 0;
+    int parts = 1;  // the module's parts compiled in parallel (optimise_ms is part 0's; machine_code_ms to the last part's end)
 };
 LLVMCompileTimes &last_llvm_compile_times();
+/** How many threads besides the caller compile parts of a module in parallel (0: the caller
+    compiles it whole). Default: one fewer than the cores the process may run on, at most 7. */
+void set_compile_threads(int n);
+/** How many modules this process has compiled in more than one part (for tests). */
+uint64_t modules_compiled_in_parts();
 /** LLVM's version, for the disk cache's entries ("none" without LLVM). */
 std::string llvm_version();
 

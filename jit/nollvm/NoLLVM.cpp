@@ -37,6 +37,8 @@ LLVMCompileTimes &last_llvm_compile_times() {
     static thread_local LLVMCompileTimes t;
     return t;
 }
+void set_compile_threads(int) {}
+uint64_t modules_compiled_in_parts() { return 0; }
 std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &, const CPUTargetInfo &, std::string *llvm_ir,
                                              CodeSections *, const std::string &) {
     last_llvm_compile_times() = LLVMCompileTimes();

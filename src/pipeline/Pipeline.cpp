@@ -400,9 +400,10 @@ std::shared_ptr<CompiledKernel> compile_here(const Env &env, const std::map<std:
         const LLVMCompileTimes &ct = last_llvm_compile_times();
         std::fprintf(stderr,
                      "// weft: %s %s for %s%s (lowering %.1f ms; LLVM: IR %.1f ms, optimisation %.1f ms, machine code %.1f "
-                     "ms, loading %.1f ms)\n%s%s",
+                     "ms, loading %.1f ms%s)\n%s%s",
                      loaded ? "loaded from the disk cache" : "compiled", name.c_str(), t.str().c_str(),
                      generic ? " (shape-generic)" : "", lower_ms, ct.ir_ms, ct.optimise_ms, ct.machine_code_ms, ct.load_ms,
+                     ct.parts > 1 ? ("; in " + std::to_string(ct.parts) + " parts on as many threads").c_str() : "",
                      log.c_str(), dbg ? "\n" : "");
         std::string passes;
         for (auto &[pass, ms] : pass_times)

@@ -1,0 +1,179 @@
+// Parallel compilation: a module's functions (the pipeline, the bodies of its parallel loops,
+// and loop nests split off as functions of their own) are compiled by LLVM in parts on several
+// threads. The code is the same whatever the number of threads: only who compiles it differs.
+// Results are checked against plain C++, bit for bit, with the parts on one thread and on
+// several, from many threads at once, and through the disk cache.
+#include <gtest/gtest.h>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llvm/CodeGen_LLVM.h"
+#include "weft/weft.h"
+
+using namespace weft;
+
+namespace {
+
+/** The compile threads set for a test's duration; the default (the cores less one) after. */
+struct CompileThreads {
+    explicit CompileThreads(int n) { internal::set_compile_threads(n); }
+    ~CompileThreads() {
+        int cores = (int)std::thread::hardware_concurrency();
+        internal::set_compile_threads(std::max(0, std::min(cores - 1, 7)));
+    }
+};
+
+Buffer<float> input(int w, int h, int seed) {
+    Buffer<float> in(w, h);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) in(x, y) = (float)(((x * 7 + y * 13 + seed) % 29) - 14) * 0.25f;
+    return in;
+}
+
+/** Three stages computed per strip of 16 rows of a fourth, each a 5-tap stencil with its own
+    weights (sized so that each stage's loop nest is split off), next to a second parallel
+    stage at root: a module of several functions. `k` varies the weights (another pipeline). */
+struct Chain {
+    Func a, b, c, out, side;
+    Buffer<float> in;
+    int w, h, k;
+    Chain(int w_, int h_, int k_) : in(input(w_ + 8, h_ + 8, k_)), w(w_), h(h_), k(k_) {
+        Var x("x"), y("y"), yo("yo"), yi("yi");
+        a = Func("pc_a");
+        b = Func("pc_b");
+        c = Func("pc_c");
+        out = Func("pc_out");
+        side = Func("pc_side");
+        Expr sa = 0.0f, sb = 0.0f, sc = 0.0f, so = 0.0f;
+        for (int t = 0; t < 5; t++) sa = sa + in(x + t, y) * (float)(t + k + 1);
+        a(x, y) = sa;
+        for (int t = 0; t < 5; t++) sb = sb + a(x, y + t) * (float)(2 * t - k);
+        b(x, y) = sb;
+        for (int t = 0; t < 5; t++) sc = sc + max(b(x + t % 2, y), b(x, y)) * (float)(t + 1);
+        c(x, y) = sc;
+        side(x, y) = in(x, y) * (float)k - in(x + 1, y + 1);
+        for (int t = 0; t < 3; t++) so = so + c(x, y) * (float)(t + k) + side(x + t, y);
+        out(x, y) = so;
+        out.split(y, yo, yi, 16).parallel(yo).vectorize(x, 16);
+        a.compute_at(out, yo).vectorize(x, 16);
+        b.compute_at(out, yo).vectorize(x, 16);
+        c.compute_at(out, yo).vectorize(x, 16);
+        side.compute_root().parallel(y).vectorize(x, 16);
+    }
+    /** The same, in plain C++ (each sum in the order written). */
+    float at(int x, int y) const {
+        auto A = [&](int i, int j) {
+            float s = 0.0f;
+            for (int t = 0; t < 5; t++) s = s + in(i + t, j) * (float)(t + k + 1);
+            return s;
+        };
+        auto B = [&](int i, int j) {
+            float s = 0.0f;
+            for (int t = 0; t < 5; t++) s = s + A(i, j + t) * (float)(2 * t - k);
+            return s;
+        };
+        auto C = [&](int i, int j) {
+            float s = 0.0f;
+            for (int t = 0; t < 5; t++) s = s + std::max(B(i + t % 2, j), B(i, j)) * (float)(t + 1);
+            return s;
+        };
+        auto S = [&](int i, int j) { return in(i, j) * (float)k - in(i + 1, j + 1); };
+        float s = 0.0f;
+        float cv = C(x, y);
+        for (int t = 0; t < 3; t++) s = s + cv * (float)(t + k) + S(x + t, y);
+        return s;
+    }
+};
+
+void expect_chain(const Chain &p, const Buffer<float> &o) {
+    for (int y = 0; y < p.h; y++)
+        for (int x = 0; x < p.w; x++) ASSERT_EQ(o(x, y), p.at(x, y)) << "at " << x << "," << y << " (k " << p.k << ")";
+}
+
+}  // namespace
+
+// One thread compiles the module whole; three compile it in parts. Same results, bit for bit,
+// both equal to plain C++.
+TEST(ParallelCompile, PartsOnSeveralThreadsGiveTheSameResults) {
+    Buffer<float> whole, parts;
+    {
+        CompileThreads t(0);
+        clear_cache();
+        Chain p(64, 48, 1);
+        uint64_t split = internal::modules_compiled_in_parts();
+        whole = p.out.realize({64, 48});
+        EXPECT_EQ(internal::modules_compiled_in_parts(), split) << "split with no compile thread";
+        expect_chain(p, whole);
+    }
+    {
+        CompileThreads t(3);
+        clear_cache();
+        Chain p(64, 48, 1);
+        uint64_t split = internal::modules_compiled_in_parts();
+        parts = p.out.realize({64, 48});
+        EXPECT_EQ(internal::modules_compiled_in_parts(), split + 1) << "the module was not split";
+        expect_chain(p, parts);
+    }
+    for (int y = 0; y < 48; y++)
+        for (int x = 0; x < 64; x++) ASSERT_EQ(whole(x, y), parts(x, y));
+}
+
+// Many user threads compile different pipelines at once, each split in parts that the same
+// compile threads take: every result right, nothing lost or mixed up.
+TEST(ParallelCompile, ConcurrentCompilesShareTheCompileThreads) {
+    CompileThreads t(2);
+    clear_cache();
+    const int kThreads = 6;
+    std::vector<std::thread> threads;
+    std::vector<std::string> failures(kThreads);
+    for (int i = 0; i < kThreads; i++)
+        threads.emplace_back([&, i] {
+            try {
+                Chain p(32 + 16 * (i % 3), 32, i + 2);
+                Buffer<float> o = p.out.realize({p.w, p.h});
+                for (int y = 0; y < p.h; y++)
+                    for (int x = 0; x < p.w; x++)
+                        if (o(x, y) != p.at(x, y)) {
+                            failures[i] = "wrong at " + std::to_string(x) + "," + std::to_string(y);
+                            return;
+                        }
+            } catch (const std::exception &e) {
+                failures[i] = e.what();
+            }
+        });
+    for (auto &th : threads) th.join();
+    for (int i = 0; i < kThreads; i++) EXPECT_EQ(failures[i], "") << "thread " << i;
+}
+
+// The parts' objects go to the disk cache together and come back together: a new process (an
+// emptied in-memory cache) loads them and gets the same results.
+TEST(ParallelCompile, PartsRoundTripThroughTheDiskCache) {
+    namespace fs = std::filesystem;
+    char tmpl[] = "/tmp/weft-parallel-compile-XXXXXX";
+    std::string dir = mkdtemp(tmpl);
+    setenv("WEFT_CACHE_DIR", dir.c_str(), 1);
+    CompileThreads t(3);
+    clear_cache();
+    Buffer<float> first, second;
+    {
+        Chain p(48, 40, 5);
+        uint64_t split = internal::modules_compiled_in_parts();
+        first = p.out.realize({48, 40});
+        EXPECT_EQ(internal::modules_compiled_in_parts(), split + 1) << "the module was not split";
+        expect_chain(p, first);
+    }
+    clear_cache();
+    {
+        Chain p(48, 40, 5);
+        second = p.out.realize({48, 40});
+        EXPECT_EQ(cache_stats().disk_hits, 1u);
+        EXPECT_EQ(cache_stats().compilations, 0u);
+        expect_chain(p, second);
+    }
+    setenv("WEFT_CACHE_DIR", "off", 1);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
