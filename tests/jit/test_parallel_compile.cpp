@@ -10,7 +10,12 @@
 #include <thread>
 #include <vector>
 
+#include <cstring>
+
+#include "ir/IR.h"
 #include "llvm/CodeGen_LLVM.h"
+#include "lower/LoweredFunc.h"
+#include "runtime/Runtime.h"
 #include "weft/weft.h"
 
 using namespace weft;
@@ -176,4 +181,73 @@ TEST(ParallelCompile, PartsRoundTripThroughTheDiskCache) {
     setenv("WEFT_CACHE_DIR", "off", 1);
     std::error_code ec;
     fs::remove_all(dir, ec);
+}
+
+namespace {
+using namespace weft::internal;
+Expr ci(int64_t v) { return IntImm::make(Int(32), v); }
+Expr cf(double v) { return FloatImm::make(Float(32), v); }
+Expr iv(const std::string &n) { return Variable::make(Int(32), n); }
+/** in[i] * 1.5 + in[i + 1] * 2.5 + ... (k terms): a loop body of some size. */
+Expr taps(Expr i, int k) {
+    Expr s = cf(0);
+    for (int t = 0; t < k; t++) s = Add::make(s, Mul::make(Load::make(Float(32), "in", Add::make(i, ci(t))), cf(t + 1.5)));
+    return s;
+}
+}  // namespace
+
+// Which loop nests become functions of their own: a large one that uses no small stack buffer
+// does; one that adds into a small stack buffer at fixed places (accumulators LLVM may keep in
+// registers) stays in its function. Both compute what they should.
+TEST(ParallelCompile, ANestAddingIntoASmallBufferAtFixedPlacesStays) {
+    CompileThreads t(0);
+    const int n = 64;
+    // acc[k] += in[4r + k] for r in [0, 16), k in [0, 4); out[n + k] = acc[k].
+    Stmt acc_init = For::make("acc_z", ci(0), ci(4), ForType::Serial, Store::make("acc", cf(0), iv("acc_z")));
+    Expr rk = Add::make(Mul::make(iv("acc_r"), ci(4)), iv("acc_k"));
+    Stmt acc_loop = For::make(
+        "acc_r", ci(0), ci(16), ForType::Serial,
+        For::make("acc_k", ci(0), ci(4), ForType::Serial,
+                  Store::make("acc", Add::make(Load::make(Float(32), "acc", iv("acc_k")), taps(rk, 12)), iv("acc_k"))));
+    Stmt acc_out = For::make("acc_o", ci(0), ci(4), ForType::Serial,
+                             Store::make("out", Load::make(Float(32), "acc", iv("acc_o")), Add::make(iv("acc_o"), ci(n))));
+    Stmt acc = Allocate::make("acc", Float(32), ci(4), MemoryType::Stack, Block::make({acc_init, acc_loop, acc_out}));
+    // out[i] = taps(i), 40 of them, for i in [0, n).
+    Stmt big = For::make("big_i", ci(0), ci(n), ForType::Serial, Store::make("out", taps(iv("big_i"), 40), iv("big_i")));
+    LoweredFunc f{"nests", {LoweredArg{"in", LoweredArg::Buffer, Float(32), 1}, LoweredArg{"out", LoweredArg::Buffer, Float(32), 1}},
+                  Block::make({acc, big})};
+    std::string ir;
+    auto m = compile_llvm(f, host_cpu_info(), &ir);
+    ASSERT_NE(m, nullptr);
+    EXPECT_NE(ir.find(".nest.") , std::string::npos) << "no nest split off";
+    EXPECT_NE(ir.find(".big_i"), std::string::npos) << ir.substr(0, 3000);
+    EXPECT_EQ(ir.find(".acc_"), std::string::npos) << ir.substr(0, 3000);
+
+    std::vector<float> in(n + 100), out(n + 4);
+    for (size_t i = 0; i < in.size(); i++) in[i] = (float)((i * 5) % 11) - 5.0f;
+    auto buf = [](std::vector<float> &v) {
+        weft_buffer_t b;
+        std::memset(&b, 0, sizeof(b));
+        b.host = v.data();
+        b.dims = 1;
+        b.dim[0].extent = (int32_t)v.size();
+        b.dim[0].stride = 1;
+        return b;
+    };
+    weft_buffer_t bi = buf(in), bo = buf(out);
+    void *args[2] = {&bi, &bo};
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof(ctx));
+    ASSERT_EQ(m->fn(args, &ctx), 0);
+    auto want_taps = [&](int i, int k) {
+        float s = 0;
+        for (int t = 0; t < k; t++) s = s + in[i + t] * (float)(t + 1.5);
+        return s;
+    };
+    for (int i = 0; i < n; i++) ASSERT_EQ(out[i], want_taps(i, 40)) << i;
+    for (int k = 0; k < 4; k++) {
+        float a = 0;
+        for (int r = 0; r < 16; r++) a = a + want_taps(4 * r + k, 12);
+        ASSERT_EQ(out[n + k], a) << k;
+    }
 }
