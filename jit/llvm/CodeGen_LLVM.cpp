@@ -322,19 +322,7 @@ public:
 protected:
     std::set<std::string> moving;  // loops that LLVM does not unroll, and lets of them
 
-    bool moves(const Expr &e) {
-        class Uses : public IRVisitor {
-        public:
-            const std::set<std::string> *names;
-            bool found = false;
-
-        protected:
-            void visit(const Variable *op) override { found = found || names->count(op->name); }
-        } u;
-        u.names = &moving;
-        u.include(e);
-        return u.found;
-    }
+    bool moves(const Expr &e) { return expr_uses_any_var(e, moving); }
     void check(const std::string &buffer, const Expr &index) {
         if (!found && std::find(buffers->begin(), buffers->end(), buffer) != buffers->end() && !moves(index)) found = true;
     }
@@ -372,10 +360,12 @@ class LoopSizes : public IRVisitor {
 public:
     std::unordered_map<const For *, size_t> size;
     size_t total = 0;
+    int loops = 0;  // the loops met (a loop in two places counts twice)
 
 protected:
     void add(const Type &t) { total += std::max<size_t>(1, (size_t)t.bits() * (size_t)t.lanes() / 512); }
     void visit(const For *op) override {
+        loops++;
         size_t before = total;
         IRVisitor::visit(op);
         // (a short loop of constant extent LLVM unrolls whole: its size times its extent)
@@ -473,20 +463,9 @@ public:
                 push(a.name, {v, 0});
             }
         }
-        class CountLoops : public IRVisitor {
-        public:
-            int n = 0;
-
-        protected:
-            void visit(const For *op) override {
-                n++;
-                IRVisitor::visit(op);
-            }
-        } loops;
-        loops.include(f.body);
-        outline_loops = loops.n > kOutlineLoops;
         LoopSizes sizes;
         sizes.include(f.body);
+        outline_loops = sizes.loops > kOutlineLoops;
         loop_size = std::move(sizes.size);
         mark_part(fn, choose_split_loops(f.body, sizes.total));
         codegen(f.body);
@@ -2606,12 +2585,16 @@ private:
 std::atomic<uint64_t> module_counter{0};
 std::atomic<uint64_t> split_modules{0};  // see modules_compiled_in_parts()
 
+/** Milliseconds since t0. */
+double since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /** LLVM's optimisation (the new pass manager's O3 pipeline, with the target's cost model),
     then machine code: the object file. Adds to times' optimise_ms and machine_code_ms; with
     ir, the optimised IR as text. */
 std::string optimise_and_emit(llvm::Module &mod, llvm::TargetMachine *tm, std::string *ir, LLVMCompileTimes *times) {
     using clock = std::chrono::steady_clock;
-    auto since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
     auto t0 = clock::now();
     {
         llvm::LoopAnalysisManager lam;
@@ -2844,6 +2827,65 @@ std::string sanitize(const std::string &s) {
     return r;
 }
 
+/** The code section of part i's object file: `<tag>.o`, then `<tag>.o.1`, `<tag>.o.2`, ... */
+std::string object_section(const std::string &tag, size_t i) {
+    return tag + ".o" + (i ? "." + std::to_string(i) : std::string());
+}
+
+/** Compiles mod in `parts` (partition_functions): parts 1.. on the compile threads, from the
+    module's bitcode (each read back into a context of its own), part 0 here, in mod's context;
+    then here the parts no thread has started. Their object files, part 0's first. */
+std::vector<std::string> compile_in_parts(llvm::Module &mod, const std::vector<std::vector<llvm::Function *>> &parts,
+                                          llvm::TargetMachine *tm, const CPUTargetInfo &target, std::string *llvm_ir,
+                                          LLVMCompileTimes &times) {
+    using clock = std::chrono::steady_clock;
+    auto t0 = clock::now();
+    size_t n = parts.size();
+    auto job = std::make_shared<SplitCompile>();
+    job->target = target;
+    job->want_ir = llvm_ir != nullptr;
+    job->functions.resize(n);
+    job->objects.resize(n);
+    job->irs.resize(n);
+    job->errors.resize(n);
+    job->claimed.reset(new std::atomic<bool>[n]);
+    for (size_t i = 0; i < n; i++) job->claimed[i] = false;
+    job->remaining = (int)n - 1;
+    for (size_t i = 0; i < n; i++)
+        for (llvm::Function *fn : parts[i]) job->functions[i].insert(fn->getName().str());
+    {
+        llvm::raw_string_ostream os(job->bitcode);
+        llvm::WriteBitcodeToFile(mod, os);
+        os.flush();
+    }
+    for (size_t i = 1; i < n; i++)
+        for (llvm::Function *fn : parts[i]) fn->deleteBody();
+    for (size_t i = 1; i < n; i++) CompileThreads::get().submit([job, i] { job->run(i); });
+    times.ir_ms += since(t0);
+    times.parts = (int)n;
+    split_modules++;
+    std::vector<std::string> objects(1);
+    try {
+        objects[0] = optimise_and_emit(mod, tm, llvm_ir, &times);
+    } catch (...) {
+        for (size_t i = 1; i < n; i++) job->claimed[i] = true;  // (no one starts them now)
+        throw;
+    }
+    t0 = clock::now();
+    for (size_t i = 1; i < n; i++) job->run(i);
+    {
+        std::unique_lock<std::mutex> lk(job->mu);
+        job->cv.wait(lk, [&] { return job->remaining == 0; });
+    }
+    times.machine_code_ms += since(t0);
+    for (size_t i = 1; i < n; i++) {
+        if (!job->errors[i].empty()) fail(job->errors[i]);
+        objects.push_back(std::move(job->objects[i]));
+        if (llvm_ir) *llvm_ir += "\n; ---- part " + std::to_string(i) + " of the module ----\n" + job->irs[i];
+    }
+    return objects;
+}
+
 }  // namespace
 
 bool llvm_backend_available() { return true; }
@@ -2879,18 +2921,15 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
     LLVMCompileTimes &times = last_llvm_compile_times();
     times = LLVMCompileTimes();
     using clock = std::chrono::steady_clock;
-    auto since = [](clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); };
     auto t0 = clock::now();
     if (code) {
-        auto o = code->find(tag + ".o"), sym = code->find(tag + ".sym");
+        auto o = code->find(object_section(tag, 0)), sym = code->find(tag + ".sym");
         if (o != code->end() && sym != code->end()) {
             if (llvm_ir) llvm_ir->clear();
             std::vector<std::string> objs{o->second};
-            for (size_t i = 1;; i++) {
-                auto more = code->find(tag + ".o." + std::to_string(i));
-                if (more == code->end()) break;
+            for (auto more = code->find(object_section(tag, 1)); more != code->end();
+                 more = code->find(object_section(tag, objs.size())))
                 objs.push_back(more->second);
-            }
             return load_objects(objs, sym->second);
         }
     }
@@ -2914,66 +2953,16 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
         }
     }
     std::vector<std::vector<llvm::Function *>> parts = partition_functions(*mod, 1 + CompileThreads::get().size());
+    std::vector<std::string> objects;
     if (parts.size() <= 1) {
         times.ir_ms = since(t0);
-        std::string object = optimise_and_emit(*mod, tm, llvm_ir, &times);
-        if (code) {
-            (*code)[tag + ".o"] = object;
-            (*code)[tag + ".sym"] = fname;
-        }
-        t0 = clock::now();
-        auto loaded = load_objects({object}, fname);
-        times.load_ms = since(t0);
-        return loaded;
-    }
-    // Parts 1.. go to the compile threads as the module's bitcode (each part is read back into
-    // a context of its own); part 0 stays here, in this context.
-    auto job = std::make_shared<SplitCompile>();
-    job->target = target;
-    job->want_ir = llvm_ir != nullptr;
-    job->functions.resize(parts.size());
-    job->objects.resize(parts.size());
-    job->irs.resize(parts.size());
-    job->errors.resize(parts.size());
-    job->claimed.reset(new std::atomic<bool>[parts.size()]);
-    for (size_t i = 0; i < parts.size(); i++) job->claimed[i] = false;
-    job->remaining = (int)parts.size() - 1;
-    for (size_t i = 0; i < parts.size(); i++)
-        for (llvm::Function *fn : parts[i]) job->functions[i].insert(fn->getName().str());
-    {
-        llvm::raw_string_ostream os(job->bitcode);
-        llvm::WriteBitcodeToFile(*mod, os);
-        os.flush();
-    }
-    for (size_t i = 1; i < parts.size(); i++)
-        for (llvm::Function *fn : parts[i]) fn->deleteBody();
-    for (size_t i = 1; i < parts.size(); i++) CompileThreads::get().submit([job, i] { job->run(i); });
-    times.ir_ms = since(t0);
-    times.parts = (int)parts.size();
-    split_modules++;
-    std::string object0;
-    try {
-        object0 = optimise_and_emit(*mod, tm, llvm_ir, &times);
-    } catch (...) {
-        for (size_t i = 1; i < parts.size(); i++) job->claimed[i] = true;  // (no one starts them now)
-        throw;
-    }
-    t0 = clock::now();
-    // The parts no thread has started yet are compiled here.
-    for (size_t i = 1; i < parts.size(); i++) job->run(i);
-    {
-        std::unique_lock<std::mutex> lk(job->mu);
-        job->cv.wait(lk, [&] { return job->remaining == 0; });
-    }
-    times.machine_code_ms += since(t0);
-    std::vector<std::string> objects{object0};
-    for (size_t i = 1; i < parts.size(); i++) {
-        if (!job->errors[i].empty()) fail(job->errors[i]);
-        objects.push_back(std::move(job->objects[i]));
-        if (llvm_ir) *llvm_ir += "\n; ---- part " + std::to_string(i) + " of the module ----\n" + job->irs[i];
+        objects.push_back(optimise_and_emit(*mod, tm, llvm_ir, &times));
+    } else {
+        times.ir_ms = since(t0);
+        objects = compile_in_parts(*mod, parts, tm, target, llvm_ir, times);
     }
     if (code) {
-        for (size_t i = 0; i < objects.size(); i++) (*code)[tag + ".o" + (i ? "." + std::to_string(i) : std::string())] = objects[i];
+        for (size_t i = 0; i < objects.size(); i++) (*code)[object_section(tag, i)] = objects[i];
         (*code)[tag + ".sym"] = fname;
     }
     t0 = clock::now();

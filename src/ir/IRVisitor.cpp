@@ -428,6 +428,19 @@ bool stmt_uses_var(const Stmt &s, const std::string &name) {
     u.include(s);
     return u.found;
 }
+bool expr_uses_any_var(const Expr &e, const std::set<std::string> &names) {
+    class Uses : public IRVisitor {
+    public:
+        const std::set<std::string> &names;
+        bool found = false;
+        explicit Uses(const std::set<std::string> &n) : names(n) {}
+
+    protected:
+        void visit(const Variable *op) override { found = found || names.count(op->name); }
+    } u(names);
+    u.include(e);
+    return u.found;
+}
 
 // Node by node: types, names, constants (floats by value and sign), the Funcs and inputs
 // called, and the Params and RDoms of variables.

@@ -156,6 +156,8 @@ void flatten(const Stmt &s, std::vector<Stmt> &out);
 /** Does e / s use variable `name`? */
 bool expr_uses_var(const Expr &e, const std::string &name);
 bool stmt_uses_var(const Stmt &s, const std::string &name);
+/** Does e use a variable named in `names`? (One walk, whatever the number of names.) */
+bool expr_uses_any_var(const Expr &e, const std::set<std::string> &names);
 /** Structural equality: Exprs node by node (types, names, constants, the Params, RDoms, Funcs
     and inputs referred to); Stmts by their printed form. */
 bool equal(const Expr &a, const Expr &b);

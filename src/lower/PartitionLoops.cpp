@@ -20,17 +20,7 @@ public:
     int count = 0;
 
 protected:
-    /** Does e use a tainted name? (One walk, whatever the number of names.) */
-    bool uses(const Expr &e) {
-        struct Finder : IRVisitor {
-            const std::set<std::string> &names;
-            bool found = false;
-            explicit Finder(const std::set<std::string> &n) : names(n) {}
-            void visit(const Variable *op) override { found = found || names.count(op->name); }
-        } f(tainted);
-        f.include(e);
-        return f.found;
-    }
+    bool uses(const Expr &e) { return expr_uses_any_var(e, tainted); }
     void check(const Expr &a, const Expr &b, Type t) {
         if (t.is_vector() && t.is_int_or_uint() && (uses(a) || uses(b))) count++;
     }

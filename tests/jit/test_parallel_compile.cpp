@@ -251,3 +251,37 @@ TEST(ParallelCompile, ANestAddingIntoASmallBufferAtFixedPlacesStays) {
         ASSERT_EQ(out[n + k], a) << k;
     }
 }
+
+// Absurd but legal: 48 stages, each a parallel loop at root (48 functions, at most three parts a
+// thread), compiled with the thread count set out of range (negative: none; huge: capped at 64).
+// Every result right.
+TEST(ParallelCompile, ManyFunctionsAndThreadCountsOutOfRange) {
+    for (int threads : {-5, 1000}) {
+        CompileThreads t(threads);
+        clear_cache();
+        const int W = 40, H = 12, N = 48;
+        Buffer<int> in = Buffer<int>(W, H);
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) in(x, y) = (x * 3 + y * 5) % 7;
+        Var x("x"), y("y");
+        std::vector<Func> fs;
+        Func prev("mf_0");
+        prev(x, y) = in(x, y);
+        prev.compute_root().parallel(y);
+        fs.push_back(prev);
+        for (int i = 1; i < N; i++) {
+            Func f("mf_" + std::to_string(i));
+            f(x, y) = (fs.back()(x, y) * 3 + (i % 5) + x) / 4;  // (stays small: no overflow)
+            if (i + 1 < N) f.compute_root().parallel(y).vectorize(x, 8);
+            fs.push_back(f);
+        }
+        fs.back().parallel(y);
+        Buffer<int> o = fs.back().realize({W, H});
+        for (int yy = 0; yy < H; yy++)
+            for (int xx = 0; xx < W; xx++) {
+                int v = in(xx, yy);
+                for (int i = 1; i < N; i++) v = (v * 3 + (i % 5) + xx) / 4;
+                ASSERT_EQ(o(xx, yy), v) << xx << "," << yy << " (threads " << threads << ")";
+            }
+    }
+}
