@@ -18,6 +18,7 @@
 #include <sstream>
 #include <sched.h>
 #include <thread>
+#include <unordered_set>
 #include <unistd.h>
 
 #include "ir/IRVisitor.h"
@@ -304,27 +305,35 @@ protected:
     }
 };
 
-/** Whether a statement reads or writes one of `buffers` at a fixed place: at an index that
-    varies with no loop of the statement but those of at most 16 steps (LLVM unrolls them; the
-    index is then the same in every run of the statement, and a small buffer so used may
-    live in registers). */
+/** Whether a statement reads or writes, at a fixed place, one of `buffers` that it also writes:
+    a fixed place is an index that varies with no loop of the statement but those of at most 16
+    steps (LLVM unrolls them; the index is then the same in every run of the statement, and a
+    small buffer so used, accumulators say, may live in registers). A buffer the statement only
+    reads lives in memory anyway. */
 class FixedAccess : public IRVisitor {
 public:
     const std::vector<std::string> *buffers = nullptr;
-    bool found = false;
 
     /** A loop of the statement (the statement's own, before include()). */
     void loop(const For *op) {
         int64_t e = -1;
         if (!is_const_int(op->extent, &e) || e > 16) moving.insert(op->name);
     }
+    bool found() const {
+        for (const std::string &b : fixed)
+            if (stored.count(b)) return true;
+        return false;
+    }
 
 protected:
     std::set<std::string> moving;  // loops that LLVM does not unroll, and lets of them
+    std::set<std::string> fixed;   // of `buffers`, those accessed at a fixed place
+    std::set<std::string> stored;  // of `buffers`, those written
 
+    bool mine(const std::string &buffer) { return std::find(buffers->begin(), buffers->end(), buffer) != buffers->end(); }
     bool moves(const Expr &e) { return expr_uses_any_var(e, moving); }
     void check(const std::string &buffer, const Expr &index) {
-        if (!found && std::find(buffers->begin(), buffers->end(), buffer) != buffers->end() && !moves(index)) found = true;
+        if (mine(buffer) && !fixed.count(buffer) && !moves(index)) fixed.insert(buffer);
     }
     void visit(const For *op) override {
         loop(op);
@@ -344,6 +353,7 @@ protected:
     }
     void visit(const Store *op) override {
         check(op->name, op->index);
+        if (mine(op->name)) stored.insert(op->name);
         IRVisitor::visit(op);
     }
 };
@@ -359,15 +369,17 @@ const char *const kPartAttr = "weft-part";
 class LoopSizes : public IRVisitor {
 public:
     std::unordered_map<const For *, size_t> size;
+    std::unordered_set<const For *> outer;  // the loops with a loop inside
     size_t total = 0;
     int loops = 0;  // the loops met (a loop in two places counts twice)
 
 protected:
     void add(const Type &t) { total += std::max<size_t>(1, (size_t)t.bits() * (size_t)t.lanes() / 512); }
     void visit(const For *op) override {
-        loops++;
+        int loops_before = loops++;
         size_t before = total;
         IRVisitor::visit(op);
+        if (loops > loops_before + 1) outer.insert(op);
         // (a short loop of constant extent LLVM unrolls whole: its size times its extent)
         int64_t e = 0;
         size_t n = total - before;
@@ -467,6 +479,7 @@ public:
         sizes.include(f.body);
         outline_loops = sizes.loops > kOutlineLoops;
         loop_size = std::move(sizes.size);
+        outer_loops = std::move(sizes.outer);
         mark_part(fn, choose_split_loops(f.body, sizes.total));
         codegen(f.body);
         end_function(st);
@@ -489,6 +502,7 @@ private:
     std::unordered_map<const For *, size_t> loop_size;  // see LoopSizes
     std::set<const For *> split_loops;                  // see choose_split_loops
     bool in_split_loop = false;
+    std::unordered_set<const For *> outer_loops;  // loops with a loop inside (LoopSizes)
 
     /** The loop nests of a function's body (of `total` IR nodes) made functions of their own,
         so that the module's parts compile in parallel (partition_functions): the largest
@@ -535,7 +549,7 @@ private:
                     fa.buffers = &small;
                     fa.loop(op);
                     fa.include(op->body);
-                    if (fa.found) return inside();
+                    if (fa.found()) return inside();
                 }
                 cg->split_loops.insert(op);
                 split += n;
@@ -2274,7 +2288,17 @@ private:
         llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);  // a loop counter never wraps
         phi->addIncoming(next, b.GetInsertBlock());
         llvm::BranchInst *back = b.CreateCondBr(b.CreateICmpNE(next, end), loop_bb, after_bb);
-        if (huge_body(loop_bb, after_bb)) {
+        if (small_outer_loop(op)) {
+            // LLVM unrolls such a loop whole once it has unrolled the loops inside it: stages
+            // computed per tile (a loop over 4 channels around rows and columns of a few
+            // steps each) multiply into thousands of instructions, and LLVM's loop passes take
+            // time superlinear in them (seconds for a pyramid's levels computed per tile, for
+            // no faster code). The schedule's unroll() says what to unroll.
+            llvm::MDNode *no_unroll = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")});
+            llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, {nullptr, no_unroll});
+            id->replaceOperandWith(0, id);
+            back->setMetadata(llvm::LLVMContext::MD_loop, id);
+        } else if (huge_body(loop_bb, after_bb)) {
             // LLVM's loop vectorizer and unroller take time superlinear in a loop's size (a
             // 16,000-instruction body: 40% of the compile, for nothing): not for such loops.
             llvm::MDNode *no_vec = llvm::MDNode::get(
@@ -2410,6 +2434,13 @@ private:
         return true;
     }
 
+    /** A loop of a constant 3 to 16 steps with a loop inside it (which LLVM's full unroller
+        would unroll whole, after the loops inside; of 1 or 2 steps, that at most doubles it). */
+    bool small_outer_loop(const For *op) const {
+        int64_t e = -1;
+        return is_const_int(op->extent, &e) && e >= 3 && e <= 16 && outer_loops.count(op);
+    }
+
     /** Whether a loop just generated holds more instructions than LLVM's loop passes are worth
         running on: its first block, and the blocks made for its body (after its exit block,
         which was made before the body). */
@@ -2519,7 +2550,9 @@ private:
                                           bool saved_outline = outline_loops, saved_split = in_split_loop;
                                           loop_depth = 0;
                                           outline_loops = false;
-                                          in_split_loop = true;
+                                          // (a nest outlined for outline_loops keeps the loops
+                                          // choose_split_loops chose inside it)
+                                          in_split_loop = saved_split || split_loops.count(op);
                                           codegen_for(op);
                                           outline_loops = saved_outline;
                                           in_split_loop = saved_split;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -284,4 +285,121 @@ TEST(ParallelCompile, ManyFunctionsAndThreadCountsOutOfRange) {
                 ASSERT_EQ(o(xx, yy), v) << xx << "," << yy << " (threads " << threads << ")";
             }
     }
+}
+
+namespace {
+/** Runs a compiled LoweredFunc of two float buffers, in and out. */
+void run_in_out(const std::shared_ptr<internal::CompiledModule> &m, std::vector<float> &in, std::vector<float> &out) {
+    auto buf = [](std::vector<float> &v) {
+        weft_buffer_t b;
+        std::memset(&b, 0, sizeof(b));
+        b.host = v.data();
+        b.dims = 1;
+        b.dim[0].extent = (int32_t)v.size();
+        b.dim[0].stride = 1;
+        return b;
+    };
+    weft_buffer_t bi = buf(in), bo = buf(out);
+    void *args[2] = {&bi, &bo};
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof(ctx));
+    ASSERT_EQ(m->fn(args, &ctx), 0);
+}
+std::vector<float> test_input(size_t n) {
+    std::vector<float> in(n);
+    for (size_t i = 0; i < n; i++) in[i] = (float)((i * 5) % 11) - 5.0f;
+    return in;
+}
+float want_taps(const std::vector<float> &in, int i, int k) {
+    float s = 0;
+    for (int t = 0; t < k; t++) s = s + in[i + t] * (float)(t + 1.5);
+    return s;
+}
+}  // namespace
+
+// A small stack buffer that a large nest only reads, at a fixed place, lives in memory anyway
+// (it is written elsewhere at moving places): the nest is split off (it was not, before). Results
+// right.
+TEST(ParallelCompile, ANestOnlyReadingASmallBufferAtAFixedPlaceIsSplitOff) {
+    CompileThreads t(0);
+    const int n = 64;
+    // tab[z] = in[z] * 2 for z in [0, 4); out[i] = taps(i, 40) + tab[2] for i in [0, n).
+    Stmt fill = For::make("tab_z", ci(0), ci(4), ForType::Serial,
+                          Store::make("tab", Mul::make(Load::make(Float(32), "in", iv("tab_z")), cf(2)), iv("tab_z")));
+    Stmt big = For::make("rd_i", ci(0), ci(n), ForType::Serial,
+                         Store::make("out", Add::make(taps(iv("rd_i"), 40), Load::make(Float(32), "tab", ci(2))), iv("rd_i")));
+    // and out[n + j] = taps(j + 1, 40) for j in [0, n) (so that the nest is not most of the function).
+    Stmt other = For::make("rd_j", ci(0), ci(n), ForType::Serial,
+                           Store::make("out", taps(Add::make(iv("rd_j"), ci(1)), 40), Add::make(iv("rd_j"), ci(n))));
+    Stmt s = Block::make({Allocate::make("tab", Float(32), ci(4), MemoryType::Stack, Block::make({fill, big})), other});
+    LoweredFunc f{"reads", {LoweredArg{"in", LoweredArg::Buffer, Float(32), 1}, LoweredArg{"out", LoweredArg::Buffer, Float(32), 1}}, s};
+    std::string ir;
+    auto m = compile_llvm(f, host_cpu_info(), &ir);
+    ASSERT_NE(m, nullptr);
+    EXPECT_NE(ir.find(".nest."), std::string::npos) << ir.substr(0, 3000);
+    EXPECT_NE(ir.find(".rd_i"), std::string::npos) << ir.substr(0, 3000);
+    std::vector<float> in = test_input(n + 100), out(2 * n);
+    run_in_out(m, in, out);
+    for (int i = 0; i < n; i++) {
+        ASSERT_EQ(out[i], want_taps(in, i, 40) + in[2] * 2.0f) << i;
+        ASSERT_EQ(out[n + i], want_taps(in, i + 1, 40)) << i;
+    }
+}
+
+// A function of very many loops makes each top-level loop nest a function of its own; the loop
+// nests chosen inside such a nest (here two large stages in a strip loop) become functions of
+// their own too, instead of one function holding the strip's every stage. Results right.
+TEST(ParallelCompile, LoopsChosenInsideANestOutlinedForItsManyLoopsAreSplitOff) {
+    CompileThreads t(0);
+    const int n = 32, strips = 4;
+    std::vector<Stmt> top;
+    for (int z = 0; z < 70; z++)  // (out[z % 8] = 0, 70 small loops: more than the 64 that outline)
+        top.push_back(For::make("zero_" + std::to_string(z), ci(0), ci(1), ForType::Serial,
+                                Store::make("out", cf(0), Add::make(iv("zero_" + std::to_string(z)), ci(z % 8)))));
+    // for s in [0, strips): out[s * n + i] = taps(s * n + i, 30) for i in [0, n); then
+    //                       out[strips * n + s * n + j] = taps(s * n + j + 1, 30) for j in [0, n).
+    Expr base = Mul::make(iv("strip_s"), ci(n));
+    Stmt a = For::make("stage_a", ci(0), ci(n), ForType::Serial,
+                       Store::make("out", taps(Add::make(base, iv("stage_a")), 30), Add::make(base, iv("stage_a"))));
+    Expr bi = Add::make(base, iv("stage_b"));
+    Stmt b = For::make("stage_b", ci(0), ci(n), ForType::Serial,
+                       Store::make("out", taps(Add::make(bi, ci(1)), 30), Add::make(bi, ci(strips * n))));
+    top.push_back(For::make("strip_s", ci(0), ci(strips), ForType::Serial, Block::make({a, b})));
+    LoweredFunc f{"many", {LoweredArg{"in", LoweredArg::Buffer, Float(32), 1}, LoweredArg{"out", LoweredArg::Buffer, Float(32), 1}},
+                  Block::make(top)};
+    std::string ir;
+    auto m = compile_llvm(f, host_cpu_info(), &ir);
+    ASSERT_NE(m, nullptr);
+    for (const char *stage : {"stage_a", "stage_b"})
+        EXPECT_TRUE(std::regex_search(ir, std::regex(std::string("define internal [^@]*@\"?[^ (]*\\.strip_s\\.nest\\.[0-9]+\\.") + stage)))
+            << stage << " not split off inside the strip's nest";
+    std::vector<float> in = test_input(2 * strips * n + 64), out(2 * strips * n);
+    run_in_out(m, in, out);
+    for (int s = 0; s < strips; s++)
+        for (int i = 0; i < n; i++) {
+            ASSERT_EQ(out[s * n + i], want_taps(in, s * n + i, 30)) << s << "," << i;
+            ASSERT_EQ(out[strips * n + s * n + i], want_taps(in, s * n + i + 1, 30)) << s << "," << i;
+        }
+}
+
+// A loop of a few constant steps around other loops (stages computed per tile: channels around
+// rows and columns) stays a loop: LLVM is told not to unroll it whole (its time on such code
+// grew to seconds), while the loop inside, short and innermost, may still be. Results right.
+TEST(ParallelCompile, ASmallLoopAroundLoopsIsNotUnrolledByLLVM) {
+    CompileThreads t(0);
+    // out[c * 8 + x] = taps(c * 8 + x, 20) for c in [0, 4), x in [0, 3).
+    Expr i = Add::make(Mul::make(iv("su_c"), ci(8)), iv("su_x"));
+    Stmt s = For::make("su_c", ci(0), ci(4), ForType::Serial,
+                       For::make("su_x", ci(0), ci(3), ForType::Serial, Store::make("out", taps(i, 20), i)));
+    LoweredFunc f{"small_outer", {LoweredArg{"in", LoweredArg::Buffer, Float(32), 1}, LoweredArg{"out", LoweredArg::Buffer, Float(32), 1}},
+                  s};
+    std::string ir;
+    auto m = compile_llvm(f, host_cpu_info(), &ir);
+    ASSERT_NE(m, nullptr);
+    EXPECT_NE(ir.find("llvm.loop.unroll.disable"), std::string::npos) << ir;
+    EXPECT_TRUE(std::regex_search(ir, std::regex("\\bsu_c[^ ]*:"))) << "the channel loop was unrolled\n" << ir;
+    std::vector<float> in = test_input(64), out(32, -1.0f);
+    run_in_out(m, in, out);
+    for (int c = 0; c < 4; c++)
+        for (int x = 0; x < 8; x++) ASSERT_EQ(out[c * 8 + x], x < 3 ? want_taps(in, c * 8 + x, 20) : -1.0f) << c << "," << x;
 }
