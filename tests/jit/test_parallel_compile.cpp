@@ -195,6 +195,34 @@ Expr taps(Expr i, int k) {
     for (int t = 0; t < k; t++) s = Add::make(s, Mul::make(Load::make(Float(32), "in", Add::make(i, ci(t))), cf(t + 1.5)));
     return s;
 }
+
+/** Runs a compiled LoweredFunc of two float buffers, in and out. */
+void run_in_out(const std::shared_ptr<internal::CompiledModule> &m, std::vector<float> &in, std::vector<float> &out) {
+    auto buf = [](std::vector<float> &v) {
+        weft_buffer_t b;
+        std::memset(&b, 0, sizeof(b));
+        b.host = v.data();
+        b.dims = 1;
+        b.dim[0].extent = (int32_t)v.size();
+        b.dim[0].stride = 1;
+        return b;
+    };
+    weft_buffer_t bi = buf(in), bo = buf(out);
+    void *args[2] = {&bi, &bo};
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof(ctx));
+    ASSERT_EQ(m->fn(args, &ctx), 0);
+}
+std::vector<float> test_input(size_t n) {
+    std::vector<float> in(n);
+    for (size_t i = 0; i < n; i++) in[i] = (float)((i * 5) % 11) - 5.0f;
+    return in;
+}
+float want_taps(const std::vector<float> &in, int i, int k) {
+    float s = 0;
+    for (int t = 0; t < k; t++) s = s + in[i + t] * (float)(t + 1.5);
+    return s;
+}
 }  // namespace
 
 // Which loop nests become functions of their own: a large one that uses no small stack buffer
@@ -224,31 +252,12 @@ TEST(ParallelCompile, ANestAddingIntoASmallBufferAtFixedPlacesStays) {
     EXPECT_NE(ir.find(".big_i"), std::string::npos) << ir.substr(0, 3000);
     EXPECT_EQ(ir.find(".acc_"), std::string::npos) << ir.substr(0, 3000);
 
-    std::vector<float> in(n + 100), out(n + 4);
-    for (size_t i = 0; i < in.size(); i++) in[i] = (float)((i * 5) % 11) - 5.0f;
-    auto buf = [](std::vector<float> &v) {
-        weft_buffer_t b;
-        std::memset(&b, 0, sizeof(b));
-        b.host = v.data();
-        b.dims = 1;
-        b.dim[0].extent = (int32_t)v.size();
-        b.dim[0].stride = 1;
-        return b;
-    };
-    weft_buffer_t bi = buf(in), bo = buf(out);
-    void *args[2] = {&bi, &bo};
-    weft_context_t ctx;
-    std::memset(&ctx, 0, sizeof(ctx));
-    ASSERT_EQ(m->fn(args, &ctx), 0);
-    auto want_taps = [&](int i, int k) {
-        float s = 0;
-        for (int t = 0; t < k; t++) s = s + in[i + t] * (float)(t + 1.5);
-        return s;
-    };
-    for (int i = 0; i < n; i++) ASSERT_EQ(out[i], want_taps(i, 40)) << i;
+    std::vector<float> in = test_input(n + 100), out(n + 4);
+    run_in_out(m, in, out);
+    for (int i = 0; i < n; i++) ASSERT_EQ(out[i], want_taps(in, i, 40)) << i;
     for (int k = 0; k < 4; k++) {
         float a = 0;
-        for (int r = 0; r < 16; r++) a = a + want_taps(4 * r + k, 12);
+        for (int r = 0; r < 16; r++) a = a + want_taps(in, 4 * r + k, 12);
         ASSERT_EQ(out[n + k], a) << k;
     }
 }
@@ -287,35 +296,6 @@ TEST(ParallelCompile, ManyFunctionsAndThreadCountsOutOfRange) {
     }
 }
 
-namespace {
-/** Runs a compiled LoweredFunc of two float buffers, in and out. */
-void run_in_out(const std::shared_ptr<internal::CompiledModule> &m, std::vector<float> &in, std::vector<float> &out) {
-    auto buf = [](std::vector<float> &v) {
-        weft_buffer_t b;
-        std::memset(&b, 0, sizeof(b));
-        b.host = v.data();
-        b.dims = 1;
-        b.dim[0].extent = (int32_t)v.size();
-        b.dim[0].stride = 1;
-        return b;
-    };
-    weft_buffer_t bi = buf(in), bo = buf(out);
-    void *args[2] = {&bi, &bo};
-    weft_context_t ctx;
-    std::memset(&ctx, 0, sizeof(ctx));
-    ASSERT_EQ(m->fn(args, &ctx), 0);
-}
-std::vector<float> test_input(size_t n) {
-    std::vector<float> in(n);
-    for (size_t i = 0; i < n; i++) in[i] = (float)((i * 5) % 11) - 5.0f;
-    return in;
-}
-float want_taps(const std::vector<float> &in, int i, int k) {
-    float s = 0;
-    for (int t = 0; t < k; t++) s = s + in[i + t] * (float)(t + 1.5);
-    return s;
-}
-}  // namespace
 
 // A small stack buffer that a large nest only reads, at a fixed place, lives in memory anyway
 // (it is written elsewhere at moving places): the nest is split off (it was not, before). Results
