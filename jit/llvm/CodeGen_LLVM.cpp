@@ -2288,24 +2288,22 @@ private:
         llvm::Value *next = b.CreateAdd(phi, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);  // a loop counter never wraps
         phi->addIncoming(next, b.GetInsertBlock());
         llvm::BranchInst *back = b.CreateCondBr(b.CreateICmpNE(next, end), loop_bb, after_bb);
-        if (small_outer_loop(op)) {
-            // LLVM unrolls such a loop whole once it has unrolled the loops inside it: stages
-            // computed per tile (a loop over 4 channels around rows and columns of a few
-            // steps each) multiply into thousands of instructions, and LLVM's loop passes take
-            // time superlinear in them (seconds for a pyramid's levels computed per tile, for
-            // no faster code). The schedule's unroll() says what to unroll.
-            llvm::MDNode *no_unroll = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")});
-            llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, {nullptr, no_unroll});
-            id->replaceOperandWith(0, id);
-            back->setMetadata(llvm::LLVMContext::MD_loop, id);
-        } else if (huge_body(loop_bb, after_bb)) {
-            // LLVM's loop vectorizer and unroller take time superlinear in a loop's size (a
-            // 16,000-instruction body: 40% of the compile, for nothing): not for such loops.
-            llvm::MDNode *no_vec = llvm::MDNode::get(
-                ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
-                      llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))});
-            llvm::MDNode *no_unroll = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")});
-            llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, {nullptr, no_vec, no_unroll});
+        // Loops LLVM is told not to unroll (and, the huge ones, not to vectorize):
+        // - a short loop around loops (small_outer_loop): LLVM unrolls it whole once it has
+        //   unrolled the loops inside it: stages computed per tile (a loop over 4 channels around
+        //   rows and columns of a few steps each) multiply into thousands of instructions, and
+        //   LLVM's loop passes take time superlinear in them (seconds for a pyramid's levels
+        //   computed per tile, for no faster code). The schedule's unroll() says what to unroll.
+        // - a huge body: LLVM's loop vectorizer and unroller take time superlinear in a loop's
+        //   size (a 16,000-instruction body: 40% of the compile, for nothing).
+        bool small_outer = small_outer_loop(op);
+        if (small_outer || huge_body(loop_bb, after_bb)) {
+            std::vector<llvm::Metadata *> hints{nullptr};
+            if (!small_outer)
+                hints.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
+                                                        llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))}));
+            hints.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.disable")}));
+            llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, hints);
             id->replaceOperandWith(0, id);
             back->setMetadata(llvm::LLVMContext::MD_loop, id);
         }
@@ -2987,13 +2985,9 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
     }
     std::vector<std::vector<llvm::Function *>> parts = partition_functions(*mod, 1 + CompileThreads::get().size());
     std::vector<std::string> objects;
-    if (parts.size() <= 1) {
-        times.ir_ms = since(t0);
-        objects.push_back(optimise_and_emit(*mod, tm, llvm_ir, &times));
-    } else {
-        times.ir_ms = since(t0);
-        objects = compile_in_parts(*mod, parts, tm, target, llvm_ir, times);
-    }
+    times.ir_ms = since(t0);
+    if (parts.size() <= 1) objects.push_back(optimise_and_emit(*mod, tm, llvm_ir, &times));
+    else objects = compile_in_parts(*mod, parts, tm, target, llvm_ir, times);
     if (code) {
         for (size_t i = 0; i < objects.size(); i++) (*code)[object_section(tag, i)] = objects[i];
         (*code)[tag + ".sym"] = fname;
