@@ -1456,6 +1456,7 @@ private:
         ConstRegion root_part = c.tile;
         if (c.kind == GroupConfig::Slide && root_part.size() > 1) root_part[1].extent = 1;
         if (c.kind != GroupConfig::AllRoot) group_live = region_points(root_part) * bytes_of(root);
+        const double root_live = group_live;
         std::map<std::string, double> member_live, operand_live, operand_readers, whole_bytes, whole_readers;
         double page_walks = 0;
         // (And what it reads from outside the group: inputs, Funcs computed elsewhere; per
@@ -1502,6 +1503,26 @@ private:
             group_live += live;
         }
         for (auto &[op, bytes] : operand_live) group_live += bytes;
+        // How far apart a member's tile is written and last read: what the iteration writes
+        // from the member's realization until its last reader in the group is computed (the
+        // root last). A tile that fits a cache alone is fetched from the next level where
+        // that much is written in between (a strip of many stages, each read by later ones).
+        std::map<std::string, double> reach;
+        if (c.kind != GroupConfig::AllRoot && c.kind != GroupConfig::Block) {
+            const size_t n = g.members.size();
+            std::map<std::string, size_t> pos;
+            for (size_t i = 0; i < n; i++) pos[g.members[i]] = i;
+            for (size_t i = 0; i < n; i++) {
+                if (!member_live.count(g.members[i])) continue;
+                size_t last = i;
+                for (auto &cn : real_consumers(g.members[i]))
+                    last = std::max(last, cn == g.root ? n : pos.count(cn) ? pos[cn] : i);
+                double bytes = last == n ? root_live : 0;
+                for (size_t j = i; j < n && j <= last; j++)
+                    if (member_live.count(g.members[j])) bytes += member_live[g.members[j]];
+                reach[g.members[i]] = bytes;
+            }
+        }
         // An operand read by several of the group's Funcs: fetched once, read again from the
         // cache that holds the iteration's working set where they are computed per tile, and
         // all over again by each of those computed alone.
@@ -1527,6 +1548,7 @@ private:
             // passes through the caches between its sweeps.)
             double live = member_live[name];
             if (live <= m.l1_bytes && group_live > m.l1_bytes) live = std::min(group_live, m.l2_bytes);
+            if (reach[name] > m.l2_bytes) live = std::max(live, reach[name]);
             if (f.has_updates() && large_domain(f) && p.kind != Placement::Slide) live = std::max(live, group_live);
             mem += tile_traffic_ns(iterations, tile_bytes, live);
             overhead += iterations * realize_ns(tile_bytes) * (p.kind == Placement::Slide ? 2 : 1);
