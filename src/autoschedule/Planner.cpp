@@ -1511,16 +1511,18 @@ private:
         if (c.kind != GroupConfig::AllRoot && c.kind != GroupConfig::Block) {
             const size_t n = g.members.size();
             std::map<std::string, size_t> pos;
-            for (size_t i = 0; i < n; i++) pos[g.members[i]] = i;
+            std::vector<double> before(n + 1, 0);  // what members 0 .. i-1 keep live
+            for (size_t i = 0; i < n; i++) {
+                pos[g.members[i]] = i;
+                auto it = member_live.find(g.members[i]);
+                before[i + 1] = before[i] + (it == member_live.end() ? 0 : it->second);
+            }
             for (size_t i = 0; i < n; i++) {
                 if (!member_live.count(g.members[i])) continue;
                 size_t last = i;
                 for (auto &cn : real_consumers(g.members[i]))
                     last = std::max(last, cn == g.root ? n : pos.count(cn) ? pos[cn] : i);
-                double bytes = last == n ? root_live : 0;
-                for (size_t j = i; j < n && j <= last; j++)
-                    if (member_live.count(g.members[j])) bytes += member_live[g.members[j]];
-                reach[g.members[i]] = bytes;
+                reach[g.members[i]] = before[std::min(last + 1, n)] - before[i] + (last == n ? root_live : 0);
             }
         }
         // An operand read by several of the group's Funcs: fetched once, read again from the
@@ -1548,7 +1550,7 @@ private:
             // passes through the caches between its sweeps.)
             double live = member_live[name];
             if (live <= m.l1_bytes && group_live > m.l1_bytes) live = std::min(group_live, m.l2_bytes);
-            if (reach[name] > m.l2_bytes) live = std::max(live, reach[name]);
+            if (reach.count(name) && reach[name] > m.l2_bytes) live = std::max(live, reach[name]);
             if (f.has_updates() && large_domain(f) && p.kind != Placement::Slide) live = std::max(live, group_live);
             mem += tile_traffic_ns(iterations, tile_bytes, live);
             overhead += iterations * realize_ns(tile_bytes) * (p.kind == Placement::Slide ? 2 : 1);

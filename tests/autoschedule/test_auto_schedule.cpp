@@ -1068,8 +1068,9 @@ TEST(AutoSchedule, ASmallReductionReadPointwiseIsComputedPerVector) {
 
 // A strip of many stages, each reading the first: each stage's part of a strip fits in L2, all
 // of them together do not. The first stage's tile is read back by later stages after the ones
-// between have been written, from L3 then: the cost model prices that reach, so the members slide (a few rows each) instead of
-// being computed per strip (camera_pipe's 28 stages: 4.8 -> 3.9 ms on two threads).
+// between have been written, from L3 then: the cost model prices that reach, so the members
+// slide (a few rows each) instead of being computed per strip (camera_pipe's 28 stages: 4.8 ->
+// 3.9 ms on two threads).
 TEST(AutoSchedule, StagesOfAStripThatOverflowL2AreSlidingWindows) {
     const int W = 1024, H = 2048, stages = 10;
     ImageParam in(Float(32), 2, "in");
