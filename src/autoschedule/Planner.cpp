@@ -1585,11 +1585,92 @@ private:
     }
 
     /** Vectorizes loop `x` of a stage (splitting off `lanes` as a new inner loop). */
-    void vectorize(Emitter &e, const std::string &f, int k, const std::string &x, int64_t lanes,
-                   std::set<std::string> &taken) {
+    std::string vectorize(Emitter &e, const std::string &f, int k, const std::string &x, int64_t lanes,
+                          std::set<std::string> &taken) {
         std::string xv = fresh(x, "v", taken);
         e.split(f, k, x, x, xv, lanes);
         e.loop(f, k, xv, ForType::Vectorized);
+        return xv;
+    }
+
+    /** The pure dimensions of f's definition (through the Funcs inlined into it) that a select
+        compares with a constant: `mux(c, {r, g, b})` over colour channels. */
+    const std::set<size_t> &select_dims(const FuncInfo &f) {
+        auto it = select_dims_memo.find(f.name);
+        if (it != select_dims_memo.end()) return it->second;
+        select_dims_memo[f.name] = {};  // (no Func calls itself through inlined ones; a guard all the same)
+        std::set<size_t> dims;
+        auto arg_index = [&](const Expr &e) -> int {
+            const Variable *v = e.as<Variable>();
+            if (!v) return -1;
+            auto a = std::find(f.f->args.begin(), f.f->args.end(), v->name);
+            return a == f.f->args.end() ? -1 : (int)(a - f.f->args.begin());
+        };
+        std::function<void(const Expr &)> condition = [&](const Expr &c) {
+            auto cmp = [&](const Expr &a, const Expr &b) {
+                if (!is_const(b)) return;
+                int i = arg_index(a);
+                if (i >= 0) dims.insert((size_t)i);
+            };
+            auto both = [&](auto *op) {
+                if (!op) return false;
+                cmp(op->a, op->b);
+                cmp(op->b, op->a);
+                return true;
+            };
+            if (both(c.as<EQ>()) || both(c.as<NE>()) || both(c.as<LT>()) || both(c.as<LE>()) || both(c.as<GT>()) ||
+                both(c.as<GE>()))
+                return;
+            if (auto a = c.as<And>()) condition(a->a), condition(a->b);
+            else if (auto o = c.as<Or>()) condition(o->a), condition(o->b);
+            else if (auto n = c.as<Not>()) condition(n->a);
+        };
+        struct Find : IRVisitor {
+            std::function<void(const Expr &)> *condition;
+            std::function<void(const Call *)> *call;
+            void visit(const Select *op) override {
+                (*condition)(op->condition);
+                IRVisitor::visit(op);
+            }
+            void visit(const Call *op) override {
+                (*call)(op);
+                IRVisitor::visit(op);
+            }
+        } find;
+        std::function<void(const Call *)> call = [&](const Call *op) {
+            if (op->call_type != Call::Func || !inlined.count(op->name) || !info.is_func(op->name)) return;
+            for (size_t j : select_dims(info.func(op->name))) {
+                int i = j < op->args.size() ? arg_index(op->args[j]) : -1;
+                if (i >= 0) dims.insert((size_t)i);
+            }
+        };
+        find.condition = &condition;
+        find.call = &call;
+        if (!f.stages.empty()) find.include(f.stages[0].body);
+        return select_dims_memo[f.name] = dims;
+    }
+    std::map<std::string, std::set<size_t>> select_dims_memo;
+
+    /** A pure stage vectorized by `xv`: each dimension of 2 to 4 points (in `extents`) that a
+        select compares with a constant moves just outside the vector loop, unrolled, so that
+        each copy's selects fold (Halide's experts write `reorder(c, x, y).unroll(c)`; else every
+        branch is computed for every point). */
+    void unroll_select_dims(Emitter &e, const FuncInfo &f, const ConstRegion &extents, const std::string &xv) {
+        int v = vd(f);
+        std::vector<std::string> small;
+        for (size_t d : select_dims(f)) {
+            if ((int)d == v || d >= extents.size()) continue;
+            int64_t ext = extents[d].extent;
+            if (ext >= 2 && ext <= 4) small.push_back(f.f->args[d]);
+        }
+        if (small.empty() || xv.empty()) return;
+        std::vector<std::string> order = {xv};
+        order.insert(order.end(), small.begin(), small.end());
+        order.push_back(f.f->args[v]);
+        for (size_t d = 0; d < f.f->args.size(); d++)
+            if ((int)d != v && std::find(small.begin(), small.end(), f.f->args[d]) == small.end()) order.push_back(f.f->args[d]);
+        e.reorder(f.name, 0, order, {});
+        for (auto &n : small) e.loop(f.name, 0, n, ForType::Unrolled);
     }
 
     /** Fuses the pure loops `outer` (innermost first, not empty) into one; returns its name. */
@@ -1918,7 +1999,8 @@ private:
             } else {
                 int v = vd(f);
                 vector_dim_innermost(e, f, v);
-                if ((int)p.footprint.size() > v && p.footprint[v].extent >= Wf) vectorize(e, mb, 0, f.f->args[v], Wf, taken);
+                if ((int)p.footprint.size() > v && p.footprint[v].extent >= Wf)
+                    unroll_select_dims(e, f, p.footprint, vectorize(e, mb, 0, f.f->args[v], Wf, taken));
                 for (size_t k = 1; k < f.stages.size(); k++) update_nest(e, f, (int)k, false, 0, 0, p.footprint);
             }
         }

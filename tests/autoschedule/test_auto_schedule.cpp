@@ -1115,3 +1115,49 @@ TEST(AutoSchedule, StagesOfAStripThatOverflowL2AreSlidingWindows) {
     in.set(b);
     EXPECT_EQ(differences(p, Buffer<float>(300, 97)), 0) << p.get_schedule().cpp_source();
 }
+
+// A member whose definition (through a Func inlined into it) selects on its channel against
+// constants, a colour matrix's `mux(c, {r, g, b})`: its channel loop moves just outside the
+// vector loop, unrolled, so each copy computes one branch (as Halide's experts write
+// `reorder(c, x, y).unroll(c)`). With 8 channels it is left as it is.
+TEST(AutoSchedule, AMemberSelectingOnItsFewChannelsUnrollsThem) {
+    for (int C : {3, 8}) {
+        const int W = 1024, H = 512;
+        ImageParam in(Float(32), 3, "in");
+        Var x("x"), y("y"), c("c");
+        Func cm("cm"), g("g"), out("out");
+        Expr r = in(x, y, 0) * 0.8f + in(x, y, 1) * 0.1f + in(x, y, 2) * 0.1f;
+        Expr gr = in(x, y, 0) * 0.2f + in(x, y, 1) * 0.7f + in(x, y, 2) * 0.1f;
+        Expr b = in(x, y, 0) * 0.1f + in(x, y, 1) * 0.2f + in(x, y, 2) * 0.7f;
+        cm(x, y, c) = mux(c, {r, gr, b, in(x, y, 0)});  // (channels 3 and up: the first input's)
+        g(x, y, c) = sqrt(abs(cm(x, y, c)) + 1.0f);     // cm is inlined into g (read once)
+        out(x, y, c) = g(x, y - 1, c) + g(x, y, c) * 2.0f + g(x, y + 1, c);
+        in.set_estimates({{0, W}, {-1, H + 2}, {0, 3}});
+        out.set_estimates({{0, W}, {0, H}, {0, C}});
+        Pipeline p(out);
+        AutoScheduleOptions o;
+        o.threads = 2;
+        AutoScheduleResult res = p.auto_schedule(Target::host(), o);
+        const std::string &src = res.schedule_source;
+        ASSERT_NE(src.find("g.compute_at(out"), std::string::npos) << src;  // (a member of out's group)
+        if (C == 3) {
+            EXPECT_CONTAINS(src, "g.unroll(c)");
+        } else {
+            EXPECT_EQ(src.find("g.unroll(c)"), std::string::npos) << src;
+        }
+        for (int width : {W, 37}) {
+            Buffer<float> b_in(width, 70, 3);
+            b_in.set_min({0, -1, 0});
+            fill(b_in, 17 + C, -4, 4);
+            in.set(b_in);
+            EXPECT_EQ(differences(p, Buffer<float>(width, 68, C)), 0) << C << " channels, width " << width << "\n" << src;
+        }
+        // Realized with more channels than estimated: the unrolled loop's extent is not the
+        // estimate's (4 where 3 were estimated).
+        Buffer<float> b_in(64, 70, 3);
+        b_in.set_min({0, -1, 0});
+        fill(b_in, 3, -4, 4);
+        in.set(b_in);
+        EXPECT_EQ(differences(p, Buffer<float>(64, 68, C + 1)), 0) << src;
+    }
+}
