@@ -1595,10 +1595,11 @@ private:
 
     /** The pure dimensions of f's definition (through the Funcs inlined into it) that a select
         compares with a constant: `mux(c, {r, g, b})` over colour channels. */
-    const std::set<size_t> &select_dims(const FuncInfo &f) {
-        auto it = select_dims_memo.find(f.name);
+    const std::set<size_t> &select_dims(const FuncInfo &f, size_t k = 0) {
+        const auto key = std::make_pair(f.name, k);
+        auto it = select_dims_memo.find(key);
         if (it != select_dims_memo.end()) return it->second;
-        select_dims_memo[f.name] = {};  // (no Func calls itself through inlined ones; a guard all the same)
+        select_dims_memo[key] = {};  // (no Func calls itself through inlined ones; a guard all the same)
         std::set<size_t> dims;
         auto arg_index = [&](const Expr &e) -> int {
             const Variable *v = e.as<Variable>();
@@ -1646,10 +1647,25 @@ private:
         };
         find.condition = &condition;
         find.call = &call;
-        if (!f.stages.empty()) find.include(f.stages[0].body);
-        return select_dims_memo[f.name] = dims;
+        if (k < f.stages.size()) find.include(f.stages[k].body);
+        return select_dims_memo[key] = dims;
     }
-    std::map<std::string, std::set<size_t>> select_dims_memo;
+    std::map<std::pair<std::string, size_t>, std::set<size_t>> select_dims_memo;
+
+    /** The pure Vars of f's stage k that unroll_select_dims unrolls: dimensions of 2 to 4
+        points (in `extents`) other than the vectorized one that a select compares with a
+        constant (for an update: ones it loops over independently). */
+    std::vector<std::string> select_vars(const FuncInfo &f, size_t k, const ConstRegion &extents) {
+        int v = vd(f);
+        std::vector<std::string> small;
+        for (size_t d : select_dims(f, k)) {
+            if ((int)d == v || d >= extents.size() || d >= f.f->args.size()) continue;
+            if (k > 0 && (!f.stages[k].loops_over[d] || !f.stages[k].pure_parallel[d])) continue;
+            int64_t ext = extents[d].extent;
+            if (ext >= 2 && ext <= 4) small.push_back(f.f->args[d]);
+        }
+        return small;
+    }
 
     /** A pure stage vectorized by `xv`: each dimension of 2 to 4 points (in `extents`) that a
         select compares with a constant moves just outside the vector loop, unrolled, so that
@@ -1657,12 +1673,7 @@ private:
         branch is computed for every point). */
     void unroll_select_dims(Emitter &e, const FuncInfo &f, const ConstRegion &extents, const std::string &xv) {
         int v = vd(f);
-        std::vector<std::string> small;
-        for (size_t d : select_dims(f)) {
-            if ((int)d == v || d >= extents.size()) continue;
-            int64_t ext = extents[d].extent;
-            if (ext >= 2 && ext <= 4) small.push_back(f.f->args[d]);
-        }
+        std::vector<std::string> small = select_vars(f, 0, extents);
         if (small.empty() || xv.empty()) return;
         std::vector<std::string> order = {xv};
         order.insert(order.end(), small.begin(), small.end());
@@ -1784,11 +1795,16 @@ private:
         if (nd == 0 || !s.loops_over[v] || !s.pure_parallel[v]) return;
         auto taken = loop_names(f, k);
         std::set<std::string> rv(s.rvars.begin(), s.rvars.end());
+        // Small dimensions its selects compare with constants (a histogram's value and weight
+        // channels): just outside the vector loop, unrolled, as for pure stages.
+        std::vector<std::string> sel = bx > 0 && by > 0 ? std::vector<std::string>() : select_vars(f, k, extents);
+        auto is_sel = [&](const std::string &n) { return std::find(sel.begin(), sel.end(), n) != sel.end(); };
         // Current order (innermost first): the RVars, then the pure Vars it loops over (the
-        // vectorized one first).
+        // vectorized one first, then those just chosen).
         std::vector<std::string> pure = {f.f->args[v]};
+        pure.insert(pure.end(), sel.begin(), sel.end());
         for (size_t d = 0; d < nd; d++)
-            if (s.loops_over[d] && (int)d != v) pure.push_back(f.f->args[d]);
+            if (s.loops_over[d] && (int)d != v && !is_sel(f.f->args[d])) pure.push_back(f.f->args[d]);
         bool block = v == 0 && bx > 0 && by > 0 && nd >= 2 && s.loops_over[1] && s.pure_parallel[1] && !s.rvars.empty();
         std::vector<std::string> order;
         if (block) {
@@ -1808,9 +1824,10 @@ private:
             // point still reduces in the same order). A depthwise convolution's 2 vectors of
             // channels x 8 columns: 16 chains over its taps, not 2.
             order = {f.f->args[v]};
+            order.insert(order.end(), sel.begin(), sel.end());
             double acc = std::ceil((double)std::max<int64_t>(1, dim_extent(extents, f, v)) / W);
             const double max_acc = std::max(8, m.vector_registers / 2);
-            size_t i = 1;
+            size_t i = 1 + sel.size();
             for (; i < pure.size() && !s.rvars.empty() && acc < 4; i++) {
                 size_t d = std::find(f.f->args.begin(), f.f->args.end(), pure[i]) - f.f->args.begin();
                 int64_t ext = dim_extent(extents, f, d);
@@ -1818,11 +1835,11 @@ private:
                 order.push_back(pure[i]);
                 acc *= (double)ext;
             }
-            for (size_t j = 1; j < i; j++) e.loop(n, k, pure[j], ForType::Unrolled);
+            for (size_t j = 1 + sel.size(); j < i; j++) e.loop(n, k, pure[j], ForType::Unrolled);
             for (auto &r : s.rvars) order.push_back(r);
             for (; i < pure.size(); i++) order.push_back(pure[i]);
         }
-        if (!s.rvars.empty() || v != 0) e.reorder(n, k, order, rv);
+        if (!s.rvars.empty() || v != 0 || !sel.empty()) e.reorder(n, k, order, rv);
         if (block) {
             std::string x = f.f->args[0], y = f.f->args[1];
             std::string xv = fresh(x, "v", taken);
@@ -1832,7 +1849,17 @@ private:
             if (by > 1) e.loop(n, k, y, ForType::Unrolled);
             return;
         }
-        if (f.region[v].extent >= W) vectorize(e, n, k, f.f->args[v], W, taken);
+        if (f.region[v].extent >= W) {
+            std::string xv = vectorize(e, n, k, f.f->args[v], W, taken);
+            if (!sel.empty()) {
+                // (Between the vector loop and the rest of its dimension.)
+                std::vector<std::string> inner = {xv};
+                inner.insert(inner.end(), sel.begin(), sel.end());
+                inner.push_back(f.f->args[v]);
+                e.reorder(n, k, inner, rv);
+            }
+        }
+        for (auto &nm : sel) e.loop(n, k, nm, ForType::Unrolled);
         if (parallel) {
             // The pure loops outside the reduction loops that may run in parallel, from the
             // outermost in, fused into one parallel loop.
@@ -1840,7 +1867,7 @@ private:
             double tasks = 1;
             for (int i = (int)order.size() - 1; i >= 1; i--) {
                 auto it = std::find(f.f->args.begin(), f.f->args.end(), order[i]);
-                if (it == f.f->args.end() || !s.pure_parallel[it - f.f->args.begin()]) break;
+                if (it == f.f->args.end() || !s.pure_parallel[it - f.f->args.begin()] || is_sel(order[i])) break;
                 outer.insert(outer.begin(), order[i]);
                 tasks *= (double)f.region[it - f.f->args.begin()].extent;
                 if (tasks >= 8 * m.threads) break;

@@ -1161,3 +1161,33 @@ TEST(AutoSchedule, AMemberSelectingOnItsFewChannelsUnrollsThem) {
         EXPECT_EQ(differences(p, Buffer<float>(64, 68, C + 1)), 0) << src;
     }
 }
+
+// The same for an update: a histogram that adds a value and a weight, `mux(c, {v, 1})`, at a
+// computed bin (bilateral_grid's grid: its two channels unrolled just outside the vector
+// loop, each input read once for both).
+TEST(AutoSchedule, AnUpdateSelectingOnItsFewChannelsUnrollsThem) {
+    const int W = 256, H = 192, Z = 8;
+    ImageParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), z("z"), c("c");
+    RDom r(0, 4, 0, 4, "r");
+    Func h("h"), out("out");
+    Expr v = in(x * 4 + r.x, y * 4 + r.y);
+    Expr zi = cast<int>(clamp(v, 0.0f, 1.0f) * (Z - 1));
+    h(x, y, z, c) = 0.0f;
+    h(x, y, zi, c) += mux(c, {v, 1.0f});
+    out(x, y, z, c) = h(x, y, z, c) + h(x + 1, y, z, c) * 0.5f;
+    in.set_estimates({{0, 4 * W + 4}, {0, 4 * H}});
+    out.set_estimates({{0, W}, {0, H}, {0, Z}, {0, 2}});
+    Pipeline p(out);
+    AutoScheduleOptions o;
+    o.threads = 2;
+    AutoScheduleResult res = p.auto_schedule(Target::host(), o);
+    EXPECT_CONTAINS(res.schedule_source, "h.update(0).unroll(c)");
+    for (int width : {W, 37}) {
+        Buffer<float> b(4 * width + 4, 4 * 50);
+        fill(b, 23, -1, 2);
+        in.set(b);
+        EXPECT_EQ(differences(p, Buffer<float>(std::vector<int>{width, 50, Z, 2})), 0) << "width " << width << "\n"
+                                                                                        << res.schedule_source;
+    }
+}
