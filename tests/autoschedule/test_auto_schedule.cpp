@@ -4,6 +4,7 @@
 #include <weft/weft.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -1190,4 +1191,31 @@ TEST(AutoSchedule, AnUpdateSelectingOnItsFewChannelsUnrollsThem) {
         EXPECT_EQ(differences(p, Buffer<float>(std::vector<int>{width, 50, Z, 2})), 0) << "width " << width << "\n"
                                                                                         << res.schedule_source;
     }
+}
+
+// Hostile: a member reached through a thousand inlined Funcs, each selecting on the channel.
+// The planner's walks through inlined Funcs (which channel a select compares) finish without
+// exhausting the stack. (Planning time grows faster than linearly with such a chain: 1,500
+// Funcs 6 s, 3,000 31 s, most of it inlining them into their reader while the pipeline is
+// checked, which rebinds the reader's shared values after each Func.)
+TEST(AutoSchedule, AMemberThroughAThousandInlinedSelectingFuncsIsPlanned) {
+    ImageParam in(Float(32), 3, "in");
+    Var x("x"), y("y"), c("c");
+    Func prev("f0");
+    prev(x, y, c) = in(x, y, c);
+    for (int i = 1; i < 1000; i++) {
+        Func f("f" + std::to_string(i));
+        f(x, y, c) = select(c == 1, prev(x, y, c) + 1.0f, prev(x, y, c) * 0.5f);
+        prev = f;
+    }
+    Func out("out");
+    out(x, y, c) = prev(x, y - 1, c) + prev(x, y + 1, c);  // prev is read twice: kept
+    in.set_estimates({{0, 512}, {-1, 258}, {0, 3}});
+    out.set_estimates({{0, 512}, {0, 256}, {0, 3}});
+    Pipeline p(out);
+    auto t0 = std::chrono::steady_clock::now();
+    AutoScheduleResult res = p.auto_schedule();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_CONTAINS(res.schedule_source, prev.name() + ".compute_");  // (kept: read twice)
+    EXPECT_LT(s, 60.0) << "planning took " << s << " s";  // (a hang guard, not a timing target)
 }
