@@ -1600,55 +1600,46 @@ private:
         auto it = select_dims_memo.find(key);
         if (it != select_dims_memo.end()) return it->second;
         select_dims_memo[key] = {};  // (no Func calls itself through inlined ones; a guard all the same)
-        std::set<size_t> dims;
-        auto arg_index = [&](const Expr &e) -> int {
-            const Variable *v = e.as<Variable>();
-            if (!v) return -1;
-            auto a = std::find(f.f->args.begin(), f.f->args.end(), v->name);
-            return a == f.f->args.end() ? -1 : (int)(a - f.f->args.begin());
-        };
-        std::function<void(const Expr &)> condition = [&](const Expr &c) {
-            auto cmp = [&](const Expr &a, const Expr &b) {
-                if (!is_const(b)) return;
-                int i = arg_index(a);
-                if (i >= 0) dims.insert((size_t)i);
-            };
-            auto both = [&](auto *op) {
-                if (!op) return false;
-                cmp(op->a, op->b);
-                cmp(op->b, op->a);
-                return true;
-            };
-            if (both(c.as<EQ>()) || both(c.as<NE>()) || both(c.as<LT>()) || both(c.as<LE>()) || both(c.as<GT>()) ||
-                both(c.as<GE>()))
-                return;
-            if (auto a = c.as<And>()) condition(a->a), condition(a->b);
-            else if (auto o = c.as<Or>()) condition(o->a), condition(o->b);
-            else if (auto n = c.as<Not>()) condition(n->a);
-        };
         struct Find : IRVisitor {
-            std::function<void(const Expr &)> *condition;
-            std::function<void(const Call *)> *call;
+            Planner *p;
+            const FuncInfo *f;
+            std::set<size_t> dims;
+            int arg_index(const Expr &e) const {
+                const Variable *v = e.as<Variable>();
+                auto a = v ? std::find(f->f->args.begin(), f->f->args.end(), v->name) : f->f->args.end();
+                return a == f->f->args.end() ? -1 : (int)(a - f->f->args.begin());
+            }
+            void condition(const Expr &c) {
+                auto compares = [&](auto *op) {
+                    if (!op) return false;
+                    for (auto [a, b] : {std::make_pair(op->a, op->b), std::make_pair(op->b, op->a)})
+                        if (is_const(b) && arg_index(a) >= 0) dims.insert((size_t)arg_index(a));
+                    return true;
+                };
+                if (compares(c.as<EQ>()) || compares(c.as<NE>()) || compares(c.as<LT>()) || compares(c.as<LE>()) ||
+                    compares(c.as<GT>()) || compares(c.as<GE>()))
+                    return;
+                if (auto a = c.as<And>()) condition(a->a), condition(a->b);
+                else if (auto o = c.as<Or>()) condition(o->a), condition(o->b);
+                else if (auto n = c.as<Not>()) condition(n->a);
+            }
             void visit(const Select *op) override {
-                (*condition)(op->condition);
+                condition(op->condition);
                 IRVisitor::visit(op);
             }
             void visit(const Call *op) override {
-                (*call)(op);
+                // A Func inlined here: its dimensions that its selects compare, where this call
+                // passes one of f's pure Vars.
+                if (op->call_type == Call::Func && p->inlined.count(op->name) && p->info.is_func(op->name))
+                    for (size_t j : p->select_dims(p->info.func(op->name)))
+                        if (j < op->args.size() && arg_index(op->args[j]) >= 0) dims.insert((size_t)arg_index(op->args[j]));
                 IRVisitor::visit(op);
             }
         } find;
-        std::function<void(const Call *)> call = [&](const Call *op) {
-            if (op->call_type != Call::Func || !inlined.count(op->name) || !info.is_func(op->name)) return;
-            for (size_t j : select_dims(info.func(op->name))) {
-                int i = j < op->args.size() ? arg_index(op->args[j]) : -1;
-                if (i >= 0) dims.insert((size_t)i);
-            }
-        };
-        find.condition = &condition;
-        find.call = &call;
+        find.p = this;
+        find.f = &f;
         if (k < f.stages.size()) find.include(f.stages[k].body);
-        return select_dims_memo[key] = dims;
+        return select_dims_memo[key] = find.dims;
     }
     std::map<std::pair<std::string, size_t>, std::set<size_t>> select_dims_memo;
 
