@@ -5,6 +5,9 @@
 //   chain    f(x) = ((x * 3 + in(x % 8)) * 3 + in(x % 8)) * 3 + ...   (one deep int expression)
 //   chainf   the same in float
 //   updates  f(x) = f(x) + i, n updates of one Func (n loops in one function)
+//   funcs    n Funcs, f_i(x) = select(x % 3 == 1, f_{i-1}(x) + 1, f_{i-1}(x) * 3), each inlined
+//            into the next and the last into the output, which reads it twice
+//   auto     the same chain scheduled by Pipeline::auto_schedule (its planning timed too)
 // Prints a table and writes compile_scaling.json (bench/ in the source tree, or argv[1]).
 #include <algorithm>
 #include <cstdlib>
@@ -42,12 +45,26 @@ double first_call_s(const std::string &family, int n) {
         Expr e = cast<float>(x);
         for (int i = 0; i < n; i++) e = e * 0.5f + inf(x % 8);
         f(x) = e;
+    } else if (family == "funcs" || family == "auto") {
+        Func prev(family + "_f0");
+        prev(x) = in(x % 8);
+        for (int i = 1; i < n; i++) {
+            Func g(family + "_f" + std::to_string(i));
+            g(x) = select(x % 3 == 1, prev(x) + 1, prev(x) * 3);
+            prev = g;
+        }
+        f(x) = prev(x - 1) + prev(x + 1);
     } else {
         f(x) = x;
         for (int i = 0; i < n; i++) f(x) = f(x) + i;
     }
     double t0 = now_s();
-    if (family == "chainf") {
+    if (family == "auto") {
+        f.set_estimates({{0, 64}});
+        Pipeline p(f);
+        p.auto_schedule();
+        Buffer<int> o = p.realize({64});
+    } else if (family == "chainf") {
         Buffer<float> o = f.realize({64});
     } else {
         Buffer<int> o = f.realize({64});
@@ -64,7 +81,7 @@ int main(int argc, char **argv) {
         std::string name;
         int n0;
     };
-    const std::vector<Family> families = {{"chain", 1000}, {"chainf", 1000}, {"updates", 100}};
+    const std::vector<Family> families = {{"chain", 1000}, {"chainf", 1000}, {"updates", 100}, {"funcs", 100}, {"auto", 100}};
     const double budget = 1.35;
     bool all_ok = true;
     std::string js = "{\n  \"target\": \"" + Target::host().str() + "\",\n  \"budget_exponent\": 1.35,\n  \"families\": [\n";

@@ -210,13 +210,18 @@ PipelineInfo analyze_pipeline(const Env &env, const ShapeEstimates &est) {
         }
     }
     for (auto &fi : info.funcs)
-        for (size_t k = 0; k < fi.stages.size(); k++)
-            for (auto &call : fi.stages[k].calls) {
-                if (info.is_func(call.first)) continue;
+        for (size_t k = 0; k < fi.stages.size(); k++) {
+            // (Each input once per stage: region_read bounds all of a stage's calls to it, and a
+            // stage may call it thousands of times.)
+            std::set<std::string> inputs;
+            for (auto &call : fi.stages[k].calls)
+                if (!info.is_func(call.first)) inputs.insert(call.first);
+            for (auto &name : inputs) {
                 ConstRegion got;
-                if (!region_read(fi, (int)k, fi.region, call.first, &got)) continue;
-                info.inputs[call.first] = region_union(info.inputs[call.first], got);
+                if (!region_read(fi, (int)k, fi.region, name, &got)) continue;
+                info.inputs[name] = region_union(info.inputs[name], got);
             }
+        }
     return info;
 }
 

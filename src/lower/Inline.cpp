@@ -10,14 +10,19 @@ namespace weft {
 namespace internal {
 namespace {
 
-/** Replaces the calls to f by its value. Each node of a graph is visited once (what is shared stays
-    shared), and calls with the same arguments get the same replacement, so a chain of inlined Funcs
-    each using the last several times (f2(x) = f1(x) * f1(x) + f1(x)) is a graph of the chain's size
-    (the callers' Lets are then bound by bind_shared_subexpressions) instead of a tree exponential
-    in its length. */
+/** Replaces the calls to the inlined Funcs by their values, all of them in one pass: a call's
+    arguments are expanded first, then put into the callee's value, whose own calls are expanded
+    in turn. Each node of a graph is visited once (what is shared stays shared), and calls to the
+    same Func with the same (simplified) arguments get the same replacement, so a chain of inlined
+    Funcs each using the last several times (f2(x) = f1(x) * f1(x) + f1(x)) is a graph of the
+    chain's size (bound by bind_shared_subexpressions once it is in its reader) instead of a tree
+    exponential in its length, and inlining n Funcs costs the size of what they expand to, not n
+    passes over a reader that grows with each. */
 class Inliner : public GraphMutator {
 public:
-    const LFunc *f;
+    const std::vector<LFunc> *funcs = nullptr;
+    const std::map<std::string, int> *index = nullptr;
+    const std::set<std::string> *inlined = nullptr;
 
 protected:
     Expr visit(const Let *op, const Expr &e) override {
@@ -29,17 +34,23 @@ protected:
     Expr visit(const Call *op, const Expr &e) override {
         Expr r = IRMutator::visit(op, e);
         auto c = r.as<Call>();
-        if (c->call_type != Call::Func || c->name != f->name) return r;
+        if (c->call_type != Call::Func || !inlined->count(c->name)) return r;
+        const LFunc &f = (*funcs)[index->at(c->name)];
         std::vector<Expr> args = c->args;
         std::string key = args_key(args);  // (args simplified: x - 1 + 1 and x are one key)
-        if (!key.empty() && c->value_index) key += "[" + std::to_string(c->value_index) + "]";
+        if (!key.empty()) key = c->name + "(" + key + ")[" + std::to_string(c->value_index) + "]";
         if (!key.empty()) {
             auto it = by_args_.find(key);
             if (it != by_args_.end()) return it->second;
         }
         std::map<std::string, Expr> m;
-        for (size_t i = 0; i < f->args.size(); i++) m[f->args[i]] = args[i];
-        Expr v = substitute_graph(m, tuple_value(f->stages[0].value, c->value_index));
+        for (size_t i = 0; i < f.args.size(); i++) m[f.args[i]] = args[i];
+        // (The value's calls expanded with no Let of the caller's in scope: its own Lets are its
+        // own, and the caller's names are not in it.)
+        std::vector<std::string> outer;
+        outer.swap(lets_);
+        Expr v = mutate(substitute_graph(m, tuple_value(f.stages[0].value, c->value_index)));
+        outer.swap(lets_);
         if (!key.empty()) by_args_.emplace(key, v);
         return v;
     }
@@ -275,24 +286,17 @@ std::set<std::string> choose_inlined(std::vector<LFunc> &all, bool reference) {
 
 void inline_funcs(std::vector<LFunc> &funcs, const std::map<std::string, int> &index,
                   const std::vector<std::string> &order, const std::set<std::string> &inlined) {
-    // Consumers first: a consumer's value, with its calls to producers still in it, goes into
-    // its callers, whose calls to a producer with the same (simplified) arguments then get one
-    // replacement: a chain of inlined stencils (f2(x) = f1(x - 1) + f1(x) + f1(x + 1), ...) is
-    // a graph of about the chain's length squared. (The other inlined Funcs need nothing: those after this one in `order`
-    // went into their callers already, and those before it are its producers, which do not call
-    // it.)
-    for (size_t i = order.size(); i-- > 0;) {
-        if (!inlined.count(order[i])) continue;
-        Inliner in;
-        in.f = &funcs[index.at(order[i])];
-        for (size_t j = 0; j < order.size(); j++) {
-            if (j == i || inlined.count(order[j])) continue;
-            for (auto &s : funcs[index.at(order[j])].stages)
-                for_each_expr(s, [&](Expr &e) {
-                    Expr r = in.mutate(e);
-                    if (!r.same_as(e)) e = bind_shared_subexpressions(r);
-                });
-        }
+    Inliner in;  // (one for all: a call's replacement does not depend on where it is)
+    in.funcs = &funcs;
+    in.index = &index;
+    in.inlined = &inlined;
+    for (const std::string &name : order) {
+        if (inlined.count(name)) continue;
+        for (auto &s : funcs[index.at(name)].stages)
+            for_each_expr(s, [&](Expr &e) {
+                Expr r = in.mutate(e);
+                if (!r.same_as(e)) e = bind_shared_subexpressions(r);
+            });
     }
 }
 

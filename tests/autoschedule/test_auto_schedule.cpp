@@ -1195,9 +1195,9 @@ TEST(AutoSchedule, AnUpdateSelectingOnItsFewChannelsUnrollsThem) {
 
 // Hostile: a member reached through a thousand inlined Funcs, each selecting on the channel.
 // The planner's walks through inlined Funcs (which channel a select compares) finish without
-// exhausting the stack. (Planning time grows faster than linearly with such a chain: 1,500
-// Funcs 6 s, 3,000 31 s, most of it inlining them into their reader while the pipeline is
-// checked, which rebinds the reader's shared values after each Func.)
+// exhausting the stack. (Planning time grows about linearly with such a chain: see
+// weft_bench_compile's "auto" family. Inlining had rebound the reader's shared values after
+// each Func it put in: 1,500 Funcs took 6 s, 3,000 31 s.)
 TEST(AutoSchedule, AMemberThroughAThousandInlinedSelectingFuncsIsPlanned) {
     ImageParam in(Float(32), 3, "in");
     Var x("x"), y("y"), c("c");
