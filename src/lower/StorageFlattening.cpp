@@ -191,6 +191,7 @@ protected:
             msg.replace(msg.find('%'), 1, n == cap ? "2^62 or more" : std::to_string(n));
             user_error("weft: " + msg);
         }
+        const Expr runtime_size = size;
         if (constant) size = make_const(Int(64), n);
         bool small = constant && n * op->type.bytes() <= kSmallStackAllocationBytes;
         if (m == MemoryType::Stack && !cuda) {
@@ -214,6 +215,13 @@ protected:
             m = small ? MemoryType::Stack : MemoryType::Heap;
         }
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
+        if (m == MemoryType::Heap && constant && !exact) {
+            // The constant bound was for the stack: on the heap, the storage takes what this
+            // region needs when it runs (a tile's few rows of a column whose rows are bounded
+            // only by the whole image's), not the bound.
+            size = runtime_size;
+            constant = false;
+        }
         if (fit != env.index.end())  // the other values of a Tuple: stored alike
             for (size_t i = env.funcs[fit->second].types.size(); i-- > 1;) {
                 Type t = env.funcs[fit->second].types[i];

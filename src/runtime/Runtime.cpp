@@ -103,6 +103,10 @@ struct Job {
 };
 
 void run_job(Job *j, int thread_index) {
+    struct Run {  // (this thread's part of the loop is a run: see weft_rt_enter_run)
+        Run() { weft_rt_enter_run(); }
+        ~Run() { weft_rt_leave_run(); }
+    } run;
     const int own = thread_index % j->num_slots;
     uint32_t i;
     while (j->claim(own, &i) || (j->steal(own) && j->claim(own, &i))) {
@@ -281,6 +285,16 @@ MemPool &mem_pool() {
     return *p;
 }
 
+/** This thread's blocks freed inside a run (weft_rt_enter_run), one per size class, still
+    counted in use: taken again by its next allocation of the class without touching the pool. */
+struct ThreadBlocks {
+    char *blocks[kMaxShift + 1];
+    int depth;
+};
+thread_local ThreadBlocks tl_blocks{};
+
+void pool_free(char *base);
+
 }  // namespace
 
 extern "C" {
@@ -375,6 +389,11 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     int cls = kMinShift;
     while (cls <= kMaxShift && (int64_t(1) << cls) < bytes) cls++;
     if (cls <= kMaxShift) {
+        ThreadBlocks &tb = tl_blocks;
+        if (char *base = tb.blocks[cls]) {  // (only set inside a run)
+            tb.blocks[cls] = nullptr;
+            return base + kHeader;
+        }
         if (char *base = mp.take(cls)) {
             mp.pooled.fetch_sub(int64_t(1) << cls, std::memory_order_relaxed);
             mp.add_in_use(int64_t(1) << cls);
@@ -405,6 +424,31 @@ void weft_rt_free(weft_context_t *, void *q) {
     char *base = (char *)q - kHeader;
     BlockHeader *h = (BlockHeader *)base;
     if (h->magic != kMagic) return;  // not ours
+    ThreadBlocks &tb = tl_blocks;
+    if (tb.depth > 0 && h->cls >= 0 && !tb.blocks[h->cls]) {
+        tb.blocks[h->cls] = base;
+        return;
+    }
+    pool_free(base);
+}
+
+void weft_rt_enter_run() { tl_blocks.depth++; }
+
+void weft_rt_leave_run() {
+    ThreadBlocks &tb = tl_blocks;
+    if (--tb.depth > 0) return;
+    for (auto &b : tb.blocks)
+        if (b) {
+            pool_free(b);
+            b = nullptr;
+        }
+}
+
+}  // extern "C"
+
+namespace {
+void pool_free(char *base) {
+    BlockHeader *h = (BlockHeader *)base;
     MemPool &mp = mem_pool();
     mp.in_use.fetch_sub(h->size, std::memory_order_relaxed);
     if (h->cls < 0) {
@@ -414,6 +458,9 @@ void weft_rt_free(weft_context_t *, void *q) {
     mp.pooled.fetch_add(h->size, std::memory_order_relaxed);
     mp.shards[mp.my_shard()].put(h->cls, base);
 }
+}  // namespace
+
+extern "C" {
 
 int32_t weft_rt_assert_fail(weft_context_t *ctx, const char *msg, const int64_t *args, int32_t nargs) {
     std::string out;

@@ -42,6 +42,13 @@ void weft_rt_free(weft_context_t *ctx, void *p);
     kept for reuse; and how many blocks it took from the system. */
 void weft_rt_memory_stats(int64_t *in_use, int64_t *peak, int64_t *pooled, int64_t *allocations);
 void weft_rt_reset_peak_memory();
+/** Around a compiled pipeline's run on this thread (and each thread's part of a parallel loop):
+    while inside, the last block of each size class that the thread frees is kept for its next
+    allocation of that class, without a lock or an atomic read-modify-write (a locked instruction
+    waits for the thread's streaming stores to reach memory: a tile loop that allocated per tile
+    ran at half speed); leaving the outermost returns those blocks to the pool. */
+void weft_rt_enter_run();
+void weft_rt_leave_run();
 
 /** Records an assertion failure: formats msg, replacing each '%' by the next of args.
     Returns -1 (the pipeline returns it). */

@@ -569,6 +569,68 @@ TEST(CodeGenLLVM, RuntimeMallocFromManyThreads) {
     weft_rt_free(&ctx, r);
 }
 
+// Inside a run (a pipeline's call, a thread's part of a parallel loop) a thread's freed block
+// of each size class is kept for its next allocation of the class, counted in use, and handed
+// back to the pool when the outermost run ends; runs on many threads at once, nested runs, and
+// blocks freed outside any run (which go straight to the pool) leave the counts where they were.
+TEST(CodeGenLLVM, RuntimeBlocksReusedWithinARun) {
+    weft_context_t ctx;
+    std::memset(&ctx, 0, sizeof(ctx));
+    int64_t in_use0, peak0, pooled0, allocs0;
+    weft_rt_memory_stats(&in_use0, &peak0, &pooled0, &allocs0);
+    weft_rt_enter_run();
+    void *a = weft_rt_malloc(&ctx, 1000);
+    weft_rt_free(&ctx, a);
+    int64_t in_use, peak, pooled, allocs;
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0 + 1024) << "kept by the thread, counted in use";
+    weft_rt_enter_run();  // nested: leaving it keeps the blocks
+    void *b = weft_rt_malloc(&ctx, 900);  // the same class
+    EXPECT_EQ(b, a);
+    void *c = weft_rt_malloc(&ctx, 1000);  // the class's block is taken: another
+    EXPECT_NE(c, b);
+    weft_rt_free(&ctx, b);
+    weft_rt_free(&ctx, c);  // (the class's slot is full: to the pool)
+    weft_rt_leave_run();
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0 + 1024);
+    weft_rt_leave_run();
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0);
+    void *d = weft_rt_malloc(&ctx, 1000);  // outside a run: from the pool
+    weft_rt_free(&ctx, d);
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 8; t++)
+        ts.emplace_back([&, t] {
+            weft_context_t tc;
+            std::memset(&tc, 0, sizeof(tc));
+            for (int run = 0; run < 50; run++) {
+                weft_rt_enter_run();
+                for (int rep = 0; rep < 40; rep++) {
+                    int64_t bytes = 64 + ((rep * 7 + t * 13 + run) % 9) * 500;
+                    unsigned char *p = (unsigned char *)weft_rt_malloc(&tc, bytes);
+                    if (!p) {
+                        bad++;
+                        continue;
+                    }
+                    std::memset(p, t + 1, (size_t)bytes);
+                    std::this_thread::yield();
+                    for (int64_t i = 0; i < bytes; i += 61)
+                        if (p[i] != t + 1) bad++;
+                    weft_rt_free(&tc, p);
+                }
+                weft_rt_leave_run();
+            }
+        });
+    for (auto &th : ts) th.join();
+    EXPECT_EQ(bad.load(), 0);
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0);
+}
+
 // Blocks of 4 MiB and more are 2 MiB aligned and offered huge pages (a hint): every byte is
 // usable, the pool takes them back and hands them out again, and sizes past a power of two and
 // past the largest size class still work.

@@ -46,6 +46,33 @@ TEST(Storage, ATileClippedAtTheEdgeIsAllocatedAtItsConstantBound) {
     }
 }
 
+// A region whose extent has a constant bound too large for the stack (a tile's rows of an
+// upsampled input, bounded only by the input's height): on the heap it takes what the region
+// needs when it runs, not the bound.
+TEST(Storage, ABoundTooLargeForTheStackIsNotWhatTheHeapAllocates) {
+    Buffer<float> in(std::vector<int>{64, 4000}, "bound_in");
+    for (int j = 0; j < 4000; j++)
+        for (int i = 0; i < 64; i++) in(i, j) = (float)(i + 7 * j % 23);
+    Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+    Func p("bound_p"), c("bound_c");
+    p(x, y) = in(x, clamp(y, 0, 3999)) * 2.0f;
+    // Rows chosen through a clamp of a float computation: bounded by the clamp alone.
+    Expr row = clamp(cast<int>(floor((y + 0.5f) * 0.25f)), 0, 3998);
+    c(x, y) = p(x, row) + p(x, row + 1);
+    c.tile(x, y, xo, yo, xi, yi, 16, 16);
+    p.compute_at(c, xo);
+    std::string a = allocation_of(c, {64, 16000});
+    EXPECT_NE(a.find("in heap"), std::string::npos) << a;
+    EXPECT_NE(a.find("extent.1"), std::string::npos) << "the region's extent when run, not 16 x 4000: " << a;
+    Buffer<float> out(64, 16000);
+    c.realize(out);
+    for (int j = 0; j < 16000; j += 37)
+        for (int i = 0; i < 64; i++) {
+            int r = std::min(std::max((int)std::floor((j + 0.5f) * 0.25f), 0), 3998);
+            ASSERT_EQ(out(i, j), in(i, r) * 2.0f + in(i, r + 1) * 2.0f) << i << "," << j;
+        }
+}
+
 TEST(Storage, StackWithoutAConstantSizeIsAClearError) {
     Tiles t;
     Param<int> rows("rows");
