@@ -1570,10 +1570,6 @@ private:
             mem += lines * 64 / (near ? m.cache_bytes_per_ns : bandwidth_for(region_points(whole) * eb));
         }
         mem += page_walks * m.page_walk_ns;
-        if (getenv("DBGCOST") && c.kind == GroupConfig::Tile && !c.small_inside) {
-            fprintf(stderr, "COST %s: work %.1f mem %.1f overhead %.1f alone %.1f tasks %.0f iters %.0f\n", c.describe().c_str(), work/1e6, mem/1e6, overhead/1e6, alone/1e6, tasks, iterations);
-            for (auto &[name, p] : c.where) fprintf(stderr, "   %s kind %d red %.2f root_ns %.1f member_ns %.1f live %.0f reach %.0f\n", name.c_str(), (int)p.kind, p.redundancy, p.kind == Placement::Root ? root_ns(info.func(name))/1e6 : 0.0, p.kind != Placement::Root ? member_ns(info.func(name), p)/1e6 : 0.0, member_live.count(name) ? member_live[name] : 0.0, reach.count(name) ? reach[name] : 0.0);
-        }
         double cores = (work + mem) > 20000 ? cores_for(tasks) : 1;
         double total = (work + mem + overhead) / cores + alone;
         if (cores > 1) total += std::min(tasks, 64.0 * m.threads) * m.task_overhead_ns / m.threads;
