@@ -573,7 +573,7 @@ TEST(CodeGenLLVM, RuntimeMallocFromManyThreads) {
 // of each size class is kept for its next allocation of the class, counted in use, and handed
 // back to the pool when the outermost run ends; runs on many threads at once, nested runs, and
 // blocks freed outside any run (which go straight to the pool) leave the counts where they were.
-TEST(CodeGenLLVM, RuntimeBlocksReusedWithinARun) {
+TEST(CodeGenLLVM, RuntimeBlocksReusedWithinARunOnManyThreads) {
     weft_context_t ctx;
     std::memset(&ctx, 0, sizeof(ctx));
     int64_t in_use0, peak0, pooled0, allocs0;
