@@ -525,6 +525,27 @@ TEST(CodeGenLLVM, RuntimeMallocAndErrors) {
     EXPECT_EQ(std::strlen(ctx.error), sizeof(ctx.error) - 1);
 }
 
+/** Thread t allocates `reps` blocks of varied sizes one after another, fills each with its own
+    byte, yields, checks the bytes and frees it: the number of bytes found wrong (or failed
+    allocations). */
+static int churn_blocks(weft_context_t *ctx, int t, int reps, int salt) {
+    int bad = 0;
+    for (int rep = 0; rep < reps; rep++) {
+        int64_t bytes = 64 + ((rep * 7 + t * 13 + salt) % 9) * 500;
+        unsigned char *p = (unsigned char *)weft_rt_malloc(ctx, bytes);
+        if (!p) {
+            bad++;
+            continue;
+        }
+        std::memset(p, t + 1, (size_t)bytes);
+        std::this_thread::yield();
+        for (int64_t i = 0; i < bytes; i += 61)
+            if (p[i] != t + 1) bad++;
+        weft_rt_free(ctx, p);
+    }
+    return bad;
+}
+
 // Many threads allocating and freeing at once (blocks allocated inside parallel loops): every
 // block is whole and its own (no two threads get the same one), the byte counts return to where
 // they were, and a block one thread frees is reused by another before the system is asked.
@@ -537,19 +558,7 @@ TEST(CodeGenLLVM, RuntimeMallocFromManyThreads) {
         ts.emplace_back([&, t] {
             weft_context_t ctx;
             std::memset(&ctx, 0, sizeof(ctx));
-            for (int rep = 0; rep < 2000; rep++) {
-                int64_t bytes = 64 + ((rep * 7 + t * 13) % 9) * 500;
-                unsigned char *p = (unsigned char *)weft_rt_malloc(&ctx, bytes);
-                if (!p) {
-                    bad++;
-                    continue;
-                }
-                std::memset(p, t + 1, (size_t)bytes);
-                std::this_thread::yield();
-                for (int64_t i = 0; i < bytes; i += 61)
-                    if (p[i] != t + 1) bad++;
-                weft_rt_free(&ctx, p);
-            }
+            bad += churn_blocks(&ctx, t, 2000, 0);
         });
     for (auto &th : ts) th.join();
     EXPECT_EQ(bad.load(), 0);
@@ -609,19 +618,7 @@ TEST(CodeGenLLVM, RuntimeBlocksReusedWithinARunOnManyThreads) {
             std::memset(&tc, 0, sizeof(tc));
             for (int run = 0; run < 50; run++) {
                 weft_rt_enter_run();
-                for (int rep = 0; rep < 40; rep++) {
-                    int64_t bytes = 64 + ((rep * 7 + t * 13 + run) % 9) * 500;
-                    unsigned char *p = (unsigned char *)weft_rt_malloc(&tc, bytes);
-                    if (!p) {
-                        bad++;
-                        continue;
-                    }
-                    std::memset(p, t + 1, (size_t)bytes);
-                    std::this_thread::yield();
-                    for (int64_t i = 0; i < bytes; i += 61)
-                        if (p[i] != t + 1) bad++;
-                    weft_rt_free(&tc, p);
-                }
+                bad += churn_blocks(&tc, t, 40, run);
                 weft_rt_leave_run();
             }
         });
