@@ -215,10 +215,11 @@ protected:
             m = small ? MemoryType::Stack : MemoryType::Heap;
         }
         if (m == MemoryType::GPUShared) m = MemoryType::Heap;
-        if (m == MemoryType::Heap && constant && !exact) {
+        if (m == MemoryType::Heap && constant && !exact && !cuda) {
             // The constant bound was for the stack: on the heap, the storage takes what this
             // region needs when it runs (a tile's few rows of a column whose rows are bounded
-            // only by the whole image's), not the bound.
+            // only by the whole image's), not the bound. (Inside a GPU kernel every array has a
+            // constant size.)
             size = runtime_size;
             constant = false;
         }
