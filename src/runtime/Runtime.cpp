@@ -285,8 +285,11 @@ MemPool &mem_pool() {
     return *p;
 }
 
-/** This thread's blocks freed inside a run (weft_rt_enter_run), one per size class, still
-    counted in use: taken again by its next allocation of the class without touching the pool. */
+/** This thread's blocks freed inside a run (weft_rt_enter_run), one per size class up to 1 MiB
+    (storage per tile; larger blocks go back to the pool at once, so that the bytes counted in
+    use while a run goes on stay within a few MiB per thread of what it holds), still counted in
+    use: taken again by its next allocation of the class without touching the pool. */
+constexpr int kThreadBlockMaxShift = 20;
 struct ThreadBlocks {
     char *blocks[kMaxShift + 1];
     int depth;
@@ -425,7 +428,7 @@ void weft_rt_free(weft_context_t *, void *q) {
     BlockHeader *h = (BlockHeader *)base;
     if (h->magic != kMagic) return;  // not ours
     ThreadBlocks &tb = tl_blocks;
-    if (tb.depth > 0 && h->cls >= 0 && !tb.blocks[h->cls]) {
+    if (tb.depth > 0 && h->cls >= 0 && h->cls <= kThreadBlockMaxShift && !tb.blocks[h->cls]) {
         tb.blocks[h->cls] = base;
         return;
     }

@@ -606,6 +606,12 @@ TEST(CodeGenLLVM, RuntimeBlocksReusedWithinARunOnManyThreads) {
     weft_rt_leave_run();
     weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
     EXPECT_EQ(in_use, in_use0);
+    weft_rt_enter_run();  // a block of more than 1 MiB goes back to the pool at once
+    void *big = weft_rt_malloc(&ctx, (1 << 20) + 1);
+    weft_rt_free(&ctx, big);
+    weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+    EXPECT_EQ(in_use, in_use0);
+    weft_rt_leave_run();
     void *d = weft_rt_malloc(&ctx, 1000);  // outside a run: from the pool
     weft_rt_free(&ctx, d);
     weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
