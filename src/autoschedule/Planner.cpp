@@ -1658,6 +1658,16 @@ private:
         return small;
     }
 
+    /** Loop order (innermost first): the vector loop xv, then `small`, then the rest of the
+        vectorized dimension x. */
+    static std::vector<std::string> just_outside(const std::string &xv, const std::vector<std::string> &small,
+                                                 const std::string &x) {
+        std::vector<std::string> order = {xv};
+        order.insert(order.end(), small.begin(), small.end());
+        order.push_back(x);
+        return order;
+    }
+
     /** A pure stage vectorized by `xv`: each dimension of 2 to 4 points (in `extents`) that a
         select compares with a constant moves just outside the vector loop, unrolled, so that
         each copy's selects fold (Halide's experts write `reorder(c, x, y).unroll(c)`; else every
@@ -1666,9 +1676,7 @@ private:
         int v = vd(f);
         std::vector<std::string> small = select_vars(f, 0, extents);
         if (small.empty() || xv.empty()) return;
-        std::vector<std::string> order = {xv};
-        order.insert(order.end(), small.begin(), small.end());
-        order.push_back(f.f->args[v]);
+        std::vector<std::string> order = just_outside(xv, small, f.f->args[v]);
         for (size_t d = 0; d < f.f->args.size(); d++)
             if ((int)d != v && std::find(small.begin(), small.end(), f.f->args[d]) == small.end()) order.push_back(f.f->args[d]);
         e.reorder(f.name, 0, order, {});
@@ -1842,13 +1850,7 @@ private:
         }
         if (f.region[v].extent >= W) {
             std::string xv = vectorize(e, n, k, f.f->args[v], W, taken);
-            if (!sel.empty()) {
-                // (Between the vector loop and the rest of its dimension.)
-                std::vector<std::string> inner = {xv};
-                inner.insert(inner.end(), sel.begin(), sel.end());
-                inner.push_back(f.f->args[v]);
-                e.reorder(n, k, inner, rv);
-            }
+            if (!sel.empty()) e.reorder(n, k, just_outside(xv, sel, f.f->args[v]), rv);
         }
         for (auto &nm : sel) e.loop(n, k, nm, ForType::Unrolled);
         if (parallel) {

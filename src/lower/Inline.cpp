@@ -38,8 +38,8 @@ protected:
         const LFunc &f = (*funcs)[index->at(c->name)];
         std::vector<Expr> args = c->args;
         std::string key = args_key(args);  // (args simplified: x - 1 + 1 and x are one key)
-        if (!key.empty()) key = c->name + "(" + key + ")[" + std::to_string(c->value_index) + "]";
         if (!key.empty()) {
+            key = c->name + "(" + key + ")[" + std::to_string(c->value_index) + "]";
             auto it = by_args_.find(key);
             if (it != by_args_.end()) return it->second;
         }

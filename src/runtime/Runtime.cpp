@@ -291,7 +291,8 @@ MemPool &mem_pool() {
     use: taken again by its next allocation of the class without touching the pool. */
 constexpr int kThreadBlockMaxShift = 20;
 struct ThreadBlocks {
-    char *blocks[kMaxShift + 1];
+    char *blocks[kThreadBlockMaxShift + 1];
+    uint32_t held;  // bit c: blocks[c] is set (leaving a run with none is a test of this word)
     int depth;
 };
 thread_local ThreadBlocks tl_blocks{};
@@ -393,8 +394,9 @@ void *weft_rt_malloc(weft_context_t *ctx, int64_t bytes) {
     while (cls <= kMaxShift && (int64_t(1) << cls) < bytes) cls++;
     if (cls <= kMaxShift) {
         ThreadBlocks &tb = tl_blocks;
-        if (char *base = tb.blocks[cls]) {  // (only set inside a run)
-            tb.blocks[cls] = nullptr;
+        if (tb.held >> cls & 1) {  // (only inside a run)
+            char *base = tb.blocks[cls];
+            tb.held &= ~(1u << cls);
             return base + kHeader;
         }
         if (char *base = mp.take(cls)) {
@@ -428,8 +430,9 @@ void weft_rt_free(weft_context_t *, void *q) {
     BlockHeader *h = (BlockHeader *)base;
     if (h->magic != kMagic) return;  // not ours
     ThreadBlocks &tb = tl_blocks;
-    if (tb.depth > 0 && h->cls >= 0 && h->cls <= kThreadBlockMaxShift && !tb.blocks[h->cls]) {
+    if (tb.depth > 0 && h->cls >= 0 && h->cls <= kThreadBlockMaxShift && !(tb.held >> h->cls & 1)) {
         tb.blocks[h->cls] = base;
+        tb.held |= 1u << h->cls;
         return;
     }
     pool_free(base);
@@ -440,11 +443,7 @@ void weft_rt_enter_run() { tl_blocks.depth++; }
 void weft_rt_leave_run() {
     ThreadBlocks &tb = tl_blocks;
     if (--tb.depth > 0) return;
-    for (auto &b : tb.blocks)
-        if (b) {
-            pool_free(b);
-            b = nullptr;
-        }
+    for (; tb.held; tb.held &= tb.held - 1) pool_free(tb.blocks[__builtin_ctz(tb.held)]);
 }
 
 }  // extern "C"
