@@ -606,6 +606,12 @@ TEST(CodeGenLLVM, RuntimeBlocksReusedWithinARunOnManyThreads) {
     weft_rt_leave_run();
     weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
     EXPECT_EQ(in_use, in_use0);
+    weft_rt_enter_run();  // a bad size inside a run: still the clear error, no kept block
+    weft_context_t bad_ctx;
+    std::memset(&bad_ctx, 0, sizeof(bad_ctx));
+    EXPECT_EQ(weft_rt_malloc(&bad_ctx, -5), nullptr);
+    EXPECT_NE(std::string(bad_ctx.error).find("out of range"), std::string::npos) << bad_ctx.error;
+    weft_rt_leave_run();
     weft_rt_enter_run();  // a block of more than 1 MiB goes back to the pool at once
     void *big = weft_rt_malloc(&ctx, (1 << 20) + 1);
     weft_rt_free(&ctx, big);
