@@ -5,6 +5,7 @@
 // unbounded. For the wrapping types (UInt*, Int8/16) any interval that is not a single point or
 // a pair of exactly computed constants is widened to the full range of the type.
 #include "ir/Interval.h"
+#include <numeric>
 #include <set>
 
 #include <cmath>
@@ -912,12 +913,9 @@ bool upper_bound_of_difference(const Expr &a, const Expr &b, const Scope &scope,
     return d.diff(a, b, out);
 }
 
-bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
-    if (auto c = e.as<Cast>())
-        if (c->value.type().is_int_or_uint()) e = c->value;
-    e = simplify(PairClipped().mutate(simplify(e)));
-    if (is_const_int(e, out)) return true;
-    e = simplify(Distribute().mutate(e));
+namespace {
+/** The bound of constant_upper_bound_in_scope, of the simplified e, without residue classes. */
+bool direct_upper_bound(const Expr &e, const Scope &scope, int64_t *out) {
     if (is_const_int(e, out)) return true;
     Interval I = bounds_of_expr_in_scope(e, scope);
     int64_t bound = 0, exact = 0;
@@ -938,6 +936,107 @@ bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
     // Where the interval bound may be loose and the variables take few values: the exact one.
     if (enumerated_max(e, scope, 64, &exact)) {
         bound = ok ? std::min(bound, exact) : exact;
+        ok = true;
+    }
+    if (ok) *out = bound;
+    return ok;
+}
+
+/** A bound by residue classes. Where e divides a variable of constant range by constants (a
+    window of rows y / 2 - 1 to (y + 1) / 2 + 1 of a half-height producer), interval arithmetic
+    takes the quotients apart, and the width's bound grows with the loop (y / 2 and (y + 1) / 2
+    both anywhere in [0, n / 2]). With y = D * q + r for each r in [0, D) (D the divisors' least
+    common multiple) every such quotient is D / d * q plus a constant, and the terms in q cancel.
+    At most two variables and 64 classes in all; false where a class has no bound. */
+bool residue_class_bound(const Expr &e, const Scope &scope, int64_t *out) {
+    class Divided : public IRVisitor {
+    public:
+        std::set<std::string> names;
+        int64_t lcm = 1;
+        bool too_many = false;
+
+    protected:
+        void visit_division(const Expr &a, const Expr &b) {
+            int64_t d;
+            if (!a.type().is_int() || !a.type().is_scalar() || !is_const_int(b, &d) || d <= 1) return;
+            class Names : public IRVisitor {
+            public:
+                std::set<std::string> *out;
+
+            protected:
+                void visit(const Variable *op) override { out->insert(op->name); }
+            } n;
+            n.out = &names;
+            n.include(a);
+            lcm = std::lcm(lcm, d);
+            if (lcm > 16) too_many = true;
+        }
+        void visit(const Div *op) override { visit_division(op->a, op->b), IRVisitor::visit(op); }
+        void visit(const Mod *op) override { visit_division(op->a, op->b), IRVisitor::visit(op); }
+    } divided;
+    divided.include(e);
+    if (divided.too_many || divided.lcm == 1) return false;
+    const int64_t D = divided.lcm;
+    struct Var {
+        std::string name;
+        int64_t lo, hi;
+    };
+    std::vector<Var> vars;
+    int64_t classes = 1;
+    for (auto &n : divided.names) {
+        auto it = scope.find(n);
+        int64_t lo, hi;
+        if (it == scope.end() || !it->second.min.defined() || !it->second.max.defined() ||
+            !is_const_int(simplify(it->second.min), &lo) || !is_const_int(simplify(it->second.max), &hi) || hi < lo)
+            continue;
+        if (hi - lo + 1 <= D) continue;  // few values: enumerated as they are
+        vars.push_back({n, lo, hi});
+        classes *= D;
+        if (vars.size() > 2 || classes > 64) return false;
+    }
+    if (vars.empty()) return false;
+    std::vector<int64_t> r(vars.size(), 0);
+    bool any = false;
+    int64_t best = 0;
+    for (int64_t c = 0; c < classes; c++) {
+        Scope s = scope;
+        std::map<std::string, Expr> subs;
+        bool empty = false;
+        for (size_t i = 0; i < vars.size(); i++) {
+            // v = D * q + r, q in [ceil((lo - r) / D), floor((hi - r) / D)].
+            int64_t qlo = (int64_t)-floordiv(r[i] - vars[i].lo, D), qhi = (int64_t)floordiv(vars[i].hi - r[i], D);
+            if (qlo > qhi) empty = true;
+            std::string q = vars[i].name + ".residue" + std::to_string(r[i]);
+            Expr qv = Variable::make(Int(32), q);
+            s.erase(vars[i].name);
+            s[q] = Interval(make_const(Int(32), qlo), make_const(Int(32), qhi));
+            subs[vars[i].name] = Add::make(Mul::make(qv, make_const(Int(32), D)), make_const(Int(32), r[i]));
+        }
+        for (size_t i = 0; i < vars.size(); i++) {  // the next class
+            if (++r[i] < D) break;
+            r[i] = 0;
+        }
+        if (empty) continue;
+        int64_t b;
+        if (!direct_upper_bound(simplify(substitute(subs, e)), s, &b)) return false;
+        best = any ? std::max(best, b) : b;
+        any = true;
+    }
+    if (any) *out = best;
+    return any;
+}
+}  // namespace
+
+bool constant_upper_bound_in_scope(Expr e, const Scope &scope, int64_t *out) {
+    if (auto c = e.as<Cast>())
+        if (c->value.type().is_int_or_uint()) e = c->value;
+    e = simplify(PairClipped().mutate(simplify(e)));
+    if (is_const_int(e, out)) return true;
+    e = simplify(Distribute().mutate(e));
+    int64_t bound = 0, classes = 0;
+    bool ok = direct_upper_bound(e, scope, &bound);
+    if (residue_class_bound(e, scope, &classes)) {
+        bound = ok ? std::min(bound, classes) : classes;
         ok = true;
     }
     if (ok) *out = bound;

@@ -615,4 +615,46 @@ TEST(Bounds, RegionsClippedAtBothEndsHaveAConstantExtentBound) {
     EXPECT_FALSE(constant_upper_bound_in_scope(Min::make(t + I(1), m) - Min::make(t, s), none, &b));
 }
 
+
+// A window of rows read through divisions of a loop variable (a half-height consumer reading rows
+// 2 * (y / 2) + k of its producer, a quarter-height one y / 4) has a width independent of the
+// loop, but interval arithmetic takes y / 2 and (y + 1) / 2 apart and bounds it by the loop's
+// extent. By residue classes of y (y = D * q + r) the bound is the exact one, for loops of more
+// steps than are enumerated, with another variable (the strip's start) cancelling.
+TEST(Bounds, WindowsThroughDivisionsOfALongLoopHaveTheirExactWidth) {
+    Expr y = Variable::make(Int(32), "y"), o = Variable::make(Int(32), "o");
+    auto I = [](int64_t x) { return IntImm::make(Int(32), x); };
+    Expr base = o * I(128);
+    std::vector<Expr> cases = {
+        // rows (2 * ((y + 1) / 2) + 3) - 2 * (y / 2 + 1) + 1: what camera_pipe's deinterleaving
+        // reads of its denoised rows, per row of a 128-row strip.
+        (base + ((y + I(1)) / I(2)) * I(2) + I(3)) - (base + (y / I(2) + I(1)) * I(2)) + I(1),
+        // min of two windows' starts.
+        (base + ((y + I(1)) / I(2)) * I(2) + I(3)) -
+            Min::make(base + (y / I(2) + I(1)) * I(2), base + ((y + I(1)) / I(2) - I(1)) * I(2) + I(1)) + I(1),
+        // quarter height, and a remainder.
+        ((y + I(3)) / I(4) - y / I(4)) * I(5) + y % I(4),
+        // no division: the interval bound, unchanged.
+        y - I(7),
+    };
+    for (int extent : {65, 128, 1000}) {
+        Scope scope;
+        scope["y"] = Interval(I(0), I(extent - 1));
+        for (auto &e : cases) {
+            int64_t b = -1, seen = INT64_MIN;
+            ASSERT_TRUE(constant_upper_bound_in_scope(e, scope, &b)) << to_string(e);
+            for (int yv = 0; yv < extent; yv++)
+                for (int ov : {-3, 0, 5}) {
+                    int64_t v = evaluate_int(e, {{"y", yv}, {"o", ov}});
+                    ASSERT_LE(v, b) << to_string(e) << " at y = " << yv;
+                    seen = std::max(seen, v);
+                }
+            EXPECT_EQ(seen, b) << to_string(e) << " over " << extent << " steps";
+        }
+    }
+    // Without the loop's range, no bound is made up.
+    int64_t b;
+    EXPECT_FALSE(constant_upper_bound_in_scope(y / I(2) + y % I(4), Scope(), &b));
+}
+
 }  // namespace

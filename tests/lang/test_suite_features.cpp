@@ -173,6 +173,38 @@ TEST(FoldStorage, SetsTheRingAndChecksItHoldsAWindow) {
     EXPECT_NE(s.to_string().find("fold_storage \"y\""), std::string::npos);
 }
 
+// A full-height producer read two rows at a time by a half-height stage, which an output reads at
+// rows y / 2 and (y + 1) / 2 (camera_pipe's denoised rows, deinterleaved, then interleaved back),
+// all computed per row of strips of 128 rows: one iteration needs a few rows of the producer
+// however tall the strip, so the producer is folded into a ring of them by itself (it kept the
+// whole strip when the loop had more steps than the bound's enumeration tries), and a
+// fold_storage of 8 rows is accepted.
+TEST(FoldStorage, RowsReadThroughHalvedCoordinatesFoldInTallStrips) {
+    const int w = 64, h = 512;
+    Buffer<float> in(std::vector<int>{w, h + 2}, "hin");
+    for (int j = 0; j < h + 2; j++)
+        for (int i = 0; i < w; i++) in(i, j) = (float)((i * 7 + j * 13) % 29);
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    auto build = [&](bool fold) {
+        Func full("full"), half("half"), out("halved_out");
+        full(x, y) = in(x, y) * 2.0f + 1.0f;
+        half(x, y) = full(x, 2 * y) - full(x, 2 * y + 1);
+        out(x, y) = select(y % 2 == 0, half(x, y / 2), half(x, (y + 1) / 2) * 0.5f);
+        out.split(y, yo, yi, 128).vectorize(x, 8);
+        half.store_at(out, yo).compute_at(out, yi).vectorize(x, 8);
+        full.store_at(out, yo).compute_at(out, yi).vectorize(x, 8);
+        if (fold) full.fold_storage(y, 8);
+        return out;
+    };
+    for (bool fold : {false, true}) {
+        Func out = build(fold);
+        expect_same_as_interpreter(out, w, h);
+        auto a = allocations(out, {w, h});
+        ASSERT_TRUE(a.count("full"));
+        EXPECT_LE(a["full"], 8L * w) << "full keeps " << a["full"] / w << " rows of a 128-row strip";
+    }
+}
+
 TEST(UpdateWithoutPureDefinition, StartsAtTheIdentityWithTheUpdatesVars) {
     Buffer<float> in(std::vector<int>{16, 8}, "uin");
     for (int j = 0; j < 8; j++)
