@@ -750,6 +750,15 @@ protected:
 
 }  // namespace
 
+namespace {
+/** The constant range [lo, hi] that scope gives variable n, if it gives one (not empty). */
+bool constant_range(const Scope &scope, const std::string &n, int64_t *lo, int64_t *hi) {
+    auto it = scope.find(n);
+    return it != scope.end() && it->second.min.defined() && it->second.max.defined() &&
+           is_const_int(simplify(it->second.min), lo) && is_const_int(simplify(it->second.max), hi) && *hi >= *lo;
+}
+}  // namespace
+
 bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *out) {
     class Vars : public IRVisitor {
     public:
@@ -770,11 +779,8 @@ bool enumerated_max(const Expr &e, const Scope &scope, int64_t limit, int64_t *o
     std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> ranges;
     int64_t points = 1;
     for (auto &n : vars.names) {
-        auto it = scope.find(n);
         int64_t lo, hi;
-        if (it == scope.end() || !it->second.min.defined() || !it->second.max.defined() ||
-            !is_const_int(simplify(it->second.min), &lo) || !is_const_int(simplify(it->second.max), &hi) || hi < lo)
-            return false;
+        if (!constant_range(scope, n, &lo, &hi)) return false;
         points *= hi - lo + 1;
         if (points > limit) return false;
         ranges.push_back({n, {lo, hi}});
@@ -964,7 +970,10 @@ bool residue_class_bound(const Expr &e, const Scope &scope, int64_t *out) {
                 std::set<std::string> *out;
 
             protected:
-                void visit(const Variable *op) override { out->insert(op->name); }
+                // (Loop variables: 32-bit, as what replaces them.)
+                void visit(const Variable *op) override {
+                    if (op->type == Int(32)) out->insert(op->name);
+                }
             } n;
             n.out = &names;
             n.include(a);
@@ -984,11 +993,8 @@ bool residue_class_bound(const Expr &e, const Scope &scope, int64_t *out) {
     std::vector<Var> vars;
     int64_t classes = 1;
     for (auto &n : divided.names) {
-        auto it = scope.find(n);
         int64_t lo, hi;
-        if (it == scope.end() || !it->second.min.defined() || !it->second.max.defined() ||
-            !is_const_int(simplify(it->second.min), &lo) || !is_const_int(simplify(it->second.max), &hi) || hi < lo)
-            continue;
+        if (!constant_range(scope, n, &lo, &hi)) continue;
         if (hi - lo + 1 <= D) continue;  // few values: enumerated as they are
         vars.push_back({n, lo, hi});
         classes *= D;

@@ -655,6 +655,20 @@ TEST(Bounds, WindowsThroughDivisionsOfALongLoopHaveTheirExactWidth) {
     // Without the loop's range, no bound is made up.
     int64_t b;
     EXPECT_FALSE(constant_upper_bound_in_scope(y / I(2) + y % I(4), Scope(), &b));
+    // At int32's ends, exact and sound.
+    for (auto [lo, e] : {std::make_pair(int64_t(INT32_MAX) - 999, y / I(2) - (y - I(1)) / I(2)),
+                         std::make_pair(int64_t(INT32_MIN), (y + I(1)) / I(2) - y / I(2))}) {
+        Scope edge;
+        edge["y"] = Interval(I(lo), I(lo + 999));
+        ASSERT_TRUE(constant_upper_bound_in_scope(e, edge, &b)) << to_string(e);
+        EXPECT_EQ(b, 1) << to_string(e);
+    }
+    // A 64-bit variable is not replaced by a 32-bit one: any bound found still holds.
+    Expr w = Variable::make(Int(64), "w");
+    Scope wide;
+    wide["w"] = Interval(make_const(Int(64), int64_t(0)), make_const(Int(64), int64_t(999)));
+    Expr we = (w + make_const(Int(64), int64_t(1))) / make_const(Int(64), int64_t(2)) - w / make_const(Int(64), int64_t(2));
+    if (constant_upper_bound_in_scope(we, wide, &b)) EXPECT_GE(b, 1);
 }
 
 }  // namespace
