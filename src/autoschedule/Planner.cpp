@@ -576,6 +576,27 @@ private:
         return true;
     }
 
+    /** A consumer c reads f at `args` and, among `calls`, at its own small dimension d (2 to 4
+        points, not its vector dimension) where `args` has a constant (`g(x, y, c) / g(x, y, 3)`):
+        c unrolls d just outside its vector loop (select_dims), and the copies share the constant
+        read. The number of copies sharing it (1: not shared). */
+    double shared_by_unrolled_copies(const FuncInfo &c, const std::vector<Expr> &args,
+                                     const std::vector<const std::vector<Expr> *> &calls) {
+        double copies = 1;
+        int v = c.f->args.empty() ? -1 : vd(c);
+        for (size_t j = 0; j < args.size(); j++) {
+            if (!is_const(args[j])) continue;
+            for (auto *other : calls) {
+                const Variable *var = j < other->size() ? (*other)[j].as<Variable>() : nullptr;
+                auto d = var ? std::find(c.f->args.begin(), c.f->args.end(), var->name) - c.f->args.begin() : -1;
+                if (d < 0 || d >= (long)c.f->args.size() || d == v || (size_t)d >= c.region.size()) continue;
+                int64_t ext = c.region[d].extent;
+                if (ext >= 2 && ext <= 4) copies = std::max(copies, (double)ext);
+            }
+        }
+        return copies;
+    }
+
     void decide_inlining() {
         for (auto &f : info.funcs) {
             std::vector<double> ops;
@@ -611,7 +632,8 @@ private:
                 double reads = 0;
                 for (auto &cn : f.consumers) {
                     const FuncInfo &c = info.func(cn);
-                    for (auto &s : c.stages) {
+                    for (size_t k = 0; k < c.stages.size(); k++) {
+                        const StageInfo &s = c.stages[k];
                         // (Calls at the same point, v + k v (1 - v), are one read: the value is
                         // computed once either way.)
                         std::vector<const std::vector<Expr> *> at;
@@ -619,7 +641,7 @@ private:
                             if (call.first == f.name &&
                                 std::none_of(at.begin(), at.end(), [&](const std::vector<Expr> *a) { return same_args(*a, call.second); }))
                                 at.push_back(&call.second);
-                        reads += (double)at.size() * s.iterations;
+                        for (auto *a : at) reads += s.iterations / (k == 0 ? shared_by_unrolled_copies(c, *a, at) : 1.0);
                     }
                 }
                 double ratio = reads / std::max(1.0, f.points());
@@ -741,8 +763,64 @@ private:
         int v = vd(f);
         bool vec = !(f.has_updates() && large_domain(f)) || (int)p.footprint.size() <= v ||
                    p.footprint[v].extent >= lanes(f) || p.footprint[v].extent <= 1;
-        return compute_ns(f, p.redundancy, vec);
+        double t = compute_ns(f, p.redundancy, vec);
+        // Its small dimensions unrolled inside the footprint (unroll_select_dims): what the
+        // copies share is computed once.
+        auto &ops = stage_ops[f.name];
+        if (vec && !ops.empty() && ops[0] > 0 && !f.has_updates() && (int)p.footprint.size() > v &&
+            p.footprint[v].extent >= lanes(f) && !select_vars(f, 0, p.footprint).empty())
+            t *= std::max(0.25, 1 - unroll_savings(f) / ops[0]);
+        return t;
     }
+
+    /** Operations per point of f's definition that its unrolled small dimensions (select_dims)
+        share: a call at a constant along such a dimension (`in(x, y, 3)` beside `in(x, y, c)`)
+        is computed once for the copies rather than once per copy; through the Funcs inlined
+        into f. */
+    double unroll_savings(const FuncInfo &f) {
+        auto it = unroll_savings_memo.find(f.name);
+        if (it != unroll_savings_memo.end()) return it->second;
+        unroll_savings_memo[f.name] = 0;  // (a guard, as in select_dims)
+        struct Find : IRVisitor {
+            std::vector<const Call *> calls;
+            void visit(const Call *op) override {
+                if (op->call_type != Call::Intrinsic) calls.push_back(op);
+                IRVisitor::visit(op);
+            }
+        } find;
+        if (!f.stages.empty()) find.include(f.stages[0].body);
+        double saved = 0;
+        std::set<std::string> seen;  // (one saving per distinct call)
+        for (const Call *op : find.calls) {
+            bool inl = op->call_type == Call::Func && inlined.count(op->name) && info.is_func(op->name);
+            double cost = inl && inline_cost.count(op->name) ? inline_cost[op->name] : 1;
+            if (inl) {
+                // Its own sharing, where this call passes f's Vars along its unrolled dimensions.
+                bool passes = false;
+                for (size_t j : select_dims(info.func(op->name)))
+                    if (j < op->args.size() && op->args[j].as<Variable>()) passes = true;
+                if (passes && seen.insert(op->name + "/inner").second) saved += unroll_savings(info.func(op->name));
+            }
+            for (size_t j = 0; j < op->args.size(); j++) {
+                if (!is_const(op->args[j])) continue;
+                int64_t copies = 1;
+                for (const Call *other : find.calls) {
+                    if (other->name != op->name || j >= other->args.size()) continue;
+                    auto *var = other->args[j].as<Variable>();
+                    auto d = var ? std::find(f.f->args.begin(), f.f->args.end(), var->name) - f.f->args.begin() : -1;
+                    if (d >= 0 && d < (long)f.f->args.size() && (size_t)d < f.region.size() && f.region[d].extent >= 2 &&
+                        f.region[d].extent <= 4)
+                        copies = std::max(copies, f.region[d].extent);
+                }
+                std::ostringstream key;
+                key << op->name;
+                for (auto &a : op->args) key << "," << a;
+                if (copies > 1 && seen.insert(key.str()).second) saved += cost * (double)(copies - 1) / (double)copies;
+            }
+        }
+        return unroll_savings_memo[f.name] = saved;
+    }
+    std::map<std::string, double> unroll_savings_memo;
 
     double bandwidth_for(double bytes) const {
         if (bytes <= m.l1_bytes) return 2 * m.cache_bytes_per_ns;
@@ -1593,8 +1671,11 @@ private:
         return xv;
     }
 
-    /** The pure dimensions of f's definition (through the Funcs inlined into it) that a select
-        compares with a constant: `mux(c, {r, g, b})` over colour channels. */
+    /** The pure dimensions of f's definition (through the Funcs inlined into it) whose unrolling
+        pays: those a select compares with a constant (`mux(c, {r, g, b})` over colour channels:
+        each unrolled copy's selects fold), and those along which f reads a Func or input both at
+        its own Var and at a constant (`in(x, y, c) * in(x, y, 3)`, an alpha channel: the copies
+        share the constant one, computed or loaded once per point). */
     const std::set<size_t> &select_dims(const FuncInfo &f, size_t k = 0) {
         const auto key = std::make_pair(f.name, k);
         auto it = select_dims_memo.find(key);
@@ -1627,18 +1708,29 @@ private:
                 condition(op->condition);
                 IRVisitor::visit(op);
             }
+            // Per callee and argument position: f's dimensions passed there, and whether a
+            // constant is.
+            std::map<std::pair<std::string, size_t>, std::pair<std::set<size_t>, bool>> passed;
             void visit(const Call *op) override {
-                // A Func inlined here: its dimensions that its selects compare, where this call
+                // A Func inlined here: its dimensions whose unrolling pays, where this call
                 // passes one of f's pure Vars.
                 if (op->call_type == Call::Func && p->inlined.count(op->name) && p->info.is_func(op->name))
                     for (size_t j : p->select_dims(p->info.func(op->name)))
                         if (j < op->args.size() && arg_index(op->args[j]) >= 0) dims.insert((size_t)arg_index(op->args[j]));
+                if (op->call_type != Call::Intrinsic)
+                    for (size_t j = 0; j < op->args.size(); j++) {
+                        auto &at = passed[{op->name, j}];
+                        if (is_const(op->args[j])) at.second = true;
+                        else if (arg_index(op->args[j]) >= 0) at.first.insert((size_t)arg_index(op->args[j]));
+                    }
                 IRVisitor::visit(op);
             }
         } find;
         find.p = this;
         find.f = &f;
         if (k < f.stages.size()) find.include(f.stages[k].body);
+        for (auto &[where, at] : find.passed)
+            if (at.second) find.dims.insert(at.first.begin(), at.first.end());
         return select_dims_memo[key] = find.dims;
     }
     std::map<std::pair<std::string, size_t>, std::set<size_t>> select_dims_memo;
@@ -1683,6 +1775,32 @@ private:
         for (auto &n : small) e.loop(f.name, 0, n, ForType::Unrolled);
     }
 
+    /** A group's root vectorized by `xv`, its small dimensions 2 .. from - 1 inside each row of
+        its strips or tiles (`order`, innermost first, without xv): where the copies share at
+        least 2 operations a point (unroll_savings: more than one load of a stored channel, an
+        inlined alpha channel), its dimensions whose unrolling pays (select_dims) move just
+        outside the vector loop, unrolled, as for members. (Sharing a load alone did not pay:
+        lens_blur's output, its colour planes then written in turns, ran 2-4% slower.) Whether
+        any did. */
+    bool unroll_small_inside(Emitter &e, const FuncInfo &root, const ConstRegion &R, size_t from, const std::string &xv,
+                             std::vector<std::string> &order) {
+        if (xv.empty() || root.has_updates() || unroll_savings(root) < 2) return false;
+        std::vector<std::string> small;
+        for (auto &n : select_vars(root, 0, R)) {
+            auto d = std::find(root.f->args.begin(), root.f->args.end(), n) - root.f->args.begin();
+            if (d >= 2 && (size_t)d < from) small.push_back(n);
+        }
+        if (small.empty()) return false;
+        std::vector<std::string> rest;
+        for (auto &o : order)
+            if (std::find(small.begin(), small.end(), o) == small.end()) rest.push_back(o);
+        order = {xv};
+        order.insert(order.end(), small.begin(), small.end());
+        order.insert(order.end(), rest.begin(), rest.end());
+        for (auto &n : small) e.loop(root.name, 0, n, ForType::Unrolled);
+        return true;
+    }
+
     /** Fuses the pure loops `outer` (innermost first, not empty) into one; returns its name. */
     std::string fuse_all(Emitter &e, const std::string &f, int k, const std::vector<std::string> &outer,
                          std::set<std::string> &taken) {
@@ -1717,12 +1835,25 @@ private:
             auto taken = loop_names(f, 0);
             int v = vd(f);
             vector_dim_innermost(e, f, v);
-            if (nd >= 1 && R[v].extent >= W) vectorize(e, n, 0, f.f->args[v], W, taken);
+            std::string xv;
+            if (nd >= 1 && R[v].extent >= W) xv = vectorize(e, n, 0, f.f->args[v], W, taken);
+            // Small dimensions whose copies share work, unrolled just outside the vector loop (as
+            // in a group's strips: unroll_small_inside).
+            std::vector<std::string> small;
+            if (!xv.empty() && !f.has_updates() && unroll_savings(f) >= 2) small = select_vars(f, 0, R);
+            auto is_small = [&](int d) { return std::find(small.begin(), small.end(), f.f->args[d]) != small.end(); };
+            if (!small.empty()) {
+                std::vector<std::string> order = just_outside(xv, small, f.f->args[v]);
+                for (size_t d = 0; d < nd; d++)
+                    if ((int)d != v && !is_small((int)d)) order.push_back(f.f->args[d]);
+                e.reorder(n, 0, order, {});
+                for (auto &s : small) e.loop(n, 0, s, ForType::Unrolled);
+            }
             if (parallel) {
                 std::vector<std::string> outer;
                 double tasks = 1;
                 for (int d = (int)nd - 1; d >= 0; d--) {
-                    if (d == v) continue;
+                    if (d == v || is_small(d)) continue;
                     outer.insert(outer.begin(), f.f->args[d]);
                     tasks *= R[d].extent;
                     if (tasks >= 8 * m.threads) break;
@@ -1733,7 +1864,12 @@ private:
                 }
             }
             if (!outer_loop.count(n) && nd >= 1) {
-                std::string o = nd == 1 ? f.f->args[0] : f.f->args[(int)nd - 1 == v ? nd - 2 : nd - 1];
+                std::string o = f.f->args[0];
+                for (int d = (int)nd - 1; d >= 0; d--)
+                    if (nd == 1 || (d != v && !is_small(d))) {
+                        o = f.f->args[d];
+                        break;
+                    }
                 outer_loop[n] = {o, "root, serial"};
             }
         }
@@ -1899,8 +2035,9 @@ private:
                 // Slide in columns: each strip is swept column by column.
                 std::string xo = c.f0 > 0 ? fresh(x, "o", taken) : "", xi = c.f0 > 0 ? fresh(x, "i", taken) : x;
                 if (c.f0 > 0) e.split(n, 0, x, xo, xi, c.f0);
+                std::string xv;
                 if (R[0].extent >= W) {
-                    vectorize(e, n, 0, xi, W, taken);
+                    xv = vectorize(e, n, 0, xi, W, taken);
                     vector_outer = xi;
                 }
                 size_t from = outer_from(R, c);
@@ -1917,6 +2054,7 @@ private:
                     if (cols)
                         for (size_t d = 2; d < from; d++) order.push_back(root.f->args[d]);
                     order.push_back(yo);
+                    if (!cols) unroll_small_inside(e, root, R, from, xv, order);
                     e.reorder(n, 0, order, {});
                 }
                 outer.push_back(yo);
@@ -1947,6 +2085,7 @@ private:
                 e.split(n, 0, xi, xi, xv, W);
                 e.loop(n, 0, xv, ForType::Vectorized);
                 vector_outer = xi;
+                if (c.kind != GroupConfig::Block && unroll_small_inside(e, root, R, from, xv, order)) e.reorder(n, 0, order, {});
                 if (c.kind == GroupConfig::Block) {
                     if (c.f0 > W) e.loop(n, 0, xi, ForType::Unrolled);
                     if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);

@@ -332,7 +332,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
         plan_schedules(info, t, mp, want, PlanHints(), t.arch() == Target::Arch::CUDA ? nullptr : &copies);
     bool dbg = debug_enabled();
     // Copies (Halide's clone trick, see CopyOpportunity): each costed with the copy made on the
-    // Funcs, its plan put first where predicted at least 5% faster (and offered to a measured
+    // Funcs, its plan put first where predicted no slower (and offered to a measured
     // search either way); the copy is taken away again, and made by the candidate's first call
     // when one that has it is applied.
     std::function<void()> restore_wrappers = wrappers_restorer(outs);
@@ -361,7 +361,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
             d.names.insert(d.names.end(), op.consumers.begin(), op.consumers.end());
             for (auto &c : with) c.calls.insert(c.calls.begin(), d);
             if (!with.empty()) {
-                bool better = with[0].predicted_ms < 0.95 * cands[0].predicted_ms;
+                bool better = with[0].predicted_ms <= cands[0].predicted_ms;
                 std::ostringstream line;
                 line << "copy " << wname << " of " << op.func << " for its downsampling readers: predicted "
                      << with[0].predicted_ms << " ms against " << cands[0].predicted_ms << " ms"

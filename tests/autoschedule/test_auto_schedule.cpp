@@ -1163,6 +1163,42 @@ TEST(AutoSchedule, AMemberSelectingOnItsFewChannelsUnrollsThem) {
     }
 }
 
+// A root that divides each channel by an alpha channel computed the same way (interpolate's
+// normalize: `f(x, y, c) / f(x, y, 3)`): with its channels unrolled just outside the vector loop
+// the copies share f(x, y, 3), so f is read once per point and is inlined rather than stored,
+// and the channel loop is unrolled. With 8 channels (no unrolling) f is stored as before.
+TEST(AutoSchedule, ARootReadingAnAlphaChannelUnrollsItsChannelsAndSharesIt) {
+    for (int C : {3, 8}) {
+        const int W = 1024, H = 512;
+        ImageParam in(Float(32), 3, "in");
+        Var x("x"), y("y"), c("c");
+        Func f("f"), out("out");
+        // Expensive enough that reading it twice a point would keep it stored.
+        f(x, y, c) = sqrt(abs(in(x, y, c) * in(x, y, C) + 1.0f)) * exp(in(x, y, c) * 0.01f) + in(x, y, C) * 0.5f;
+        out(x, y, c) = f(x, y, c) / (f(x, y, C) + 2.0f);
+        in.set_estimates({{0, W}, {0, H}, {0, C + 1}});
+        out.set_estimates({{0, W}, {0, H}, {0, C}});
+        Pipeline p(out);
+        AutoScheduleOptions o;
+        o.threads = 2;
+        AutoScheduleResult res = p.auto_schedule(Target::host(), o);
+        const std::string &src = res.schedule_source;
+        if (C == 3) {
+            EXPECT_EQ(src.find("f.compute"), std::string::npos) << src;  // inlined
+            EXPECT_NE(src.find("out.unroll(c)"), std::string::npos) << src;
+        } else {
+            EXPECT_NE(src.find("f.compute"), std::string::npos) << src;
+            EXPECT_EQ(src.find("out.unroll(c)"), std::string::npos) << src;
+        }
+        for (int width : {W, 37}) {
+            Buffer<float> b_in(width, 40, C + 1);
+            fill(b_in, 5 + C, -4, 4);
+            in.set(b_in);
+            EXPECT_EQ(differences(p, Buffer<float>(width, 40, C)), 0) << C << " channels, width " << width << "\n" << src;
+        }
+    }
+}
+
 // The same for an update: a histogram that adds a value and a weight, `mux(c, {v, 1})`, at a
 // computed bin (bilateral_grid's grid: its two channels unrolled just outside the vector
 // loop, each input read once for both).
