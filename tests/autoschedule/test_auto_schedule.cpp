@@ -1196,6 +1196,14 @@ TEST(AutoSchedule, ARootReadingAnAlphaChannelUnrollsItsChannelsAndSharesIt) {
             in.set(b_in);
             EXPECT_EQ(differences(p, Buffer<float>(width, 40, C)), 0) << C << " channels, width " << width << "\n" << src;
         }
+        // Realized with other channel counts than estimated (the unrolled loop's extent is not
+        // the estimate's), and an input with more channels than read.
+        for (int channels : {1, C - 1, C}) {
+            Buffer<float> b_in(50, 9, C + 2);
+            fill(b_in, 11, -4, 4);
+            in.set(b_in);
+            EXPECT_EQ(differences(p, Buffer<float>(50, 9, channels)), 0) << channels << " of " << C << "\n" << src;
+        }
     }
 }
 
