@@ -1117,6 +1117,13 @@ TEST(AutoSchedule, StagesOfAStripThatOverflowL2AreSlidingWindows) {
     EXPECT_EQ(differences(p, Buffer<float>(300, 97)), 0) << p.get_schedule().cpp_source();
 }
 
+/** p scheduled automatically for the host, as on two threads. */
+static AutoScheduleResult auto_schedule_on_two_threads(Pipeline &p) {
+    AutoScheduleOptions o;
+    o.threads = 2;
+    return p.auto_schedule(Target::host(), o);
+}
+
 // A member whose definition (through a Func inlined into it) selects on its channel against
 // constants, a colour matrix's `mux(c, {r, g, b})`: its channel loop moves just outside the
 // vector loop, unrolled, so each copy computes one branch (as Halide's experts write
@@ -1136,10 +1143,7 @@ TEST(AutoSchedule, AMemberSelectingOnItsFewChannelsUnrollsThem) {
         in.set_estimates({{0, W}, {-1, H + 2}, {0, 3}});
         out.set_estimates({{0, W}, {0, H}, {0, C}});
         Pipeline p(out);
-        AutoScheduleOptions o;
-        o.threads = 2;
-        AutoScheduleResult res = p.auto_schedule(Target::host(), o);
-        const std::string &src = res.schedule_source;
+        const std::string src = auto_schedule_on_two_threads(p).schedule_source;
         ASSERT_NE(src.find("g.compute_at(out"), std::string::npos) << src;  // (a member of out's group)
         if (C == 3) {
             EXPECT_CONTAINS(src, "g.unroll(c)");
@@ -1179,10 +1183,7 @@ TEST(AutoSchedule, ARootReadingAnAlphaChannelUnrollsItsChannelsAndSharesIt) {
         in.set_estimates({{0, W}, {0, H}, {0, C + 1}});
         out.set_estimates({{0, W}, {0, H}, {0, C}});
         Pipeline p(out);
-        AutoScheduleOptions o;
-        o.threads = 2;
-        AutoScheduleResult res = p.auto_schedule(Target::host(), o);
-        const std::string &src = res.schedule_source;
+        const std::string src = auto_schedule_on_two_threads(p).schedule_source;
         if (C == 3) {
             EXPECT_EQ(src.find("f.compute"), std::string::npos) << src;  // inlined
             EXPECT_NE(src.find("out.unroll(c)"), std::string::npos) << src;
