@@ -576,23 +576,29 @@ private:
         return true;
     }
 
-    /** A consumer c reads f at `args` and, among `calls`, at its own small dimension d (2 to 4
-        points, not its vector dimension) where `args` has a constant (`g(x, y, c) / g(x, y, 3)`):
-        c unrolls d just outside its vector loop (select_dims), and the copies share the constant
-        read. The number of copies sharing it (1: not shared). */
-    double shared_by_unrolled_copies(const FuncInfo &c, const std::vector<Expr> &args,
-                                     const std::vector<const std::vector<Expr> *> &calls) {
-        double copies = 1;
-        int v = c.f->args.empty() ? -1 : vd(c);
+    /** e as an argument of a call in f: f's pure Var of a small dimension (2 to 4 points, not
+        its vector dimension), which f unrolls where its unrolling pays (select_dims): its extent,
+        the copies; else 1. */
+    int64_t small_dim_copies(const FuncInfo &f, const Expr &e) const {
+        const Variable *var = e.as<Variable>();
+        if (!var || f.f->args.empty()) return 1;
+        auto d = std::find(f.f->args.begin(), f.f->args.end(), var->name) - f.f->args.begin();
+        if (d >= (long)f.f->args.size() || d == vd(f) || (size_t)d >= f.region.size()) return 1;
+        int64_t ext = f.region[d].extent;
+        return ext >= 2 && ext <= 4 ? ext : 1;
+    }
+
+    /** A Func f reads the same callee at `args` and, among `calls` (the argument lists of its
+        calls to that callee), at its own small dimension where `args` has a constant
+        (`g(x, y, c) / g(x, y, 3)`): f unrolls that dimension just outside its vector loop, and
+        the copies share the constant read. The number of copies sharing it (1: not shared). */
+    int64_t shared_by_unrolled_copies(const FuncInfo &f, const std::vector<Expr> &args,
+                                      const std::vector<const std::vector<Expr> *> &calls) const {
+        int64_t copies = 1;
         for (size_t j = 0; j < args.size(); j++) {
             if (!is_const(args[j])) continue;
-            for (auto *other : calls) {
-                const Variable *var = j < other->size() ? (*other)[j].as<Variable>() : nullptr;
-                auto d = var ? std::find(c.f->args.begin(), c.f->args.end(), var->name) - c.f->args.begin() : -1;
-                if (d < 0 || d >= (long)c.f->args.size() || d == v || (size_t)d >= c.region.size()) continue;
-                int64_t ext = c.region[d].extent;
-                if (ext >= 2 && ext <= 4) copies = std::max(copies, (double)ext);
-            }
+            for (auto *other : calls)
+                if (j < other->size()) copies = std::max(copies, small_dim_copies(f, (*other)[j]));
         }
         return copies;
     }
@@ -641,7 +647,7 @@ private:
                             if (call.first == f.name &&
                                 std::none_of(at.begin(), at.end(), [&](const std::vector<Expr> *a) { return same_args(*a, call.second); }))
                                 at.push_back(&call.second);
-                        for (auto *a : at) reads += s.iterations / (k == 0 ? shared_by_unrolled_copies(c, *a, at) : 1.0);
+                        for (auto *a : at) reads += s.iterations / (k == 0 ? (double)shared_by_unrolled_copies(c, *a, at) : 1.0);
                     }
                 }
                 double ratio = reads / std::max(1.0, f.points());
@@ -789,6 +795,8 @@ private:
             }
         } find;
         if (!f.stages.empty()) find.include(f.stages[0].body);
+        std::map<std::string, std::vector<const std::vector<Expr> *>> args_of;  // per callee
+        for (const Call *op : find.calls) args_of[op->name].push_back(&op->args);
         double saved = 0;
         std::set<std::string> seen;  // (one saving per distinct call)
         for (const Call *op : find.calls) {
@@ -801,22 +809,11 @@ private:
                     if (j < op->args.size() && op->args[j].as<Variable>()) passes = true;
                 if (passes && seen.insert(op->name + "/inner").second) saved += unroll_savings(info.func(op->name));
             }
-            for (size_t j = 0; j < op->args.size(); j++) {
-                if (!is_const(op->args[j])) continue;
-                int64_t copies = 1;
-                for (const Call *other : find.calls) {
-                    if (other->name != op->name || j >= other->args.size()) continue;
-                    auto *var = other->args[j].as<Variable>();
-                    auto d = var ? std::find(f.f->args.begin(), f.f->args.end(), var->name) - f.f->args.begin() : -1;
-                    if (d >= 0 && d < (long)f.f->args.size() && (size_t)d < f.region.size() && f.region[d].extent >= 2 &&
-                        f.region[d].extent <= 4)
-                        copies = std::max(copies, f.region[d].extent);
-                }
-                std::ostringstream key;
-                key << op->name;
-                for (auto &a : op->args) key << "," << a;
-                if (copies > 1 && seen.insert(key.str()).second) saved += cost * (double)(copies - 1) / (double)copies;
-            }
+            int64_t copies = shared_by_unrolled_copies(f, op->args, args_of[op->name]);
+            std::ostringstream key;
+            key << op->name;
+            for (auto &a : op->args) key << "," << a;
+            if (copies > 1 && seen.insert(key.str()).second) saved += cost * (double)(copies - 1) / (double)copies;
         }
         return unroll_savings_memo[f.name] = saved;
     }
