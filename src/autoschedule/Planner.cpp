@@ -127,6 +127,66 @@ protected:
     }
 };
 
+/** Splits the operations OpCount counts in a stage's body by where code generation computes
+    them: `constant` those of subexpressions with no variable and no load (folded before code
+    generation: `1.0f / 4.0f`), `invariant` those of the largest subexpressions that use none of
+    `vars` (nor a name a Let binds inside the body) but do use a variable or a load: taken out of
+    the loops over `vars` (LLVM hoists them, or the unrolled copies of a reduction share them).
+    Inside a call's arguments both count a quarter, as OpCount counts them. */
+class LoopInvariantOps : public IRMutator {
+public:
+    LoopInvariantOps(const std::map<std::string, double> *inlined, std::set<std::string> vars)
+        : inlined(inlined), vars(std::move(vars)) {}
+    double invariant = 0, constant = 0;
+    using IRMutator::mutate;
+    Expr mutate(const Expr &e) override {
+        if (!e.defined()) return e;
+        bool varies = expr_uses_any_var(e, vars);
+        if (!varies) {
+            OpCount c;
+            c.inlined = inlined;
+            c.include(e);
+            (reads_anything(e) ? invariant : constant) += c.ops * (in_args > 0 ? 0.25 : 1);
+            return e;
+        }
+        if (auto call = e.as<Call>(); call && call->call_type != Call::Intrinsic) {
+            in_args++;
+            for (auto &a : call->args) mutate(a);
+            in_args--;
+            return e;
+        }
+        return IRMutator::mutate(e);
+    }
+    /** The names Lets bind inside s: their values may vary, so they count as `vars`. */
+    void add_let_names(const Stmt &s) {
+        struct Lets : IRVisitor {
+            std::set<std::string> *out;
+            void visit(const Let *op) override { out->insert(op->name), IRVisitor::visit(op); }
+            void visit(const LetStmt *op) override { out->insert(op->name), IRVisitor::visit(op); }
+        } l;
+        l.out = &vars;
+        l.include(s);
+    }
+
+private:
+    const std::map<std::string, double> *inlined;
+    std::set<std::string> vars;
+    int in_args = 0;
+    static bool reads_anything(const Expr &e) {
+        struct Any : IRVisitor {
+            bool found = false;
+            void visit(const Variable *) override { found = true; }
+            void visit(const Load *) override { found = true; }
+            void visit(const Call *op) override {
+                if (op->call_type != Call::Intrinsic) found = true;
+                else IRVisitor::visit(op);
+            }
+        } a;
+        a.include(e);
+        return a.found;
+    }
+};
+
 /** Are the args those of a pointwise read (each exactly the reader's own Var of the same
     position)? */
 bool pointwise_args(const std::vector<Expr> &args, const std::vector<std::string> &vars) {
@@ -546,6 +606,38 @@ private:
         return std::max(1.0, c.ops);
     }
 
+    /** The operations per iteration of stage k that its vectorized loop computes (the time
+        model's count; stage_cost_ops, the inlining rules'): constants folded; what uses
+        neither the vectorized Var nor an RVar taken out of the vector loop (a quarter counted:
+        a row's coordinates, a weight per row); in a reduction unrolled inside the vector loop
+        (unrolled_reduction), what uses no RVar computed once for all its steps (the copies
+        share it: the source coordinate of a resampling tap). */
+    double stage_time_ops(const FuncInfo &f, size_t k) {
+        auto key = std::make_tuple(f.name, k, vd(f));
+        auto it = time_ops_memo.find(key);
+        if (it != time_ops_memo.end()) return it->second;
+        double total = stage_ops[f.name][k];
+        const StageInfo &s = f.stages[k];
+        if (f.f->args.empty() || (size_t)vd(f) >= f.f->args.size()) return time_ops_memo[key] = total;
+        std::set<std::string> rvars(s.rvars.begin(), s.rvars.end());
+        std::set<std::string> vars = rvars;
+        vars.insert(f.f->args[vd(f)]);
+        LoopInvariantOps hoisted(&inline_cost, vars);  // uses neither
+        hoisted.add_let_names(s.body);
+        hoisted.mutate(s.body);
+        double a = hoisted.invariant, b = a, steps = 1;
+        if (unrolled_reduction(f, k)) {
+            LoopInvariantOps shared(&inline_cost, rvars);  // uses no RVar
+            shared.add_let_names(s.body);
+            shared.mutate(s.body);
+            b = std::max(a, shared.invariant);
+            for (auto &sp : s.rdom) steps *= std::max<double>(1, (double)sp.extent);
+        }
+        double ops = total - hoisted.constant - b + (b - a) / steps + 0.25 * a / steps;
+        return time_ops_memo[key] = std::clamp(ops, std::min(1.0, total), total);
+    }
+    std::map<std::tuple<std::string, size_t, int>, double> time_ops_memo;
+
     /** Materialized consumers of f, looking through inlined ones. */
     std::set<std::string> real_consumers(const std::string &f) const {
         std::set<std::string> out;
@@ -741,7 +833,6 @@ private:
     /** Time of one Func computed over `points_scale` × its region, alone at root. */
     double compute_ns(const FuncInfo &f, double scale, bool vectorized) {
         double t = 0;
-        auto &ops = stage_ops[f.name];
         int v = vd(f);
         for (size_t k = 0; k < f.stages.size(); k++) {
             const StageInfo &s = f.stages[k];
@@ -754,7 +845,7 @@ private:
                 // (A register-blocked one is costed by blocked_ns.)
                 if (k > 0 && !s.rvars.empty() && !unrolled_reduction(f, k)) speed *= 0.5;
             }
-            t += s.iterations * scale * ops[k] / (m.ops_per_ns * std::max(1.0, speed));
+            t += s.iterations * scale * (vec ? stage_time_ops(f, k) : stage_ops[f.name][k]) / (m.ops_per_ns * std::max(1.0, speed));
         }
         return t;
     }

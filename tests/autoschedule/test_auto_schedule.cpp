@@ -1067,6 +1067,56 @@ TEST(AutoSchedule, ASmallReductionReadPointwiseIsComputedPerVector) {
     internal::g_autoschedule_pick = -1;
 }
 
+// Upsampling by 4 in two passes, as resize: each tap's source coordinate is computed from the
+// output's in floats (the same for every tap), the weights are tables, and the constants are
+// written unfolded. The cost model counts what code generation computes: constants folded,
+// what the vector loop does not vary taken out of it, and what the unrolled taps share
+// computed once. Priced per tap, the horizontal pass looked twice its cost and was stored
+// whole (at root) rather than recomputed a quarter more per tile of the vertical pass (resize:
+// 118.7 -> 111.7 ms on one thread, 63.5 -> 57.2 on two). Every tile size matches the
+// interpreter.
+TEST(AutoSchedule, TapsOfAnUpsamplingAreCostedAsTheirLoopsComputeThem) {
+    const int W = 384, H = 256, C = 3, S = 4, taps = 4;
+    ImageParam in(Float(32), 3, "in");
+    Var x("x"), y("y"), c("c"), k("k");
+    RDom r(0, taps, "r");
+    Func ukx("ukx"), uky("uky"), kx("kx"), ky("ky"), rx("rx"), out("out");
+    auto cubic = [](Expr v) {
+        Expr a = abs(v), a2 = a * a, a3 = a2 * a;
+        return select(a < 1.0f, 1.5f * a3 - 2.5f * a2 + 1.0f, select(a < 2.0f, -0.5f * a3 + 2.5f * a2 - 4.0f * a + 2.0f, 0.0f));
+    };
+    auto source = [&](Expr v) { return (cast<float>(v) + 0.5f) * (Expr(1.0f) / S) - 0.5f; };
+    auto begin = [&](Expr v, Expr extent) { return clamp(cast<int>(ceil(source(v) - 0.5f * taps)), 0, extent - taps); };
+    Expr bx = begin(x, in.width()), by = begin(y, in.height());
+    ukx(x, k) = cubic(k + bx - source(x));
+    uky(y, k) = cubic(k + by - source(y));
+    kx(x, k) = ukx(x, k) / sum(ukx(x, r));
+    ky(y, k) = uky(y, k) / sum(uky(y, r));
+    rx(x, y, c) = 0.0f;
+    rx(x, y, c) += kx(x, r) * in(r + bx, y, c);
+    out(x, y, c) = clamp(sum(ky(y, r) * rx(x, r + by, c)), 0.0f, 1.0f);
+    in.set_estimates({{0, W}, {0, H}, {0, C}});
+    out.set_estimates({{0, W * S}, {0, H * S}, {0, C}});
+    Pipeline p(out);
+    AutoScheduleOptions o;
+    o.threads = 1;
+    AutoScheduleResult res = p.auto_schedule(Target::host(), o);
+    EXPECT_CONTAINS(res.schedule_source, "rx.compute_at(out, ");
+    for (int pick = 0; pick < 3; pick++) {
+        internal::g_autoschedule_pick = pick;
+        Pipeline q(out);
+        q.auto_schedule(Target::host(), o);
+        std::string qs = q.get_schedule().cpp_source();
+        for (int w : {W / 4, 37}) {
+            Buffer<float> b(w, 40, C);
+            fill(b, 31 + pick, 0, 1);
+            in.set(b);
+            EXPECT_EQ(differences(q, Buffer<float>(w * S, 40 * S, C)), 0) << "candidate " << pick << ", width " << w << "\n" << qs;
+        }
+    }
+    internal::g_autoschedule_pick = -1;
+}
+
 // A strip of many stages, each reading the first: each stage's part of a strip fits in L2, all
 // of them together do not. The first stage's tile is read back by later stages after the ones
 // between have been written, from L3 then: the cost model prices that reach, so the members
