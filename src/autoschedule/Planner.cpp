@@ -1032,6 +1032,13 @@ private:
                 // (A Func with updates is computed per strip, not as a sliding window: lowering
                 // slides pure definitions only.)
                 else p.kind = c.kind == GroupConfig::Slide && !f.has_updates() ? Placement::Slide : Placement::At;
+                // In a tall strip (one of many rows, see cost_group), a member that advances
+                // less than a row per two of the root's (a coarser level, a table read at
+                // constants) slides by next to nothing per row: computed once per strip where
+                // that fits in L2.
+                if (p.kind == Placement::Slide && c.f1 > kTallStrip && (r.size() < 2 || 2 * r[1].extent < c.f1) &&
+                    tile_bytes <= m.l2_bytes)
+                    p.kind = Placement::At;
                 if (p.kind == Placement::Root)
                     p.why = "per tile it would compute " + std::to_string(p.redundancy) + "x its points";
                 // A sliding window is computed per row: every reader must be inside that loop
@@ -1462,10 +1469,19 @@ private:
             // A root that reads transposed loops over each strip in columns of one vector: a
             // gather's lines are read again by the next row while they are in L1.
             bool gathers = !transposed_reads(root).empty() && e0 > 2 * W;
-            for (int64_t S : {4, 8, 16, 32, 64, 128}) {
-                if (S >= e1) break;
+            // Sliding windows also in tall strips: a window's rows are all it keeps, however
+            // tall its strip, and the rows each strip computes again at its top (its members'
+            // halos, summed over a deep chain) are then a small part of it. The tallest: one
+            // strip per thread.
+            std::vector<int64_t> heights = {4, 8, 16, 32, 64, 128, 512};
+            const int64_t per_thread = (e1 + m.threads - 1) / std::max(1, m.threads);
+            if (per_thread > kTallStrip) heights.push_back(per_thread);
+            for (int64_t S : heights) {
+                if (S > kTallStrip && S >= per_thread && S != per_thread) continue;
+                if (S >= e1 && S != per_thread) break;
                 for (auto kind : {GroupConfig::Strip, GroupConfig::Slide, GroupConfig::Rows})
                 for (int variant = 0; variant < 4; variant++) {
+                    if (S > kTallStrip && kind != GroupConfig::Slide) continue;
                     // (Rows: each row of a strip computes what it needs, nothing kept between rows.
                     // Strips may also have their small outer dimensions outside them, each
                     // strip's members then computed for one of those points.)
@@ -1486,7 +1502,7 @@ private:
                     cs.push_back(c);
                     // Sliding windows in columns: each window's rows stay short (in L1).
                     for (int64_t col : {256, 512, 1024}) {
-                        if (kind != GroupConfig::Slide || col * 2 > e0 || col % W) continue;
+                        if (kind != GroupConfig::Slide || S > kTallStrip || col * 2 > e0 || col % W) continue;
                         GroupConfig cc = c;
                         cc.f0 = col;
                         cc.where.clear();
@@ -1580,6 +1596,8 @@ private:
                 << cs[i].where.size() << " members per tile\n";
         }
     }
+
+    static constexpr int64_t kTallStrip = 128;  // taller strips are for sliding windows only
 
     double config_cost(const Group &g, const GroupConfig &c) {
         const FuncInfo &root = info.func(g.root);

@@ -1117,6 +1117,55 @@ TEST(AutoSchedule, TapsOfAnUpsamplingAreCostedAsTheirLoopsComputeThem) {
     internal::g_autoschedule_pick = -1;
 }
 
+// A deep chain of full-resolution stencils (stencil_chain): each stage computed as a sliding
+// window per row of the output, in one strip per thread, so the rows each strip computes again
+// at its top (the halos of the whole chain) are few; strips of at most 128 rows recomputed
+// half as much again, and the model kept every stage at root (stencil_chain on one thread:
+// 53.0 -> 47.4 ms). A table read at computed values (a tone curve) is computed once per strip,
+// not slid along rows it does not have. Every candidate matches the interpreter.
+TEST(AutoSchedule, ADeepChainOfStencilsSlidesInOneStripPerThread) {
+    const int W = 1536, H = 2560, stages = 12;
+    ImageParam in(UInt(16), 2, "in");
+    Var x("x"), y("y");
+    std::vector<Func> chain = {BoundaryConditions::repeat_edge(in)};
+    for (int s = 0; s < stages; s++) {
+        Func f("stage_" + std::to_string(s));
+        Expr e = cast<uint16_t>(0);
+        for (int i = -2; i <= 2; i++)
+            for (int j = -2; j <= 2; j++) e += cast<uint16_t>((i + 3) * (j + 3)) * chain.back()(x + i, y + j);
+        f(x, y) = e;
+        chain.push_back(f);
+    }
+    Func curve("curve"), out("out");
+    curve(x) = cast<uint16_t>(clamp(pow(cast<float>(x) / 1023.0f, 0.45f) * 1023.0f, 0.0f, 1023.0f));
+    out(x, y) = curve(cast<int>(chain.back()(x, y) % 1024));
+    in.set_estimates({{0, W}, {0, H}});
+    out.set_estimates({{0, W}, {0, H}});
+    for (int threads : {1, 2}) {
+        Pipeline p(out);
+        AutoScheduleOptions o;
+        o.threads = threads;
+        std::string src = p.auto_schedule(Target::host(), o).schedule_source;
+        EXPECT_CONTAINS(src, "out.split(y, yo, yi, " + std::to_string(H / threads) + ");");
+        EXPECT_CONTAINS(src, "stage_0.compute_at(out, yi);\nstage_0.store_at(out, yo);");
+        EXPECT_CONTAINS(src, "curve.compute_at(out, yo);\n");
+        EXPECT_FALSE(weft_test::contains(src, "curve.store_at")) << src;
+        for (int pick = 0; pick < 2; pick++) {
+            internal::g_autoschedule_pick = pick;
+            Pipeline q(out);
+            q.auto_schedule(Target::host(), o);
+            for (auto [w, h] : {std::make_pair(37, 150), std::make_pair(16, 5)}) {
+                Buffer<uint16_t> b(w, h);
+                fill(b, 41 + pick, 0, 1000);
+                in.set(b);
+                EXPECT_EQ(differences(q, Buffer<uint16_t>(w, h)), 0) << threads << " threads, candidate " << pick << ", " << w << "x" << h << "\n"
+                                                                      << q.get_schedule().cpp_source();
+            }
+        }
+        internal::g_autoschedule_pick = -1;
+    }
+}
+
 // A strip of many stages, each reading the first: each stage's part of a strip fits in L2, all
 // of them together do not. The first stage's tile is read back by later stages after the ones
 // between have been written, from L3 then: the cost model prices that reach, so the members
