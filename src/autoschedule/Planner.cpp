@@ -680,6 +680,78 @@ private:
         return ext >= 2 && ext <= 4 ? ext : 1;
     }
 
+    /** The share of f's points (stage 0) at which each call to `callee` is evaluated, by its
+        arguments: a call in a branch of selects that compare f's small dimensions (2 to 4
+        points, unrolled so that each copy's selects fold: select_dims) with constants is
+        evaluated only at the points of the values that branch leaves (`mux(c, {r, g, b})`
+        evaluates r at one channel in three); 1 elsewhere. Calls at the same arguments add up
+        (to at most 1). `saved`: the operations per point that the unrolled copies leave out so,
+        over all of f's calls (an inlined Func's at its cost, a load 1). */
+    std::vector<std::pair<std::vector<Expr>, double>> evaluated_shares(const FuncInfo &f, const std::string &callee,
+                                                                       double *saved = nullptr) {
+        struct Walk : IRVisitor {
+            const std::string *callee = nullptr;
+            std::map<std::string, std::pair<int64_t, int64_t>> small;  // Var -> (min, extent)
+            std::map<std::string, std::set<int64_t>> allowed;          // Var -> values left
+            std::vector<std::pair<std::vector<Expr>, double>> out;
+            double share() const {
+                double s = 1;
+                for (auto &[v, vals] : allowed) s *= (double)vals.size() / (double)small.at(v).second;
+                return s;
+            }
+            // The Var and constant of `v == k` (either way round) for a small Var v.
+            bool compares(const Expr &c, std::string *v, int64_t *k) const {
+                auto *eq = c.as<EQ>();
+                if (!eq) return false;
+                for (auto [a, b] : {std::make_pair(eq->a, eq->b), std::make_pair(eq->b, eq->a)}) {
+                    auto *var = a.as<Variable>();
+                    if (var && small.count(var->name) && is_const_int(b, k)) return *v = var->name, true;
+                }
+                return false;
+            }
+            void visit(const Select *op) override {
+                include(op->condition);
+                std::string v;
+                int64_t k = 0;
+                if (!compares(op->condition, &v, &k)) return IRVisitor::visit(op);
+                std::set<int64_t> before = allowed[v];
+                allowed[v] = before.count(k) ? std::set<int64_t>{k} : std::set<int64_t>{};
+                include(op->true_value);
+                allowed[v] = before;
+                allowed[v].erase(k);
+                include(op->false_value);
+                allowed[v] = before;
+            }
+            const std::map<std::string, double> *costs;
+            double saved = 0;  // operations per point the folded selects leave out
+            void visit(const Call *op) override {
+                if (op->call_type != Call::Intrinsic) {
+                    auto c = costs->find(op->name);
+                    saved += (1 - share()) * (c == costs->end() ? 1.0 : c->second);
+                }
+                if (op->call_type != Call::Intrinsic && callee && op->name == *callee) {
+                    auto it = std::find_if(out.begin(), out.end(), [&](auto &e) { return same_args(e.first, op->args); });
+                    if (it == out.end()) out.push_back({op->args, share()});
+                    else it->second = std::min(1.0, it->second + share());
+                }
+                IRVisitor::visit(op);
+            }
+        } w;
+        w.callee = callee.empty() ? nullptr : &callee;
+        w.costs = &inline_cost;
+        if (f.stages.empty()) return {};
+        for (size_t d : select_dims(f, 0)) {
+            if ((int)d == vd(f) || d >= f.region.size() || d >= f.f->args.size()) continue;
+            int64_t mn = f.region[d].min, ext = f.region[d].extent;
+            if (ext < 2 || ext > 4) continue;
+            w.small[f.f->args[d]] = {mn, ext};
+            for (int64_t i = 0; i < ext; i++) w.allowed[f.f->args[d]].insert(mn + i);
+        }
+        w.include(f.stages[0].body);
+        if (saved) *saved = w.saved;
+        return w.out;
+    }
+
     /** A Func f reads the same callee at `args` and, among `calls` (the argument lists of its
         calls to that callee), at its own small dimension where `args` has a constant
         (`g(x, y, c) / g(x, y, 3)`): f unrolls that dimension just outside its vector loop, and
@@ -739,7 +811,14 @@ private:
                             if (call.first == f.name &&
                                 std::none_of(at.begin(), at.end(), [&](const std::vector<Expr> *a) { return same_args(*a, call.second); }))
                                 at.push_back(&call.second);
-                        for (auto *a : at) reads += s.iterations / (k == 0 ? (double)shared_by_unrolled_copies(c, *a, at) : 1.0);
+                        std::vector<std::pair<std::vector<Expr>, double>> shares;
+                        if (k == 0) shares = evaluated_shares(c, f.name);
+                        for (auto *a : at) {
+                            double share = 1;
+                            for (auto &[args, sh] : shares)
+                                if (same_args(args, *a)) share = sh;
+                            reads += s.iterations * share / (k == 0 ? (double)shared_by_unrolled_copies(c, *a, at) : 1.0);
+                        }
                     }
                 }
                 double ratio = reads / std::max(1.0, f.points());
@@ -764,6 +843,9 @@ private:
             }
             stage_ops[f.name] = ops;
         }
+        // (Asked while the Funcs were being decided: found again with all of them known.)
+        select_dims_memo.clear();
+        unroll_savings_memo.clear();
     }
 
     void form_groups() {
@@ -906,7 +988,10 @@ private:
             for (auto &a : op->args) key << "," << a;
             if (copies > 1 && seen.insert(key.str()).second) saved += cost * (double)(copies - 1) / (double)copies;
         }
-        return unroll_savings_memo[f.name] = saved;
+        // And the branches of selects on those dimensions that each copy leaves out.
+        double folded = 0;
+        evaluated_shares(f, "", &folded);
+        return unroll_savings_memo[f.name] = saved + folded;
     }
     std::map<std::string, double> unroll_savings_memo;
 

@@ -1307,6 +1307,34 @@ TEST(AutoSchedule, ARootReadingAnAlphaChannelUnrollsItsChannelsAndSharesIt) {
     }
 }
 
+// Producers each read in one branch of a `mux` over three channels (camera_pipe's demosaic:
+// `mux(c, {r(x, y), g(x, y), b(x, y)})`): the reader's channels are unrolled, each copy's select
+// folds, so each producer is evaluated once per point, not three times, and is inlined rather
+// than stored (camera_pipe: its three interleaving stages inlined into the demosaic's output).
+// Realized with other channel counts than estimated.
+TEST(AutoSchedule, ProducersReadInOneBranchOfAMuxOverChannelsAreReadOncePerPoint) {
+    const int W = 1024, H = 512;
+    ImageParam in(Float(32), 2, "in");
+    Var x("x"), y("y"), c("c");
+    Func r("r"), g("g"), b("b"), out("out");
+    r(x, y) = (in(x, y) * 3.0f + in(x + 1, y)) / (abs(in(x, y + 1)) + 2.0f);
+    g(x, y) = (in(x, y) * 5.0f - in(x, y + 1)) / (abs(in(x + 1, y)) + 3.0f);
+    b(x, y) = (in(x + 1, y + 1) * 7.0f + in(x, y)) / (abs(in(x, y)) + 4.0f);
+    out(x, y, c) = mux(c, {r(x, y), g(x, y), b(x, y)}) * 0.5f;
+    in.set_estimates({{0, W + 1}, {0, H + 1}});
+    out.set_estimates({{0, W}, {0, H}, {0, 3}});
+    Pipeline p(out);
+    const std::string src = auto_schedule_on_two_threads(p).schedule_source;
+    for (const char *f : {"\nr.", "\ng.", "\nb."}) EXPECT_FALSE(weft_test::contains(src, f)) << f << " kept\n" << src;
+    EXPECT_CONTAINS(src, "out.unroll(c)");
+    for (int channels : {3, 2, 1}) {
+        Buffer<float> b_in(70, 12);
+        fill(b_in, 13, -4, 4);
+        in.set(b_in);
+        EXPECT_EQ(differences(p, Buffer<float>(69, 11, channels)), 0) << channels << " channels\n" << src;
+    }
+}
+
 // The same for an update: a histogram that adds a value and a weight, `mux(c, {v, 1})`, at a
 // computed bin (bilateral_grid's grid: its two channels unrolled just outside the vector
 // loop, each input read once for both).
