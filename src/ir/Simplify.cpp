@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "ir/Constants.h"
 #include "ir/Evaluate.h"
 #include "ir/IRVisitor.h"
+#include "ir/ModulusRemainder.h"
 #include "ir/Stack.h"
 
 namespace weft {
@@ -377,9 +379,26 @@ bool is_noop(const Stmt &s) {
 class Simp : public IRMutator {
 public:
     Scope sc;
+    /** What is known modulo powers of two of the enclosing LetStmts' values (ir/ModulusRemainder.h). */
+    std::map<std::string, ModRem> mr_lets;
     using IRMutator::mutate;
 
     Stmt noop() { return Evaluate::make(mkc(Int(32), 0)); }
+
+    /** Runs f with `name` bound in mr_lets to what is known of `value` (undefined: nothing, a
+        loop variable), then puts its entry back. */
+    template <typename F>
+    auto with_mod_rem(const std::string &name, const Expr &value, F f) {
+        auto it = mr_lets.find(name);
+        std::optional<ModRem> saved = it != mr_lets.end() ? std::optional<ModRem>(it->second) : std::nullopt;
+        ModRem k = value.defined() ? modulus_remainder(value, mr_lets) : ModRem();
+        if (k.m > 1) mr_lets[name] = k;
+        else mr_lets.erase(name);
+        auto r = f();
+        if (saved) mr_lets[name] = *saved;
+        else mr_lets.erase(name);
+        return r;
+    }
 
     bool scoped(const Expr &e) {
         if (sc.empty()) return false;
@@ -706,6 +725,18 @@ public:
             if (cint(m->b, &c1) && c1 > 0) {
                 if (c1 <= y) return a;
                 if (c1 % y == 0) return mk_mod(m->a, b);
+            }
+        }
+        // A power of two (one the type's wrapping keeps residues modulo): what is known of a
+        // modulo it, through the mins, selects and lets that hide a linear form (a tiled loop's
+        // clamped start, `min(32 x - 1, 2529)`, is odd).
+        if ((y & (y - 1)) == 0 && y <= kMaxModulus && y <= ((i128)1 << (s.bits() - 1))) {
+            if (t.is_scalar()) {
+                ModRem k = modulus_remainder(a, mr_lets);
+                if (k.m % (int64_t)y == 0) return mkc(t, floormod(k.r, y));
+            } else if (auto *r = a.as<Ramp>(); r && !cint(r->base) && cint(r->stride)) {
+                ModRem k = modulus_remainder(r->base, mr_lets);
+                if (k.m % (int64_t)y == 0) return mk_mod(mk_ramp(mkc(s, floormod(k.r, y)), r->stride, r->lanes), b);
             }
         }
         i128 lo, hi;
@@ -1123,7 +1154,9 @@ public:
             CountUsesOf(counts).include(op->body);
             uses = counts[op->name];
         }
-        Expr r = simplify_let(op, uses, in_chain);
+        // (The name is bound anew inside: what an enclosing LetStmt's value is known to be
+        // modulo powers of two does not hold of it.)
+        Expr r = with_mod_rem(op->name, Expr(), [&] { return simplify_let(op, uses, in_chain); });
         if (chain_top) {
             r = drop_unused_lets(r);
             for (const Expr *l = &e; l->as<Let>(); l = &l->as<Let>()->body) let_uses_.erase(l->as<Let>());
@@ -1254,7 +1287,7 @@ public:
             s = push(op->name, Interval());
             sc.erase(op->name);
         }
-        Stmt body = mutate(op->body);
+        Stmt body = with_mod_rem(op->name, v, [&] { return mutate(op->body); });
         if (pushed) pop(s);
         if (!stmt_uses_var(body, op->name)) return body;
         return LetStmt::make(op->name, v, body);
@@ -1276,7 +1309,7 @@ public:
         }
         if (cint(ex, &n) && n == 1) return mutate(LetStmt::make(op->name, mi, op->body));
         Saved s = push(op->name, Interval(mi, mk_sub(mk_add(mi, ex), mkc(ex.type(), 1))));
-        Stmt body = mutate(op->body);
+        Stmt body = with_mod_rem(op->name, Expr(), [&] { return mutate(op->body); });
         pop(s);
         if (is_noop(body)) return noop();
         return For::make(op->name, mi, ex, op->for_type, body);

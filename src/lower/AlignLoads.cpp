@@ -1,41 +1,12 @@
 #include "lower/AlignLoads.h"
 #include "ir/IRVisitor.h"
+#include "ir/ModulusRemainder.h"
 #include "ir/Simplify.h"
 #include <optional>
 
 namespace weft {
 namespace internal {
 namespace {
-
-/** What is known of an integer: value = r modulo m, with m a power of two up to 1024 (m = 1:
-    nothing is known). Halide's modulus-remainder analysis, kept to powers of two: that is all
-    the alignment of a vector access needs, and it costs one pass over the index, where proving
-    `base % a == 0` by simplification cost a simplification per width tried. */
-struct ModRem {
-    int64_t m = 1, r = 0;
-};
-constexpr int64_t kMaxModulus = 1024;
-
-int64_t gcd64(int64_t a, int64_t b) {
-    a = a < 0 ? -a : a;
-    b = b < 0 ? -b : b;
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-ModRem mod_rem(int64_t m, int64_t r) {
-    m = gcd64(m, kMaxModulus);
-    if (m <= 0) m = 1;
-    r %= m;
-    if (r < 0) r += m;
-    return {m, r};
-}
-ModRem unify(const ModRem &a, const ModRem &b) {  // a value that is one or the other
-    return mod_rem(gcd64(gcd64(a.m, b.m), a.r - b.r), a.r);
-}
 
 class Align : public IRMutator {
     std::map<std::string, ModRem> lets;  // what is known of the enclosing lets' values
@@ -61,57 +32,10 @@ class Align : public IRMutator {
         return r;
     }
 
-    ModRem known(const Expr &e) {
-        if (!e.defined() || !e.type().is_int_or_uint()) return {};
-        int64_t c;
-        if (is_const_int(e, &c)) return mod_rem(kMaxModulus, c);
-        if (auto v = e.as<Variable>()) {
-            auto it = lets.find(v->name);
-            return it != lets.end() ? it->second : ModRem();
-        }
-        if (auto a = e.as<Add>()) {
-            ModRem x = known(a->a), y = known(a->b);
-            return mod_rem(gcd64(x.m, y.m), x.r + y.r);
-        }
-        if (auto a = e.as<Sub>()) {
-            ModRem x = known(a->a), y = known(a->b);
-            return mod_rem(gcd64(x.m, y.m), x.r - y.r);
-        }
-        if (auto a = e.as<Mul>()) {
-            // (m1 i + r1)(m2 j + r2) = m1 m2 ij + m1 r2 i + m2 r1 j + r1 r2
-            ModRem x = known(a->a), y = known(a->b);
-            int64_t m = gcd64(gcd64(x.m * y.m, x.m * y.r), y.m * x.r);
-            return mod_rem(m, x.r * y.r);
-        }
-        if (auto d = e.as<Div>()) {
-            // (m i + r) / c = (m / c) i + r / c where c divides m and r (floor division).
-            ModRem x = known(d->a);
-            if (is_const_int(d->b, &c) && c > 0 && x.m % c == 0 && x.r % c == 0) return mod_rem(x.m / c, x.r / c);
-            return {};
-        }
-        if (auto d = e.as<Mod>()) {
-            ModRem x = known(d->a);
-            if (is_const_int(d->b, &c) && c > 0 && x.m % c == 0) return mod_rem(c, x.r);
-            return {};
-        }
-        if (auto a = e.as<Min>()) return unify(known(a->a), known(a->b));
-        if (auto a = e.as<Max>()) return unify(known(a->a), known(a->b));
-        if (auto a = e.as<Select>()) return unify(known(a->true_value), known(a->false_value));
-        if (auto a = e.as<Cast>()) {
-            // Widening keeps the value; anything else may wrap.
-            Type from = a->value.type();
-            if (from.is_int_or_uint() && a->type.bits() > from.bits()) return known(a->value);
-            return {};
-        }
-        if (auto l = e.as<Let>()) {
-            ModRem m = known(l->value);
-            auto vt = values.find(l->name);  // (values keeps its entry: known() substitutes nothing)
-            return with_let(l->name, &m, vt != values.end() ? vt->second : Expr(), [&] { return known(l->body); });
-        }
-        if (auto c = e.as<Call>())
-            if (c->is_intrinsic("likely") || c->is_intrinsic("promise_clamped")) return known(c->args[0]);
-        return {};
-    }
+    /** What is known of e modulo a power of two (ir/ModulusRemainder.h): one pass over the
+        index, where proving `base % a == 0` by simplification cost a simplification per width
+        tried. */
+    ModRem known(const Expr &e) { return modulus_remainder(e, lets); }
 
     /** The largest power of two up to `lanes` that provably divides the ramp's base, or 0. */
     int alignment_of(const Expr &index) {

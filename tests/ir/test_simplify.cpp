@@ -672,3 +672,54 @@ TEST(Bounds, WindowsThroughDivisionsOfALongLoopHaveTheirExactWidth) {
 }
 
 }  // namespace
+
+// Remainders modulo powers of two known through the mins, selects and lets that hide a linear
+// form (ir/ModulusRemainder.h): a tiled loop's clamped start, `min(32 x - 1, 2529)`, is odd, so
+// an interleaving's `x % 2` folds; a ramp from it becomes a ramp from its remainder. A name
+// bound again inside (a loop, a Let) is not taken for the outer one.
+TEST(Simplify, RemaindersModuloPowersOfTwoThroughMinsSelectsAndLets) {
+    Expr x = V("x"), y = V("y"), z = V("z"), c = V("c", Bool());
+    Expr start = mn(sub(mul(x, I(32)), I(1)), I(2529));
+    EXPECT_EQ(str(simplify(md(start, I(2)))), "1");
+    EXPECT_EQ(str(simplify(eq(md(add(start, I(3)), I(2)), I(0)))), str(B(true)));
+    EXPECT_EQ(str(simplify(md(sel(c, add(mul(y, I(2)), I(1)), add(mul(z, I(4)), I(3))), I(2)))), "1");
+    EXPECT_EQ(str(simplify(md(mx(mul(y, I(8)), add(mul(z, I(16)), I(4))), I(4)))), "0");
+    // Not known: the clamp's two sides differ in parity; a modulus the values do not share.
+    EXPECT_EQ(str(simplify(md(mn(sub(mul(x, I(32)), I(1)), I(2530)), I(2)))).find('%') != std::string::npos, true);
+    EXPECT_EQ(str(simplify(md(start, I(64)))).find('%') != std::string::npos, true);
+    // Lets: known through a LetStmt, not past a loop or a Let that binds its name again.
+    Stmt use = Evaluate::make(md(V("t"), I(2)));
+    auto evaluated = [](const Stmt &s) {
+        std::ostringstream o;
+        o << s;
+        return o.str();
+    };
+    EXPECT_EQ(evaluated(simplify(LetStmt::make("t", start, Block::make(use, Evaluate::make(Load::make(Int(32), "b", V("t"))))))).find("t % 2"),
+              std::string::npos);
+    Stmt shadowed = LetStmt::make("t", start, For::make("t", I(0), V("n"), ForType::Serial, use));
+    EXPECT_NE(evaluated(simplify(shadowed)).find("% 2"), std::string::npos);
+    Stmt rebound = LetStmt::make("t", start,
+                                 Block::make(Evaluate::make(Load::make(Int(32), "b", V("t"))),
+                                             Evaluate::make(Let::make("t", Load::make(Int(32), "b", I(0)), md(V("t"), I(2))))));
+    EXPECT_NE(evaluated(simplify(rebound)).find("% 2"), std::string::npos);
+    // A vector from it: its lanes' remainders are constants.
+    Expr lanes = md(Ramp::make(start, I(1), 8), Broadcast::make(I(2), 8));
+    Expr r = simplify(lanes);
+    EXPECT_EQ(str(r), "(ramp(1, 1, 8) % x8(2))");
+    // The same values as before, wherever the variables are (int32 edges included: wrapping
+    // keeps residues modulo powers of two).
+    std::vector<Expr> checked = {md(start, I(2)), md(add(start, y), I(4)), md(sel(lt(y, z), add(mul(y, I(2)), I(1)), add(mul(z, I(4)), I(3))), I(2)),
+                                 md(mx(mul(y, I(8)), add(mul(z, I(16)), I(4))), I(4)), md(sub(mul(mn(x, y), I(6)), z), I(2))};
+    for (const Expr &e : checked) {
+        Expr simple = simplify(e);
+        for (int64_t vx : {-7, 0, 1, 80, 134217728, 2147483647})
+            for (int64_t vy : {-3, 2, 5, -2147483647 - 1})
+                for (int64_t vz : {0, 9, -12}) {
+                    std::map<std::string, int64_t> vars{{"x", vx}, {"y", vy}, {"z", vz}};
+                    EXPECT_EQ(evaluate_int(e, vars), evaluate_int(simple, vars)) << str(e) << " -> " << str(simple);
+                }
+    }
+    // Narrow types wrap: uint8 (2 y + 1) % 2 is 1 still; no claim modulo more than the type holds.
+    Expr u = V("u", UInt(8));
+    EXPECT_EQ(str(simplify(md(add(mul(u, U(2, UInt(8))), U(1, UInt(8))), U(2, UInt(8))))), str(U(1, UInt(8))));
+}
