@@ -1,4 +1,5 @@
 #include "ir/ModulusRemainder.h"
+#include <algorithm>
 #include <optional>
 #include "ir/Constants.h"
 #include "ir/IRVisitor.h"
@@ -38,7 +39,15 @@ ModRem known_(const Expr &e, std::map<std::string, ModRem> &lets, int depth);
 ModRem modulus_remainder(const Expr &e, std::map<std::string, ModRem> &lets) { return known_(e, lets, 0); }
 
 namespace {
+ModRem known_raw(const Expr &e, std::map<std::string, ModRem> &lets, int depth);
+// A value of a narrow type wraps modulo 2^bits: only its remainder modulo that is known (what
+// a widening cast of it passes on).
 ModRem known_(const Expr &e, std::map<std::string, ModRem> &lets, int depth) {
+    ModRem k = known_raw(e, lets, depth);
+    int bits = e.defined() ? e.type().bits() : 64;
+    return bits < 11 ? mod_rem(std::min<int64_t>(k.m, (int64_t)1 << bits), k.r) : k;
+}
+ModRem known_raw(const Expr &e, std::map<std::string, ModRem> &lets, int depth) {
     if (!e.defined() || !e.type().is_int_or_uint() || depth > kMaxDepth) return {};
     auto known = [&](const Expr &x) { return known_(x, lets, depth + 1); };
     int64_t c;

@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <sstream>
 
 #include "ir/IR.h"
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
+#include "ir/ModulusRemainder.h"
 #include "ir/Simplify.h"
 #include "ir/Evaluate.h"
 
@@ -719,7 +721,21 @@ TEST(Simplify, RemaindersModuloPowersOfTwoThroughMinsSelectsAndLets) {
                     EXPECT_EQ(evaluate_int(e, vars), evaluate_int(simple, vars)) << str(e) << " -> " << str(simple);
                 }
     }
-    // Narrow types wrap: uint8 (2 y + 1) % 2 is 1 still; no claim modulo more than the type holds.
+    // Narrow types wrap: uint8 (2 y + 1) % 2 is 1 still; no claim modulo more than the type holds
+    // (widened, (512 u v + 200) + (512 u v + 100) in uint8 is 44, not 300 modulo 512).
+    Expr u8 = V("u", UInt(8)), v8 = V("v", UInt(8));
+    Expr p512 = mul(mul(u8, U(32, UInt(8))), mul(v8, U(16, UInt(8))));
+    Expr wrapped = cst(Int(32), add(add(p512, U(200, UInt(8))), add(p512, U(100, UInt(8)))));
+    Expr w512 = md(wrapped, I(512));
+    // (The analysis itself, before any simplification: no claim modulo more than 2^8 of it.)
+    std::map<std::string, ModRem> none;
+    ModRem k = modulus_remainder(wrapped, none);
+    EXPECT_LE(k.m, 256);
+    EXPECT_EQ(44 % k.m, k.r);
+    for (int64_t vu : {0, 1, 3, 255}) {
+        std::map<std::string, int64_t> vars{{"u", vu}, {"v", 7}};
+        EXPECT_EQ(evaluate_int(w512, vars), evaluate_int(simplify(w512), vars)) << str(simplify(w512));
+    }
     Expr u = V("u", UInt(8));
     EXPECT_EQ(str(simplify(md(add(mul(u, U(2, UInt(8))), U(1, UInt(8))), U(2, UInt(8))))), str(U(1, UInt(8))));
 }
