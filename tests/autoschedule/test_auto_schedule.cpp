@@ -1166,6 +1166,49 @@ TEST(AutoSchedule, ADeepChainOfStencilsSlidesInOneStripPerThread) {
     }
 }
 
+// Absurd but legal estimates for such a chain: a billion rows (one strip per thread of half a
+// billion), a row of one point: planning finishes, and what it chose computes the right values
+// at small sizes. Rows ending at INT_MAX: the stencils read past it, a weft::Error naming the
+// Func, not a crash.
+TEST(AutoSchedule, ADeepChainWithAbsurdEstimatesIsPlannedAndExact) {
+    ImageParam in(Float(32), 2, "in");
+    Var x("x"), y("y");
+    std::vector<Func> chain = {BoundaryConditions::repeat_edge(in)};
+    for (int s = 0; s < 6; s++) {
+        Func f("stage_" + std::to_string(s));
+        f(x, y) = chain.back()(x - 1, y) + chain.back()(x, y + 1) * 0.5f + chain.back()(x + 1, y - 1) * 0.25f;
+        chain.push_back(f);
+    }
+    Func out("out");
+    out(x, y) = chain.back()(x, y);
+    using Est = std::vector<std::pair<Expr, Expr>>;
+    int which = 0;
+    for (const Est &e : {Est{{0, 64}, {0, 1 << 30}}, Est{{0, 1}, {0, 4096}}, Est{{0, 256}, {2147483647 - 5000, 5000}}}) {
+        which++;
+        in.set_estimates(e);
+        out.set_estimates(e);
+        for (int threads : {1, 2}) {
+            Pipeline p(out);
+            AutoScheduleOptions o;
+            o.threads = threads;
+            std::string src;
+            try {
+                src = p.auto_schedule(Target::host(), o).schedule_source;
+            } catch (const Error &err) {
+                // (Rows up to INT_MAX: the stencils' reads past it cannot be bounded in int32,
+                // which is said, naming the Func.)
+                EXPECT_EQ(which, 3) << err.what();
+                EXPECT_CONTAINS(std::string(err.what()), "stage_");
+                continue;
+            }
+            Buffer<float> b(23, 17);
+            fill(b, 5, -3, 3);
+            in.set(b);
+            EXPECT_EQ(differences(p, Buffer<float>(23, 17)), 0) << threads << " threads\n" << src;
+        }
+    }
+}
+
 // A strip of many stages, each reading the first: each stage's part of a strip fits in L2, all
 // of them together do not. The first stage's tile is read back by later stages after the ones
 // between have been written, from L3 then: the cost model prices that reach, so the members
