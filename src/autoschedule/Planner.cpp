@@ -686,9 +686,9 @@ private:
         evaluated only at the points of the values that branch leaves (`mux(c, {r, g, b})`
         evaluates r at one channel in three); 1 elsewhere. Calls at the same arguments add up
         (to at most 1). `saved`: the operations per point that the unrolled copies leave out so,
-        over all of f's calls (an inlined Func's at its cost, a load 1). */
-    std::vector<std::pair<std::vector<Expr>, double>> evaluated_shares(const FuncInfo &f, const std::string &callee,
-                                                                       double *saved = nullptr) {
+        over all of f's calls (an inlined Func's at its cost, a load 1). A null callee: only
+        `saved`. */
+    std::vector<std::pair<std::vector<Expr>, double>> select_shares(const FuncInfo &f, const std::string *callee, double *saved) {
         struct Walk : IRVisitor {
             const std::string *callee = nullptr;
             std::map<std::string, std::pair<int64_t, int64_t>> small;  // Var -> (min, extent)
@@ -737,7 +737,7 @@ private:
                 IRVisitor::visit(op);
             }
         } w;
-        w.callee = callee.empty() ? nullptr : &callee;
+        w.callee = callee;
         w.costs = &inline_cost;
         if (f.stages.empty()) return {};
         for (size_t d : select_dims(f, 0)) {
@@ -750,6 +750,17 @@ private:
         w.include(f.stages[0].body);
         if (saved) *saved = w.saved;
         return w.out;
+    }
+
+    std::vector<std::pair<std::vector<Expr>, double>> evaluated_shares(const FuncInfo &f, const std::string &callee) {
+        return select_shares(f, &callee, nullptr);
+    }
+    /** The operations per point that unrolling f's small dimensions leaves out of its selects'
+        branches (select_shares). */
+    double select_fold_savings(const FuncInfo &f) {
+        double saved = 0;
+        select_shares(f, nullptr, &saved);
+        return saved;
     }
 
     /** A Func f reads the same callee at `args` and, among `calls` (the argument lists of its
@@ -989,9 +1000,7 @@ private:
             if (copies > 1 && seen.insert(key.str()).second) saved += cost * (double)(copies - 1) / (double)copies;
         }
         // And the branches of selects on those dimensions that each copy leaves out.
-        double folded = 0;
-        evaluated_shares(f, "", &folded);
-        return unroll_savings_memo[f.name] = saved + folded;
+        return unroll_savings_memo[f.name] = saved + select_fold_savings(f);
     }
     std::map<std::string, double> unroll_savings_memo;
 
