@@ -1,3 +1,4 @@
+#include <llvm/Support/CommandLine.h>
 // The CPU backend: lowered IR -> LLVM IR -> O3 -> object code -> ORC JIT (LLVM 19).
 #include "llvm/CodeGen_LLVM.h"
 #include "llvm/Bf16Check.h"
@@ -2615,10 +2616,46 @@ private:
 
 std::atomic<uint64_t> module_counter{0};
 std::atomic<uint64_t> split_modules{0};  // see modules_compiled_in_parts()
+std::atomic<uint64_t> uncombined_modules{0};  // see modules_compiled_without_machine_combiner()
 
 /** Milliseconds since t0. */
 double since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/** The most instructions in one basic block of mod. */
+size_t largest_block(const llvm::Module &mod) {
+    size_t most = 0;
+    for (const llvm::Function &f : mod)
+        for (const llvm::BasicBlock &bb : f) most = std::max(most, bb.size());
+    return most;
+}
+
+/** Blocks longer than this are compiled to machine code without the x86 machine combiner: it
+    re-traces the block after each rewrite it makes (reassociating a chain of integer adds), so
+    its time grows with the square of the block's length (4000 nested terms of one expression:
+    half the compile). Below it, kernels are compiled as LLVM compiles them by default. */
+constexpr size_t kMachineCombinerBlockLimit = 4000;
+
+/** Adds the passes that emit mod's machine code to pm: the target's pipeline, without the
+    machine combiner where mod has a block longer than kMachineCombinerBlockLimit. That is a
+    process-wide LLVM option, read while the pipeline is built: set and restored under a lock
+    (other threads may build theirs at the same time). */
+bool add_machine_code_passes(llvm::TargetMachine *tm, llvm::legacy::PassManager &pm, llvm::raw_pwrite_stream &os,
+                             const llvm::Module &mod) {
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lk(mu);
+    llvm::cl::opt<bool> *combiner = nullptr;
+    if (largest_block(mod) > kMachineCombinerBlockLimit) {
+        auto &opts = llvm::cl::getRegisteredOptions();
+        auto it = opts.find("x86-machine-combiner");
+        if (it != opts.end()) combiner = static_cast<llvm::cl::opt<bool> *>(it->second);
+    }
+    bool was = combiner ? (bool)*combiner : false;
+    if (combiner) combiner->setValue(false), uncombined_modules++;
+    bool failed = tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile);
+    if (combiner) combiner->setValue(was);
+    return failed;
 }
 
 /** LLVM's optimisation (the new pass manager's O3 pipeline, with the target's cost model),
@@ -2656,8 +2693,7 @@ std::string optimise_and_emit(llvm::Module &mod, llvm::TargetMachine *tm, std::s
     {
         llvm::raw_svector_ostream os(obj);
         llvm::legacy::PassManager pm;
-        if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-            fail("the target cannot emit object files");
+        if (add_machine_code_passes(tm, pm, os, mod)) fail("the target cannot emit object files");
         pm.run(mod);
     }
     if (times) times->machine_code_ms += since(t0);
@@ -3000,6 +3036,7 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
 
 void set_compile_threads(int n) { CompileThreads::get().set_size(n); }
 uint64_t modules_compiled_in_parts() { return split_modules.load(); }
+uint64_t modules_compiled_without_machine_combiner() { return uncombined_modules.load(); }
 
 }  // namespace internal
 }  // namespace weft

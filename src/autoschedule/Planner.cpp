@@ -54,6 +54,7 @@
 #include <set>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
 #include "lower/LoweredFunc.h"
@@ -139,10 +140,25 @@ public:
         : inlined(inlined), vars(std::move(vars)) {}
     double invariant = 0, constant = 0;
     using IRMutator::mutate;
+    /** Counts the operations of body (the Let names inside it among `vars`). */
+    void count(const Stmt &body) {
+        struct Lets : IRVisitor {
+            std::set<std::string> *out;
+            void visit(const Let *op) override { out->insert(op->name), IRVisitor::visit(op); }
+            void visit(const LetStmt *op) override { out->insert(op->name), IRVisitor::visit(op); }
+        } l;
+        l.out = &vars;
+        l.include(body);
+        // Which subexpressions use `vars`, found bottom-up once (asking at each node as the walk
+        // descends would be quadratic in the depth of the expression).
+        Varies v(vars, varies);
+        v.mutate(body);
+        mutate(body);
+    }
     Expr mutate(const Expr &e) override {
         if (!e.defined()) return e;
-        bool varies = expr_uses_any_var(e, vars);
-        if (!varies) {
+        auto known = varies.find(e.get());
+        if (known != varies.end() && !known->second) {
             OpCount c;
             c.inlined = inlined;
             c.include(e);
@@ -157,21 +173,39 @@ public:
         }
         return IRMutator::mutate(e);
     }
-    /** The names Lets bind inside s: their values may vary, so they count as `vars`. */
-    void add_let_names(const Stmt &s) {
-        struct Lets : IRVisitor {
-            std::set<std::string> *out;
-            void visit(const Let *op) override { out->insert(op->name), IRVisitor::visit(op); }
-            void visit(const LetStmt *op) override { out->insert(op->name), IRVisitor::visit(op); }
-        } l;
-        l.out = &vars;
-        l.include(s);
-    }
 
 private:
     const std::map<std::string, double> *inlined;
     std::set<std::string> vars;
     int in_args = 0;
+    /** Per node of the body: does it use one of `vars`? */
+    std::unordered_map<const ExprNode *, bool> varies;
+    class Varies : public IRMutator {
+    public:
+        Varies(const std::set<std::string> &vars, std::unordered_map<const ExprNode *, bool> &memo)
+            : vars(vars), memo(memo) {}
+        using IRMutator::mutate;
+        Expr mutate(const Expr &e) override {
+            if (!e.defined()) return e;
+            auto it = memo.find(e.get());
+            if (it != memo.end()) {
+                found = found || it->second;
+                return e;
+            }
+            bool outer = found;
+            found = false;
+            if (auto v = e.as<Variable>()) found = vars.count(v->name) > 0;
+            else IRMutator::mutate(e);
+            memo[e.get()] = found;
+            found = outer || found;
+            return e;
+        }
+
+    private:
+        const std::set<std::string> &vars;
+        std::unordered_map<const ExprNode *, bool> &memo;
+        bool found = false;
+    };
     static bool reads_anything(const Expr &e) {
         struct Any : IRVisitor {
             bool found = false;
@@ -623,13 +657,11 @@ private:
         std::set<std::string> vars = rvars;
         vars.insert(f.f->args[vd(f)]);
         LoopInvariantOps hoisted(&inline_cost, vars);  // uses neither
-        hoisted.add_let_names(s.body);
-        hoisted.mutate(s.body);
+        hoisted.count(s.body);
         double a = hoisted.invariant, b = a, steps = 1;
         if (unrolled_reduction(f, k)) {
             LoopInvariantOps shared(&inline_cost, rvars);  // uses no RVar
-            shared.add_let_names(s.body);
-            shared.mutate(s.body);
+            shared.count(s.body);
             b = std::max(a, shared.invariant);
             for (auto &sp : s.rdom) steps *= std::max<double>(1, (double)sp.extent);
         }

@@ -1,6 +1,7 @@
 #include "lower/BoxesTouched.h"
 #include <optional>
 #include <iostream>
+#include <unordered_map>
 #include <unordered_set>
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
@@ -83,20 +84,40 @@ public:
 
     /** The argument lists added since the scope or the facts last changed: the same list again
         (a call repeated in an expression, as inlining makes them) adds nothing new. */
-    std::vector<const std::vector<Expr> *> added;
+    /** By a hash of their leaves (args_hash), so that each call compares with the few lists
+        like it, not all of them: a program with thousands of calls stays linear. */
+    std::unordered_map<size_t, std::vector<const std::vector<Expr> *>> added;
     long scope_epoch = 0, added_epoch = -1;
+
+    /** A hash of args' leaves (variables, constants, the Funcs called), in order: equal lists
+        hash the same. */
+    static size_t args_hash(const std::vector<Expr> &args) {
+        struct Leaves : IRVisitor {
+            size_t h = 0;
+            void mix(size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); }
+            void visit(const Variable *op) override { mix(std::hash<std::string>()(op->name)); }
+            void visit(const IntImm *op) override { mix(std::hash<int64_t>()(op->value)); }
+            void visit(const UIntImm *op) override { mix(std::hash<uint64_t>()(op->value)); }
+            void visit(const FloatImm *op) override { mix(std::hash<double>()(op->value)); }
+            void visit(const Call *op) override { mix(std::hash<std::string>()(op->name)), IRVisitor::visit(op); }
+        } l;
+        for (auto &a : args) l.mix(a.defined() ? (size_t)node_type_of(a.get()) : 0), l.include(a);
+        return l.h;
+    }
 
     void add(const std::vector<Expr> &args) {
         if (added_epoch != scope_epoch) {
-            added.clear();
+            // A fresh map, not clear(): that costs its buckets, as many as it ever held.
+            if (!added.empty()) decltype(added)().swap(added);
             added_epoch = scope_epoch;
         }
-        for (const std::vector<Expr> *prev : added) {
+        std::vector<const std::vector<Expr> *> &alike = added[args_hash(args)];
+        for (const std::vector<Expr> *prev : alike) {
             bool same = prev->size() == args.size();
             for (size_t i = 0; same && i < args.size(); i++) same = args[i].same_as((*prev)[i]) || equal(args[i], (*prev)[i]);
             if (same) return;
         }
-        added.push_back(&args);
+        alike.push_back(&args);
         Box b;
         for (auto &a : args) {
             Interval i = bounds_of_expr_in_scope(a, scope);

@@ -383,3 +383,58 @@ TEST(ParallelCompile, ASmallLoopAroundLoopsIsNotUnrolledByLLVM) {
     for (int c = 0; c < 4; c++)
         for (int x = 0; x < 8; x++) ASSERT_EQ(out[c * 8 + x], x < 3 ? want_taps(in, c * 8 + x, 20) : -1.0f) << c << "," << x;
 }
+
+// A basic block too long for LLVM's x86 machine combiner (whose time grows with the square of
+// the block's length) is compiled to machine code without it, shorter ones with it. The option
+// is process-wide, set and restored while a pipeline of passes is built: several threads compile
+// long and short blocks at once, and every result is exact.
+TEST(ParallelCompile, ConcurrentCompilesOfLongAndShortBlocksAreExact) {
+    CompileThreads t(2);
+    clear_cache();
+    const int kThreads = 4, kTerms = 3200, kWidth = 64;
+    uint64_t before = internal::modules_compiled_without_machine_combiner();
+    std::vector<std::thread> threads;
+    std::vector<std::string> failures(kThreads);
+    for (int i = 0; i < kThreads; i++)
+        threads.emplace_back([&, i] {
+            try {
+                if (i % 2) {
+                    Chain p(32, 32, i + 7);
+                    Buffer<float> o = p.out.realize({p.w, p.h});
+                    for (int y = 0; y < p.h; y++)
+                        for (int x = 0; x < p.w; x++)
+                            if (o(x, y) != p.at(x, y)) {
+                                failures[i] = "short: wrong at " + std::to_string(x) + "," + std::to_string(y);
+                                return;
+                            }
+                    return;
+                }
+                // One expression of kTerms nested terms, e * in((x + k) % 8) + c, in uint32
+                // (wrapping; a product of loads, which the simplifier cannot collect into a
+                // short sum as it would products of constants): one long block.
+                Buffer<uint32_t> in(std::vector<int>{8});
+                for (int j = 0; j < 8; j++) in(j) = 1000u * j + 17u * i + 3u;
+                Var x("x");
+                Func f("long_block_" + std::to_string(i));
+                Expr e = cast<uint32_t>(x);
+                for (int k = 0; k < kTerms; k++) e = e * in((x + k) % 8) + (k + i) % 5;
+                f(x) = e;
+                f.vectorize(x, 16);
+                Buffer<uint32_t> o = f.realize({kWidth});
+                for (int xv = 0; xv < kWidth; xv++) {
+                    uint32_t v = (uint32_t)xv;
+                    for (int k = 0; k < kTerms; k++) v = v * in((xv + k) % 8) + (uint32_t)((k + i) % 5);
+                    if (o(xv) != v) {
+                        failures[i] = "long: wrong at " + std::to_string(xv);
+                        return;
+                    }
+                }
+            } catch (const std::exception &e) {
+                failures[i] = e.what();
+            }
+        });
+    for (auto &th : threads) th.join();
+    for (int i = 0; i < kThreads; i++) EXPECT_EQ(failures[i], "") << "thread " << i;
+    EXPECT_GE(internal::modules_compiled_without_machine_combiner(), before + 2)
+        << "the long blocks were compiled with the machine combiner";
+}
