@@ -75,6 +75,12 @@ double first_call_s(const std::string &family, int n) {
 }  // namespace
 
 int main(int argc, char **argv) {
+    // One optional argument, the JSON's path; an option (--help) or a second argument is
+    // answered with the usage, not taken for a file name.
+    if (argc > 2 || (argc > 1 && (argv[1][0] == '-' || argv[1][0] == 0))) {
+        std::fprintf(stderr, "usage: %s [out.json]   (default %s)\n", argv[0], WEFT_BENCH_COMPILE_JSON);
+        return argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") ? 0 : 2;
+    }
     std::string json_path = argc > 1 ? argv[1] : WEFT_BENCH_COMPILE_JSON;
     setenv("WEFT_CACHE_DIR", "off", 1);  // compiles are measured, not loads from the disk cache
     struct Family {

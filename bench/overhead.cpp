@@ -108,6 +108,12 @@ int main(int argc, char **argv) {
         std::printf("%.4f\n", blur_first_call_ms());
         return 0;
     }
+    // One optional argument, the JSON's path; an option (--help) or a second argument is
+    // answered with the usage, not taken for a file name.
+    if (argc > 2 || (argc > 1 && (argv[1][0] == '-' || argv[1][0] == 0))) {
+        std::fprintf(stderr, "usage: %s [out.json]   (default %s)\n", argv[0], WEFT_BENCH_JSON);
+        return argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") ? 0 : 2;
+    }
     std::string json_path = argc > 1 ? argv[1] : WEFT_BENCH_JSON;
     setenv("WEFT_CACHE_DIR", "off", 1);  // 1. and 2. measure compiles
 

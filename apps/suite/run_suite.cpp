@@ -110,6 +110,12 @@ int main(int argc, char **argv) {
                             in.description.c_str());
             }
             return 0;
+        } else if (a == "--help" || a == "-h") {
+            std::printf("usage: weft_app_suite [APP...] [--size N | --test] [--unscheduled | --both] "
+                        "[--auto [--budget S] | --schedule FILE] [--reps N] [--list] [--ir]\n"
+                        "Runs each APP (all without one; --list lists them) with its expert schedule, checks it "
+                        "against its C++ reference and times it.\n");
+            return 0;
         } else if (!a.empty() && a[0] == '-') {
             return usage(("unknown option " + a).c_str());
         } else {
