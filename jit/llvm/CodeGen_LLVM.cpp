@@ -2623,30 +2623,56 @@ double since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-/** The most instructions in one basic block of mod. */
-size_t largest_block(const llvm::Module &mod) {
-    size_t most = 0;
-    for (const llvm::Function &f : mod)
-        for (const llvm::BasicBlock &bb : f) most = std::max(most, bb.size());
-    return most;
+/** Basic blocks longer than kLongBlock instructions (after LLVM's optimisation) are split into
+    blocks of kBlockPart: instruction selection works a block at a time, and some of its
+    combines scan all uses of a constant in the block (an fma's), so its time grows with the
+    square of a block's length. Such a module is also compiled without the x86 machine combiner,
+    which follows traces across blocks and recomputes them after each rewrite it makes (a chain
+    of integer adds reassociated): quadratic too. So the first call's time stays about linear in
+    the length of a program (one expression of 8000 nested terms: 4.2 -> 1.5 s). A kernel's blocks
+    are far shorter (the app suite's and the bench kernels' longest: about 400 instructions), and
+    are compiled as LLVM compiles them by default. */
+constexpr size_t kLongBlock = 2000, kBlockPart = 1000;
+
+/** Splits mod's long blocks (see kLongBlock); returns how many blocks it added. Each part is
+    branched to unconditionally and has its address taken (a private constant holds it), so
+    that code generation does not merge it back into the block before it. */
+size_t split_long_blocks(llvm::Module &mod) {
+    size_t added = 0;
+    for (llvm::Function &f : mod) {
+        if (f.isDeclaration()) continue;
+        std::vector<llvm::BasicBlock *> long_blocks;
+        for (llvm::BasicBlock &bb : f)
+            if (bb.size() > kLongBlock) long_blocks.push_back(&bb);
+        for (llvm::BasicBlock *bb : long_blocks) {
+            // The places to split at, found in one pass; split from the last, so that each split
+            // moves one part (linear in the block's length).
+            std::vector<llvm::Instruction *> at;
+            size_t n = 0;
+            for (auto it = bb->getFirstNonPHIIt(); it != bb->end() && !it->isTerminator(); ++it)
+                if (++n % kBlockPart == 0 && !it->isEHPad()) at.push_back(&*it);
+            for (auto i = at.rbegin(); i != at.rend(); ++i) {
+                llvm::BasicBlock *part = bb->splitBasicBlock(*i, bb->getName() + ".part");
+                new llvm::GlobalVariable(mod, llvm::PointerType::getUnqual(mod.getContext()), true,
+                                         llvm::GlobalValue::PrivateLinkage, llvm::BlockAddress::get(&f, part),
+                                         "weft.block.part");
+                added++;
+            }
+        }
+    }
+    return added;
 }
 
-/** Blocks longer than this are compiled to machine code without the x86 machine combiner: it
-    re-traces the block after each rewrite it makes (reassociating a chain of integer adds), so
-    its time grows with the square of the block's length (4000 nested terms of one expression:
-    half the compile). Below it, kernels are compiled as LLVM compiles them by default. */
-constexpr size_t kMachineCombinerBlockLimit = 4000;
-
-/** Adds the passes that emit mod's machine code to pm: the target's pipeline, without the
-    machine combiner where mod has a block longer than kMachineCombinerBlockLimit. That is a
-    process-wide LLVM option, read while the pipeline is built: set and restored under a lock
-    (other threads may build theirs at the same time). */
+/** Adds the passes that emit machine code to pm: the target's pipeline, without the x86 machine
+    combiner where without_combiner (see kLongBlock). That is a process-wide LLVM option, read
+    while the pipeline is built: set and restored under a lock (other threads may build theirs
+    at the same time). */
 bool add_machine_code_passes(llvm::TargetMachine *tm, llvm::legacy::PassManager &pm, llvm::raw_pwrite_stream &os,
-                             const llvm::Module &mod) {
+                             bool without_combiner) {
     static std::mutex mu;
     std::lock_guard<std::mutex> lk(mu);
     llvm::cl::opt<bool> *combiner = nullptr;
-    if (largest_block(mod) > kMachineCombinerBlockLimit) {
+    if (without_combiner) {
         auto &opts = llvm::cl::getRegisteredOptions();
         auto it = opts.find("x86-machine-combiner");
         if (it != opts.end()) combiner = static_cast<llvm::cl::opt<bool> *>(it->second);
@@ -2683,6 +2709,7 @@ std::string optimise_and_emit(llvm::Module &mod, llvm::TargetMachine *tm, std::s
         mpm.run(mod, mam);
     }
     if (times) times->optimise_ms += since(t0);
+    bool split = split_long_blocks(mod) > 0;
     if (ir) {
         llvm::raw_string_ostream os(*ir);
         mod.print(os, nullptr);
@@ -2693,7 +2720,7 @@ std::string optimise_and_emit(llvm::Module &mod, llvm::TargetMachine *tm, std::s
     {
         llvm::raw_svector_ostream os(obj);
         llvm::legacy::PassManager pm;
-        if (add_machine_code_passes(tm, pm, os, mod)) fail("the target cannot emit object files");
+        if (add_machine_code_passes(tm, pm, os, split)) fail("the target cannot emit object files");
         pm.run(mod);
     }
     if (times) times->machine_code_ms += since(t0);

@@ -48,8 +48,8 @@ LLVMCompileTimes &last_llvm_compile_times();
 void set_compile_threads(int n);
 /** How many modules this process has compiled in more than one part (for tests). */
 uint64_t modules_compiled_in_parts();
-/** How many modules (or parts) this process has compiled to machine code without LLVM's x86
-    machine combiner, for a basic block too long for it (for tests). */
+/** How many modules (or parts) this process has compiled to machine code with long basic blocks
+    split and without LLVM's x86 machine combiner (for tests). */
 uint64_t modules_compiled_without_machine_combiner();
 /** LLVM's version, for the disk cache's entries ("none" without LLVM). */
 std::string llvm_version();

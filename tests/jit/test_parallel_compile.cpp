@@ -384,9 +384,10 @@ TEST(ParallelCompile, ASmallLoopAroundLoopsIsNotUnrolledByLLVM) {
         for (int x = 0; x < 8; x++) ASSERT_EQ(out[c * 8 + x], x < 3 ? want_taps(in, c * 8 + x, 20) : -1.0f) << c << "," << x;
 }
 
-// A basic block too long for LLVM's x86 machine combiner (whose time grows with the square of
-// the block's length) is compiled to machine code without it, shorter ones with it. The option
-// is process-wide, set and restored while a pipeline of passes is built: several threads compile
+// A basic block too long for LLVM's code generation (parts of which take time growing with the
+// square of a block's length) is split into parts and compiled without the x86 machine
+// combiner; shorter ones as LLVM compiles them by default. The combiner's option is
+// process-wide, set and restored while a pipeline of passes is built: several threads compile
 // long and short blocks at once, and every result is exact.
 TEST(ParallelCompile, ConcurrentCompilesOfLongAndShortBlocksAreExact) {
     CompileThreads t(2);
