@@ -1,7 +1,7 @@
 // weft_bench_compile: how the first call's time (lowering + LLVM, the JIT) grows with the size of
 // the program. Compile time should grow about linearly: each family is compiled at sizes n, 2n,
 // 4n, 8n, and the growth exponent of each doubling, log2(t(2n) / t(n)), is checked against a
-// budget of 1.35 (1 is linear, 2 quadratic); each time is the best of three compiles. Families:
+// budget of 1.35 (1 is linear, 2 quadratic); each time is the best of five compiles. Families:
 //   chain    f(x) = ((x * 3 + in(x % 8)) * 3 + in(x % 8)) * 3 + ...   (one deep int expression)
 //   chainf   the same in float
 //   updates  f(x) = f(x) + i, n updates of one Func (n loops in one function)
@@ -100,10 +100,10 @@ int main(int argc, char **argv) {
         std::string pts;
         for (int k = 0; k < 4; k++) {
             int n = fam.n0 << k;
-            // The best of three (the in-memory cache emptied before each): single timings on a
+            // The best of five (the in-memory cache emptied before each): single timings on a
             // shared two-core machine vary by tens of percent, more than the exponent's budget.
             double t = 1e30;
-            for (int rep = 0; rep < 3; rep++) {
+            for (int rep = 0; rep < 5; rep++) {
                 clear_cache();
                 t = std::min(t, first_call_s(fam.name, n));
             }
