@@ -192,9 +192,23 @@ PipelineInfo analyze_pipeline(const Env &env, const ShapeEstimates &est) {
                 bool called = false;
                 for (auto &call : c.stages[k].calls) called = called || call.first == fi.name;
                 if (!called) continue;
-                if (!region_read(c, (int)k, c.region, fi.name, &got))
+                if (!region_read(c, (int)k, c.region, fi.name, &got)) {
+                    // A region at the ends of int32 (an estimate running up to INT_MAX): the
+                    // reads around it leave the int32 range, which is what to say.
+                    std::string edge;
+                    const int64_t margin = 1 << 16;
+                    for (size_t d = 0; d < c.region.size() && edge.empty(); d++) {
+                        int64_t lo = c.region[d].min, hi = c.region[d].min + c.region[d].extent - 1;
+                        if (lo < (int64_t)INT32_MIN + margin || hi > (int64_t)INT32_MAX - margin)
+                            edge = "; its region in dimension " + std::to_string(d) + ", [" + std::to_string(lo) +
+                                   ", " + std::to_string(hi) +
+                                   "], reaches the ends of int32, where the coordinates read around it overflow: "
+                                   "give estimates well within the int32 range";
+                    }
                     user_error("weft: auto_schedule(): cannot bound the region of Func \"" + fi.name + "\" that \"" + cn +
-                               "\" reads at the estimated shapes (clamp the coordinates, or give the Params an estimate)");
+                               "\" reads at the estimated shapes" +
+                               (edge.empty() ? " (clamp the coordinates, or give the Params an estimate)" : edge));
+                }
                 r = region_union(r, got);
             }
         }

@@ -1196,9 +1196,10 @@ TEST(AutoSchedule, ADeepChainWithAbsurdEstimatesIsPlannedAndExact) {
                 src = p.auto_schedule(Target::host(), o).schedule_source;
             } catch (const Error &err) {
                 // (Rows up to INT_MAX: the stencils' reads past it cannot be bounded in int32,
-                // which is said, naming the Func.)
+                // which is said, naming the Func and the region.)
                 EXPECT_EQ(which, 3) << err.what();
                 EXPECT_CONTAINS(std::string(err.what()), "stage_");
+                EXPECT_CONTAINS(std::string(err.what()), "reaches the ends of int32");
                 continue;
             }
             Buffer<float> b(23, 17);
