@@ -371,6 +371,7 @@ class LoopSizes : public IRVisitor {
 public:
     std::unordered_map<const For *, size_t> size;
     std::unordered_set<const For *> outer;  // the loops with a loop inside
+    std::unordered_map<const For *, int> loops_inside;  // (not counting itself)
     size_t total = 0;
     int loops = 0;  // the loops met (a loop in two places counts twice)
 
@@ -381,6 +382,7 @@ protected:
         size_t before = total;
         IRVisitor::visit(op);
         if (loops > loops_before + 1) outer.insert(op);
+        loops_inside[op] = loops - loops_before - 1;
         // (a short loop of constant extent LLVM unrolls whole: its size times its extent)
         int64_t e = 0;
         size_t n = total - before;
@@ -423,6 +425,8 @@ struct Sym {
     int64_t known_elems = -1;  // elements of an allocation of constant size, else -1
 };
 
+std::atomic<uint64_t> nests_from_big_nests{0};  // see nests_outlined_from_large_nests()
+
 struct FnState {
     llvm::Function *fn = nullptr;
     llvm::BasicBlock *alloca_bb = nullptr;
@@ -431,6 +435,14 @@ struct FnState {
         the pointer, null once free_buffer() has given it back early). */
     std::vector<llvm::AllocaInst *> heap;
     std::map<std::string, std::vector<llvm::AllocaInst *>> heap_slots;  // by buffer name
+    /** Every heap slot of the function (null until allocated, null again once freed), and the
+        one block that frees them all and returns the failure's code (its phi): a failure with
+        allocations live branches there. Each failure freeing what is live in place of its own
+        would make code (and LLVM's time) grow with failures x allocations: a pipeline of N
+        stages at root, N^2. */
+    std::vector<llvm::AllocaInst *> slots;
+    llvm::BasicBlock *fail_bb = nullptr;
+    llvm::PHINode *fail_code = nullptr;
     bool nontemporal = false;         // emitted streaming stores: fence them before returning
 };
 
@@ -481,6 +493,7 @@ public:
         outline_loops = sizes.loops > kOutlineLoops;
         loop_size = std::move(sizes.size);
         outer_loops = std::move(sizes.outer);
+        loops_inside = std::move(sizes.loops_inside);
         mark_part(fn, choose_split_loops(f.body, sizes.total));
         codegen(f.body);
         end_function(st);
@@ -500,10 +513,13 @@ private:
     int loop_depth = 0;          // loops around the code being generated, in this function
     bool outline_loops = false;  // a function with very many loops: see codegen_outlined
     static constexpr int kOutlineLoops = 64;
+    static constexpr int kNestedOutlineLoops = 128;
+    bool in_big_nest = false;  // inside a loop kept here for its many loops (codegen_for)
     std::unordered_map<const For *, size_t> loop_size;  // see LoopSizes
     std::set<const For *> split_loops;                  // see choose_split_loops
     bool in_split_loop = false;
     std::unordered_set<const For *> outer_loops;  // loops with a loop inside (LoopSizes)
+    std::unordered_map<const For *, int> loops_inside;  // (LoopSizes)
 
     /** The loop nests of a function's body (of `total` IR nodes) made functions of their own,
         so that the module's parts compile in parallel (partition_functions): the largest
@@ -623,6 +639,14 @@ private:
         // thread that waits for this parallel task) reads the output.
         if (st.nontemporal) b.CreateCall(llvm::Intrinsic::getDeclaration(&mod, llvm::Intrinsic::x86_sse_sfence));
         b.CreateRet(b.getInt32(0));
+        if (st.fail_bb) {
+            // Volatile loads: the slots stay in memory (promoted to registers, each would be a
+            // phi of every failure's value of it).
+            b.SetInsertPoint(st.fail_bb);
+            for (auto it = st.slots.rbegin(); it != st.slots.rend(); ++it)
+                b.CreateCall(rt("weft_rt_free"), {st.ctx, b.CreateLoad(ptr, *it, /*isVolatile=*/true)});
+            b.CreateRet(st.fail_code);
+        }
         b.SetInsertPoint(st.alloca_bb);
         b.CreateBr(&*std::next(st.fn->begin()));
     }
@@ -632,10 +656,20 @@ private:
         a->setAlignment(llvm::Align(align));
         return a;
     }
-    // Frees every live heap allocation of this function and returns code.
+    // Frees every live heap allocation of this function and returns code: through the
+    // function's one failure block where any is live (see FnState::slots).
     void emit_fail_return(llvm::Value *code) {
-        for (auto it = fs->heap.rbegin(); it != fs->heap.rend(); ++it) call_rt_free(b.CreateLoad(ptr, *it));
-        b.CreateRet(code);
+        if (fs->heap.empty()) {
+            b.CreateRet(code);
+            return;
+        }
+        if (!fs->fail_bb) {
+            fs->fail_bb = llvm::BasicBlock::Create(ctx, "fail_cleanup", fs->fn);
+            llvm::IRBuilder<> fb(fs->fail_bb);
+            fs->fail_code = fb.CreatePHI(i32, 4, "fail_code");
+        }
+        fs->fail_code->addIncoming(code, b.GetInsertBlock());
+        b.CreateBr(fs->fail_bb);
     }
 
     // ---- runtime
@@ -2266,7 +2300,24 @@ private:
             std::vector<std::string> &v;
             ~Pop() { v.pop_back(); }
         } pop_loop{loop_names};
-        if (outline_loops && loop_depth == 0 && op->for_type == ForType::Serial) return codegen_outlined(op);
+        // In a function with very many loops, each serial loop nest at its top is made a
+        // function of its own (codegen_outlined); but a nest of more than kNestedOutlineLoops
+        // loops is generated here, and its serial loops looked at in turn (a tile loop around a
+        // hundred stages: each stage's nest apart).
+        bool big_nest = false;
+        if (outline_loops && op->for_type == ForType::Serial && (loop_depth == 0 || in_big_nest)) {
+            auto li = loops_inside.find(op);
+            if (li == loops_inside.end() || li->second <= kNestedOutlineLoops) {
+                if (in_big_nest) nests_from_big_nests++;
+                return codegen_outlined(op);
+            }
+            big_nest = true;
+        }
+        struct BigNest {
+            bool &flag, saved;
+            ~BigNest() { flag = saved; }
+        } restore_big{in_big_nest, in_big_nest};
+        in_big_nest = big_nest;
         if (!in_split_loop && split_loops.count(op)) return codegen_outlined(op);
         llvm::Value *mn = codegen(op->min);
         llvm::Value *ext = codegen(op->extent);
@@ -2602,6 +2653,12 @@ private:
         emit_fail_return(b.getInt32(-1));
         b.SetInsertPoint(ok_bb);
         llvm::AllocaInst *slot = entry_alloca(ptr, nullptr, 8, op->name + ".slot");
+        {
+            // Null from the function's start (the failure block frees every slot).
+            llvm::IRBuilder<> eb(fs->alloca_bb, fs->alloca_bb->end());
+            eb.CreateStore(llvm::ConstantPointerNull::get(ptr), slot);
+        }
+        fs->slots.push_back(slot);
         b.CreateStore(p, slot);
         fs->heap.push_back(slot);
         fs->heap_slots[op->name].push_back(slot);
@@ -2611,6 +2668,7 @@ private:
         fs->heap_slots[op->name].pop_back();
         fs->heap.pop_back();
         call_rt_free(b.CreateLoad(ptr, slot));
+        b.CreateStore(llvm::ConstantPointerNull::get(ptr), slot);
     }
 };
 
@@ -3064,6 +3122,7 @@ std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &f, const CPUTarg
 void set_compile_threads(int n) { CompileThreads::get().set_size(n); }
 uint64_t modules_compiled_in_parts() { return split_modules.load(); }
 uint64_t modules_compiled_without_machine_combiner() { return uncombined_modules.load(); }
+uint64_t nests_outlined_from_large_nests() { return nests_from_big_nests.load(); }
 
 }  // namespace internal
 }  // namespace weft

@@ -51,6 +51,9 @@ uint64_t modules_compiled_in_parts();
 /** How many modules (or parts) this process has compiled to machine code with long basic blocks
     split and without LLVM's x86 machine combiner (for tests). */
 uint64_t modules_compiled_without_machine_combiner();
+/** How many loop nests this process has made functions of their own from inside a loop kept
+    whole for holding very many loops (a tile loop around a hundred stages; for tests). */
+uint64_t nests_outlined_from_large_nests();
 /** LLVM's version, for the disk cache's entries ("none" without LLVM). */
 std::string llvm_version();
 

@@ -40,6 +40,7 @@ LLVMCompileTimes &last_llvm_compile_times() {
 void set_compile_threads(int) {}
 uint64_t modules_compiled_in_parts() { return 0; }
 uint64_t modules_compiled_without_machine_combiner() { return 0; }
+uint64_t nests_outlined_from_large_nests() { return 0; }
 std::shared_ptr<CompiledModule> compile_llvm(const LoweredFunc &, const CPUTargetInfo &, std::string *llvm_ir,
                                              CodeSections *, const std::string &) {
     last_llvm_compile_times() = LLVMCompileTimes();

@@ -449,6 +449,49 @@ TEST(CodeGenLLVM, AssertFails) {
     EXPECT_STREQ(c.ctx.error, "bad index 37");
 }
 
+// A failure frees every allocation live where it happens, and nothing else: through one block
+// per function that frees every heap slot (null until allocated, null again once freed), so the
+// code grows with failures plus allocations, not their product (a pipeline of N stages at root
+// freed up to N buffers at each of N failure sites). 60 nested allocations with a failure site at
+// each depth, then 40 allocations one after another each followed by one: a failure at any of
+// them, or none, leaves the memory in use as it was (no leak, no double free), and the module
+// frees each slot about twice (its scope's end and the failure block), not once per site.
+TEST(CodeGenLLVM, AFailureFreesWhatIsLiveThroughOneBlock) {
+    const int kNested = 60, kSequential = 40;
+    Stmt inner = AssertStmt::make(NE::make(var("bad"), i32(kNested)), "failed at %", {var("bad")});
+    for (int i = kNested - 1; i >= 0; i--) {
+        std::string n = "nest" + std::to_string(i);
+        inner = Allocate::make(n, Float(32), IntImm::make(Int(64), 4096 + i), MemoryType::Heap,
+                               Block::make({Store::make(n, f32(i), i32(0)),
+                                            AssertStmt::make(NE::make(var("bad"), i32(i)), "failed at %", {var("bad")}),
+                                            inner}));
+    }
+    std::vector<Stmt> seq = {inner};
+    for (int i = 0; i < kSequential; i++) {
+        std::string n = "seq" + std::to_string(i);
+        int site = kNested + 1 + i;
+        seq.push_back(Allocate::make(n, Float(32), IntImm::make(Int(64), 2048 + i), MemoryType::Heap,
+                                     Store::make(n, f32(i), i32(0))));
+        seq.push_back(AssertStmt::make(NE::make(var("bad"), i32(site)), "failed at %", {var("bad")}));
+    }
+    std::string ir;
+    Compiled c = compile("fail_frees", {scalar_arg("bad", Int(32))}, Block::make(seq), &ir);
+    size_t frees = 0;
+    for (size_t at = ir.find("@weft_rt_free("); at != std::string::npos; at = ir.find("@weft_rt_free(", at + 1)) frees++;
+    EXPECT_LE(frees, (size_t)(3 * (kNested + kSequential))) << "frees emitted per failure site";
+    int64_t in_use0, peak0, pooled0, allocs0;
+    weft_rt_memory_stats(&in_use0, &peak0, &pooled0, &allocs0);
+    for (int32_t bad : {-1, 0, 1, 17, kNested - 1, kNested, kNested + 1, kNested + 20, kNested + kSequential}) {
+        int32_t rc = c({&bad});
+        if (bad < 0) EXPECT_EQ(rc, 0);
+        else EXPECT_EQ(rc, -1) << bad;
+        if (bad >= 0) EXPECT_EQ(std::string(c.ctx.error), "failed at " + std::to_string(bad));
+        int64_t in_use, peak, pooled, allocs;
+        weft_rt_memory_stats(&in_use, &peak, &pooled, &allocs);
+        EXPECT_EQ(in_use, in_use0) << "after a failure at " << bad;
+    }
+}
+
 TEST(CodeGenLLVM, MathIntrinsics) {
     const int L = 8;
     Expr idx = ramp(i32(0), L);

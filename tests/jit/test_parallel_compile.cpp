@@ -439,3 +439,41 @@ TEST(ParallelCompile, ConcurrentCompilesOfLongAndShortBlocksAreExact) {
     EXPECT_GE(internal::modules_compiled_without_machine_combiner(), before + 2)
         << "the long blocks were compiled with the machine combiner";
 }
+
+// A tile loop around 70 stages (140 loops in one nest): each stage's loop nest is made a function
+// of its own (LLVM's loop analyses walk from each loop through all the loops before it in a
+// function: a nest of hundreds of loops took seconds), with the same results, bit for bit, as
+// the same stages computed at root.
+TEST(ParallelCompile, ATileLoopAroundManyStagesIsSplitPerStage) {
+    CompileThreads t(1);
+    const int kStages = 70, W = 48, H = 40;
+    Buffer<float> in = input(W, H, 3);
+    auto build = [&](bool tiled) {
+        Var x("x"), y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        std::vector<Func> fs = {Func("ts_0")};
+        fs[0](x, y) = in(clamp(x, 0, W - 1), clamp(y, 0, H - 1));
+        for (int i = 1; i < kStages; i++) {
+            Func g("ts_" + std::to_string(i));
+            Func &p = fs.back();
+            g(x, y) = (p(x - 1, y) + p(x + 1, y)) * 0.5f + p(x, y - 1) * 0.25f;
+            fs.push_back(g);
+        }
+        Func out("ts_out");
+        out(x, y) = fs.back()(x, y);
+        if (tiled) {
+            out.tile(x, y, xo, yo, xi, yi, 16, 16).vectorize(xi, 8);
+            for (auto &f : fs) f.compute_at(out, xo).vectorize(x, 8);
+        } else {
+            out.vectorize(x, 8);
+            for (auto &f : fs) f.compute_root().vectorize(x, 8);
+        }
+        return out;
+    };
+    clear_cache();
+    uint64_t before = internal::nests_outlined_from_large_nests();
+    Buffer<float> tiled = build(true).realize({W, H});
+    EXPECT_GE(internal::nests_outlined_from_large_nests(), before + kStages) << "the stages were not split off";
+    Buffer<float> root = build(false).realize({W, H});
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) ASSERT_EQ(tiled(x, y), root(x, y)) << "at " << x << "," << y;
+}
