@@ -417,6 +417,94 @@ public:
         return cint(I.min, lo) && cint(I.max, hi);
     }
 
+    /** The cheap values of the enclosing LetStmts dropped (ir/Simplify.cpp, visit(LetStmt)): a
+        use of the name is its value. repl_vars_ counts the variables those values use. */
+    std::unordered_map<std::string, Expr> repl_;
+    std::unordered_map<std::string, int> repl_vars_;
+    struct Bound {
+        std::string name;
+        bool had = false;
+        Expr old;
+    };
+    void count_vars(const Expr &v, int d) {
+        struct Vars : IRVisitor {
+            std::unordered_map<std::string, int> *m;
+            int d;
+            void visit(const Variable *op) override {
+                int &n = (*m)[op->name];
+                n += d;
+                if (n == 0) m->erase(op->name);
+            }
+        } c;
+        c.m = &repl_vars_;
+        c.d = d;
+        c.include(v);
+    }
+    Bound bind(const std::string &n, const Expr &v) {
+        Bound b{n, false, Expr()};
+        auto it = repl_.find(n);
+        if (it != repl_.end()) {
+            b.had = true;
+            b.old = it->second;
+            count_vars(it->second, -1);
+        }
+        repl_[n] = v;
+        count_vars(v, +1);
+        return b;
+    }
+    void unbind(const Bound &b) {
+        count_vars(repl_[b.name], -1);
+        if (b.had) {
+            repl_[b.name] = b.old;
+            count_vars(b.old, +1);
+        } else {
+            repl_.erase(b.name);
+        }
+    }
+    /** A binding of `name` that stays (a loop, a let kept): inside it the name is that binding,
+        not a dropped let's value; and a dropped let's value that uses the name would see the new
+        binding there (captured), so it is taken out for the body and, where the body still uses
+        the let, the let is put back around the binding (by wrap()). */
+    struct Rebind {
+        std::vector<Bound> hidden;                               // to restore
+        std::vector<std::pair<std::string, Expr>> captured;      // lets to put back around
+    };
+    Rebind rebind(const std::string &name) {
+        Rebind r;
+        if (repl_.empty()) return r;
+        std::vector<std::string> out;
+        if (repl_.count(name)) out.push_back(name);
+        if (repl_vars_.count(name))
+            for (auto &kv : repl_)
+                if (kv.first != name && expr_uses_var(kv.second, name)) {
+                    out.push_back(kv.first);
+                    r.captured.push_back(kv);
+                }
+        for (auto &n : out) {
+            Expr v = repl_[n];
+            count_vars(v, -1);
+            repl_.erase(n);
+            r.hidden.push_back(Bound{n, true, v});
+        }
+        return r;
+    }
+    void restore(const Rebind &r) {
+        for (auto &b : r.hidden) {
+            repl_[b.name] = b.old;
+            count_vars(b.old, +1);
+        }
+    }
+    Stmt wrap(const Rebind &r, Stmt s) {
+        for (auto &kv : r.captured)
+            if (stmt_uses_var(s, kv.first)) s = LetStmt::make(kv.first, kv.second, s);
+        return s;
+    }
+    Expr wrap(const Rebind &r, Expr e) {
+        for (auto &kv : r.captured)
+            if (expr_uses_var(e, kv.first)) e = Let::make(kv.first, kv.second, e);
+        return e;
+    }
+
     // Push / pop a variable's range.
     struct Saved {
         std::string name;
@@ -1092,6 +1180,10 @@ public:
 
     // ---- visits ----
     Expr visit(const Variable *op, const Expr &e) override {
+        if (!repl_.empty()) {
+            auto r = repl_.find(op->name);
+            if (r != repl_.end()) return r->second;
+        }
         auto it = sc.find(op->name);
         if (it != sc.end()) {
             i128 lo, hi;
@@ -1196,10 +1288,12 @@ public:
             s = push(op->name, Interval());
             sc.erase(op->name);
         }
+        Rebind rb = rebind(op->name);
         Expr body = mutate(op->body);
+        restore(rb);
         if (pushed) pop(s);
-        if (!in_chain && !expr_uses_var(body, op->name)) return body;
-        return Let::make(op->name, v, body);
+        if (!in_chain && !expr_uses_var(body, op->name)) return wrap(rb, body);
+        return wrap(rb, Let::make(op->name, v, body));
     }
     Expr visit(const Call *op, const Expr &e) override {
         std::vector<Expr> args;
@@ -1249,20 +1343,13 @@ public:
     Stmt visit(const LetStmt *op, const Stmt &) override {
         Expr v = mutate(op->value);
         if (is_c(v) || v.as<Variable>() || cheap_affine(v)) {
-            // This let and the ones directly inside it whose values are as cheap go in one
-            // substitution: one at a time, a chain of lets rewrote the body once each.
-            std::map<std::string, Expr> m{{op->name, v}};
-            Stmt body = op->body;
-            while (auto l = body.as<LetStmt>()) {
-                // (Not past a let that rebinds a name the values use: one at a time, the values
-                // put in its body would see that binding.)
-                if (std::any_of(m.begin(), m.end(), [&](auto &kv) { return expr_uses_var(kv.second, l->name); })) break;
-                Expr lv = mutate(substitute(m, l->value));
-                if (!(is_c(lv) || lv.as<Variable>() || cheap_affine(lv))) break;
-                m[l->name] = lv;
-                body = l->body;
-            }
-            return mutate(substitute(m, body));
+            // The body sees the value in place of the name, as it is visited (substituting it
+            // into the body first rewrote the body once per let: a pipeline's every stage binds
+            // such lets around the stages after it, and that was quadratic).
+            Bound b = bind(op->name, v);
+            Stmt body = mutate(op->body);
+            unbind(b);
+            return body;
         }
         // A vector bound to a name that is a ramp or a broadcast of a scalar (a vectorized loop
         // variable bound in a let, with a loop inside it): its uses see the ramp, so that loads
@@ -1275,8 +1362,12 @@ public:
             auto rebuild = [&](const Expr &x) {
                 return ramp ? Ramp::make(x, ramp->stride, ramp->lanes) : Broadcast::make(x, bc->lanes);
             };
-            if (is_c(scalar) || scalar.as<Variable>() || cheap_affine(scalar))
-                return mutate(substitute(op->name, v, op->body));
+            if (is_c(scalar) || scalar.as<Variable>() || cheap_affine(scalar)) {
+                Bound b = bind(op->name, v);
+                Stmt body = mutate(op->body);
+                unbind(b);
+                return body;
+            }
             std::string base = op->name + ".base";
             Stmt body = substitute(op->name, rebuild(Variable::make(scalar.type(), base)), op->body);
             return mutate(LetStmt::make(base, scalar, body));
@@ -1287,10 +1378,12 @@ public:
             s = push(op->name, Interval());
             sc.erase(op->name);
         }
+        Rebind rb = rebind(op->name);
         Stmt body = with_mod_rem(op->name, v, [&] { return mutate(op->body); });
+        restore(rb);
         if (pushed) pop(s);
-        if (!stmt_uses_var(body, op->name)) return body;
-        return LetStmt::make(op->name, v, body);
+        if (!stmt_uses_var(body, op->name)) return wrap(rb, body);
+        return wrap(rb, LetStmt::make(op->name, v, body));
     }
     Stmt visit(const AssertStmt *op, const Stmt &) override {
         Expr c = mutate(op->condition);
@@ -1309,10 +1402,12 @@ public:
         }
         if (cint(ex, &n) && n == 1) return mutate(LetStmt::make(op->name, mi, op->body));
         Saved s = push(op->name, Interval(mi, mk_sub(mk_add(mi, ex), mkc(ex.type(), 1))));
+        Rebind rb = rebind(op->name);
         Stmt body = with_mod_rem(op->name, Expr(), [&] { return mutate(op->body); });
+        restore(rb);
         pop(s);
         if (is_noop(body)) return noop();
-        return For::make(op->name, mi, ex, op->for_type, body);
+        return wrap(rb, For::make(op->name, mi, ex, op->for_type, body));
     }
     Stmt visit(const IfThenElse *op, const Stmt &) override {
         Expr c = mutate(op->condition);
@@ -1357,6 +1452,21 @@ public:
             void visit(const Call *op) override {
                 found = found || op->name == name;
                 IRVisitor::visit(op);
+            }
+            // (Statements stop being walked once a use is found: asked of each of many nested
+            // allocations, whole walks were quadratic.)
+            void visit(const Block *op) override {
+                if (!found) include(op->first);
+                if (!found) include(op->rest);
+            }
+            void visit(const LetStmt *op) override {
+                if (!found) include(op->value);
+                if (!found) include(op->body);
+            }
+            void visit(const For *op) override {
+                if (!found) include(op->min);
+                if (!found) include(op->extent);
+                if (!found) include(op->body);
             }
         } r(name);
         r.include(s);

@@ -479,16 +479,15 @@ struct Builder {
         int64_t fold_window = 0;       // the rows one iteration needs
         std::string compute_loop;
         std::set<std::string> injected_loops;  // the loops it was put in
-        Scope enclosing;                       // the loops around the one visited
+        std::vector<const For *> enclosing;    // the loops around the one visited, outermost first
 
     protected:
         Stmt visit(const For *op, const Stmt &s) override {
             // The ranges of the loops around: a window clamped at the image's edge (a
             // boundary condition) has a constant width only knowing where the loops run.
-            Scope outer = enclosing;
-            enclosing = with_loop(op);
+            enclosing.push_back(op);
             Stmt body = mutate(op->body);
-            enclosing = std::move(outer);
+            enclosing.pop_back();
             if (!is_loop_of(op->name, func, var)) return body.same_as(op->body) ? s : For::make(op->name, op->min, op->extent, op->for_type, body);
             loops_seen++;
             bool uses = touches(body, f->name);
@@ -654,9 +653,18 @@ struct Builder {
 
         /** The ranges of the loops around, and of op. */
         Scope with_loop(const For *op) const {
-            Scope scope = enclosing;
-            scope[op->name] = Interval(op->min, simplify(op->min + op->extent - 1));
+            // (Built when asked, at the loops f is put in: built at every loop visited, for each
+            // Func, it was quadratic in a pipeline's stages.)
+            Scope scope;
+            for (const For *l : enclosing) scope[l->name] = loop_range(l);
+            scope[op->name] = loop_range(op);
             return scope;
+        }
+        mutable std::map<const For *, Interval> ranges_;
+        const Interval &loop_range(const For *l) const {
+            auto it = ranges_.find(l);
+            if (it == ranges_.end()) it = ranges_.emplace(l, Interval(l->min, simplify(l->min + l->extent - 1))).first;
+            return it->second;
         }
 
         /** a <= b where a - b has an upper bound <= 0 knowing the ranges of the loops around
@@ -849,15 +857,27 @@ struct Builder {
 
     /** Whether f reads an output of the pipeline, directly or through Funcs that are not
         outputs: then it is computed after that output, not before everything. */
-    bool reads_an_output(const LFunc &f, std::set<std::string> &seen) {
-        for (auto &st : f.stages)
+    bool reads_an_output(const LFunc &f) {
+        // (Known once per Func: asked afresh through every producer, a chain of stages at
+        // root was quadratic. One being answered counts as not reading one, against cycles.)
+        auto it = reads_output_.find(f.name);
+        if (it != reads_output_.end()) return it->second;
+        reads_output_[f.name] = false;
+        bool r = false;
+        for (auto &st : f.stages) {
             for (auto &c : funcs_called(st)) {
-                if (c == f.name || !seen.insert(c).second) continue;
+                if (c == f.name) continue;
                 const LFunc &g = env.func(c);
-                if (g.output_index >= 0 || reads_an_output(g, seen)) return true;
+                if (g.output_index >= 0 || reads_an_output(g)) {
+                    r = true;
+                    break;
+                }
             }
-        return false;
+            if (r) break;
+        }
+        return reads_output_[f.name] = r;
     }
+    std::map<std::string, bool> reads_output_;
 
     /** wrap(tail) in place of the part of s from the first statement that touches name to
         its end, found through the Realizes, lets and Blocks of the top level. */
@@ -890,8 +910,7 @@ struct Builder {
             Box req = box_required(s, f.name);
             auto lets = name_region(f, req);
             Stmt p = build_produce(f, req);
-            std::set<std::string> seen;
-            if (!reads_an_output(f, seen)) return wrap_lets(lets, realize(f, Block::make(p, s), &req));
+            if (!reads_an_output(f)) return wrap_lets(lets, realize(f, Block::make(p, s), &req));
             // After the outputs it reads (Pipeline({g, f}) with g reading a Func that reads f).
             return at_first_use(s, f.name, [&](const Stmt &tail) { return wrap_lets(lets, realize(f, Block::make(p, tail), &req)); });
         }

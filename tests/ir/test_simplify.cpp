@@ -451,6 +451,67 @@ TEST(Simplify, Statements) {
     EXPECT_TRUE(simplify(ld).as<LetStmt>() != nullptr);
 }
 
+// A let whose value is cheap is dropped and its uses see the value. Where a binding that stays
+// (a loop, a let kept) rebinds a name the value uses, the value would be captured there: the
+// let is kept around that binding instead. Where it rebinds the let's own name, that binding
+// is what its body sees. And a chain of many such lets around many statements is simplified in
+// time linear in its size.
+TEST(Simplify, DroppedLetsAreNeverCapturedByARebinding) {
+    auto text = [](const Stmt &s) {
+        std::ostringstream o;
+        o << s;
+        return o.str();
+    };
+    Expr b = V("b"), a = V("a");
+    Stmt store = Store::make("buf", a, b);
+    // A loop rebinding b: buf[b] = (outer b) + 1 inside it.
+    Stmt loop = simplify(LetStmt::make("a", add(b, I(1)), For::make("b", I(0), I(4), ForType::Serial, store)));
+    const LetStmt *l = loop.as<LetStmt>();
+    ASSERT_TRUE(l && l->name == "a") << loop;
+    EXPECT_EQ(str(l->value), "(b + 1)");
+    const For *f = l->body.as<For>();
+    ASSERT_TRUE(f && f->body.as<Store>()) << loop;
+    EXPECT_EQ(str(f->body.as<Store>()->value), "a") << loop;
+    // A let that stays rebinding b.
+    Expr sz = Load::make(Int(32), "sz", I(0));
+    Stmt kept = simplify(LetStmt::make("a", mul(b, I(2)), LetStmt::make("b", sz, store)));
+    ASSERT_TRUE(kept.as<LetStmt>() && kept.as<LetStmt>()->name == "a") << kept;
+    EXPECT_NE(text(kept).find("buf[b] = a"), std::string::npos) << kept;
+    // Not captured where the rebinding is a let that is dropped too (no binding stays).
+    Stmt dropped = simplify(LetStmt::make("a", mul(b, I(2)), LetStmt::make("b", I(3), store)));
+    EXPECT_EQ(text(dropped), text(Store::make("buf", mul(b, I(2)), I(3)))) << dropped;
+    // An expression's let rebinding b, used twice (so it stays).
+    Expr inner = Let::make("b", sz, add(mul(b, a), b));
+    Stmt in_expr = simplify(LetStmt::make("a", add(b, I(1)), Store::make("buf", inner, I(0))));
+    EXPECT_NE(text(in_expr).find("let a = (b + 1)"), std::string::npos) << in_expr;
+    // The let's own name rebound by a loop: the loop's variable inside.
+    Stmt own = simplify(LetStmt::make("t", I(4), For::make("t", I(0), V("n"), ForType::Serial, Store::make("buf", V("t"), V("t")))));
+    ASSERT_TRUE(own.as<For>()) << own;
+    EXPECT_EQ(text(own.as<For>()->body), text(Store::make("buf", V("t"), V("t")))) << own;
+    // Outside the loop the value again: t, then the loop, then t.
+    Stmt around = simplify(LetStmt::make(
+        "t", I(4),
+        Block::make({Store::make("buf", V("t"), I(0)), For::make("t", I(0), V("n"), ForType::Serial, Store::make("buf", V("t"), V("t"))),
+                     Store::make("buf", V("t"), I(1))})));
+    EXPECT_EQ(text(around), text(Block::make({Store::make("buf", I(4), I(0)),
+                                              For::make("t", I(0), V("n"), ForType::Serial, Store::make("buf", V("t"), V("t"))),
+                                              Store::make("buf", I(4), I(1))})))
+        << around;
+    // Many stages, each binding its cheap lets around all the stages after it (a pipeline's
+    // storage): every let is dropped, every use sees its value.
+    const int n = 3000;
+    Stmt body = Evaluate::make(I(0));
+    for (int i = n - 1; i >= 0; i--) {
+        std::string m = "s" + std::to_string(i) + ".min";
+        Stmt st = Store::make("buf", V("x"), sub(V("x"), V(m)));
+        body = LetStmt::make(m, add(mul(V("y"), I(16)), I(i)), Block::make(st, body));
+    }
+    Stmt chain = simplify(body);
+    std::string t = text(chain);
+    EXPECT_EQ(t.find(".min"), std::string::npos);
+    EXPECT_NE(t.find("buf[((x - (y * 16)) - 2999)] = x"), std::string::npos) << t.substr(0, 400);
+}
+
 // ---------------- bounds ----------------
 TEST(Bounds, Linear) {
     Expr x = V("x");
