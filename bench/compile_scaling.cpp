@@ -8,6 +8,11 @@
 //   funcs    n Funcs, f_i(x) = select(x % 3 == 1, f_{i-1}(x) + 1, f_{i-1}(x) * 3), each inlined
 //            into the next and the last into the output, which reads it twice
 //   auto     the same chain scheduled by Pipeline::auto_schedule (its planning timed too)
+//   roots    n 2-D stages, each a 3-tap stencil of the one before (f_i = (f_{i-1}(x-1, y) +
+//            f_{i-1}(x+1, y)) * 0.5 + f_{i-1}(x, y-1) * 0.25), every one compute_root, vectorized
+//   tiles    the same stages, every one computed per 32x32 tile of the output
+//   slide    the same stages, stored per strip of 16 rows and computed per row (sliding windows,
+//            ring buffers)
 // Prints a table and writes compile_scaling.json (bench/ in the source tree, or argv[1]).
 #include <algorithm>
 #include <cstdlib>
@@ -58,6 +63,36 @@ double first_call_s(const std::string &family, int n) {
         f(x) = x;
         for (int i = 0; i < n; i++) f(x) = f(x) + i;
     }
+    if (family == "roots" || family == "tiles" || family == "slide") {
+        Var y("y"), xo("xo"), yo("yo"), xi("xi"), yi("yi");
+        Buffer<float> img(std::vector<int>{64, 64}, "img");
+        for (int j = 0; j < 64; j++)
+            for (int i = 0; i < 64; i++) img(i, j) = 0.01f * (i + j);
+        Func prev(family + "_s0");
+        prev(x, y) = img(clamp(x, 0, 63), clamp(y, 0, 63));
+        std::vector<Func> stages{prev};
+        for (int i = 1; i < n; i++) {
+            Func g(family + "_s" + std::to_string(i));
+            g(x, y) = (prev(x - 1, y) + prev(x + 1, y)) * 0.5f + prev(x, y - 1) * 0.25f;
+            stages.push_back(g);
+            prev = g;
+        }
+        Func out(family + "_" + std::to_string(n) + "_out");
+        out(x, y) = prev(x, y);
+        if (family == "roots") {
+            for (auto &s : stages) s.compute_root().vectorize(x, 16);
+            out.vectorize(x, 16);
+        } else if (family == "tiles") {
+            out.tile(x, y, xo, yo, xi, yi, 32, 32).vectorize(xi, 16);
+            for (auto &s : stages) s.compute_at(out, xo).vectorize(x, 16);
+        } else {
+            out.split(y, yo, yi, 16).vectorize(x, 16);
+            for (auto &s : stages) s.store_at(out, yo).compute_at(out, yi).vectorize(x, 16);
+        }
+        double t0 = now_s();
+        Buffer<float> o = out.realize({64, 64});
+        return now_s() - t0;
+    }
     double t0 = now_s();
     if (family == "auto") {
         f.set_estimates({{0, 64}});
@@ -87,7 +122,8 @@ int main(int argc, char **argv) {
         std::string name;
         int n0;
     };
-    const std::vector<Family> families = {{"chain", 1000}, {"chainf", 1000}, {"updates", 100}, {"funcs", 100}, {"auto", 100}};
+    const std::vector<Family> families = {{"chain", 1000}, {"chainf", 1000}, {"updates", 100}, {"funcs", 100}, {"auto", 100},
+                                          {"roots", 50},   {"tiles", 50},    {"slide", 50}};
     const double budget = 1.35;
     bool all_ok = true;
     std::string js = "{\n  \"target\": \"" + Target::host().str() + "\",\n  \"budget_exponent\": 1.35,\n  \"families\": [\n";

@@ -7,6 +7,8 @@
 //  - Cast float->int saturates (NaN gives 0); int->int truncates/extends; to Bool is != 0.
 //  - Vector nodes: every operand has the node's lane count (use Broadcast for scalars).
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +36,13 @@ struct ExprNode {
 struct StmtNode {
     IRNodeType node_type;
     explicit StmtNode(IRNodeType n) : node_type(n) {}
+    StmtNode(const StmtNode &o) : node_type(o.node_type) {}  // (a copy's names are its own)
+    StmtNode &operator=(const StmtNode &) = delete;
     virtual ~StmtNode() = default;
+    /** A summary of the names in the statement (ir/IRVisitor.h, may_name), built the first
+        time it is asked for and kept: the node is immutable. */
+    mutable std::atomic<uint64_t> names[4] = {};
+    mutable std::atomic<bool> names_known{false};
 };
 
 class Stmt {

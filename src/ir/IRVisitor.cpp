@@ -27,6 +27,7 @@ void IRVisitor::include(const Expr &e) {
 void IRVisitor::include(const Stmt &s) {
     if (!s.defined()) return;
     if (stack_low()) return on_large_stack_void([&] { include(s); });
+    if (!enter(s)) return;
     const StmtNode *n = s.get();
     switch (n->node_type) {
         DISPATCH_EXPR(LetStmt) DISPATCH_EXPR(AssertStmt) DISPATCH_EXPR(For) DISPATCH_EXPR(Store)
@@ -36,6 +37,82 @@ void IRVisitor::include(const Stmt &s) {
     }
 }
 #undef DISPATCH_EXPR
+
+// ---------------- the names in a statement ----------------
+namespace {
+struct NameBits {
+    uint64_t w[4] = {0, 0, 0, 0};
+    static void bits_of(const std::string &n, int *a, int *b) {
+        size_t h = std::hash<std::string>()(n);
+        *a = (int)(h & 255);
+        *b = (int)((h >> 8) & 255);
+    }
+    void add(const std::string &n) {
+        int a, b;
+        bits_of(n, &a, &b);
+        w[a >> 6] |= 1ull << (a & 63);
+        w[b >> 6] |= 1ull << (b & 63);
+    }
+    bool may_have(const std::string &n) const {
+        int a, b;
+        bits_of(n, &a, &b);
+        return (w[a >> 6] >> (a & 63) & 1) && (w[b >> 6] >> (b & 63) & 1);
+    }
+    void merge(const NameBits &o) {
+        for (int i = 0; i < 4; i++) w[i] |= o.w[i];
+    }
+};
+
+NameBits names_in(const Stmt &s);
+
+/** The names in one statement: its own expressions walked, its statements' summaries looked up. */
+class CollectNames : public IRVisitor {
+public:
+    const StmtNode *root = nullptr;
+    NameBits bits;
+
+protected:
+    bool enter(const Stmt &s) override {
+        if (s.get() == root) return true;
+        bits.merge(names_in(s));
+        return false;
+    }
+    void visit(const Call *op) override {
+        bits.add(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Provide *op) override {
+        bits.add(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Load *op) override {
+        bits.add(op->name);
+        IRVisitor::visit(op);
+    }
+    void visit(const Variable *op) override { bits.add(op->name); }
+};
+
+NameBits names_in(const Stmt &s) {
+    const StmtNode *n = s.get();
+    NameBits b;
+    if (n->names_known.load(std::memory_order_acquire)) {
+        for (int i = 0; i < 4; i++) b.w[i] = n->names[i].load(std::memory_order_relaxed);
+        return b;
+    }
+    CollectNames c;
+    c.root = n;
+    c.include(s);
+    // (Threads sharing the node may both build it: they store the same bits.)
+    for (int i = 0; i < 4; i++) n->names[i].store(c.bits.w[i], std::memory_order_relaxed);
+    n->names_known.store(true, std::memory_order_release);
+    return c.bits;
+}
+}  // namespace
+
+bool may_name(const Stmt &s, const std::string &name) {
+    if (!s.defined()) return true;
+    return names_in(s).may_have(name);
+}
 
 void IRVisitor::visit(const Cast *op) { include(op->value); }
 #define BIN_VISIT(T) \

@@ -16,6 +16,9 @@ public:
     void include(const Stmt &s);
 
 protected:
+    /** Asked before a statement is walked: false skips it. By default true; may_name()
+        answers for walks that look for one Func's calls or definitions. */
+    virtual bool enter(const Stmt &) { return true; }
     virtual void visit(const IntImm *) {}
     virtual void visit(const UIntImm *) {}
     virtual void visit(const FloatImm *) {}
@@ -56,6 +59,14 @@ protected:
     virtual void visit(const IfThenElse *);
     virtual void visit(const Evaluate *);
 };
+
+/** May s name `name` (call, define or load it, or use it as a variable)? false only where
+    it does not. Each statement node keeps a summary of the names in it (256 bits, built once,
+    from its own expressions and its statements' summaries), so that a walk looking for one name
+    (an IRVisitor whose enter() asks this) skips the statements without it: finding each
+    Func's bounds, or whether anything reads a buffer, then no longer walks every stage of a
+    long pipeline. */
+bool may_name(const Stmt &s, const std::string &name);
 
 /** Rebuilds the IR bottom-up; a node whose children are unchanged is returned as is. */
 class IRMutator {

@@ -1453,8 +1453,10 @@ public:
                 found = found || op->name == name;
                 IRVisitor::visit(op);
             }
-            // (Statements stop being walked once a use is found: asked of each of many nested
-            // allocations, whole walks were quadratic.)
+            // (Statements stop being walked once a use is found, and those without the name
+            // are skipped: asked of each of many nested allocations, whole walks were
+            // quadratic.)
+            bool enter(const Stmt &s) override { return !found && may_name(s, name); }
             void visit(const Block *op) override {
                 if (!found) include(op->first);
                 if (!found) include(op->rest);

@@ -24,6 +24,7 @@ public:
 
 protected:
     bool hit = false;
+    bool enter(const Stmt &s) override { return may_name(s, name); }
     template <typename Node, typename Base>
     void track(const Node *op, Base base) {
         bool outer = hit;

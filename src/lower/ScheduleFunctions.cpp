@@ -481,6 +481,10 @@ struct Builder {
         std::set<std::string> injected_loops;  // the loops it was put in
         std::vector<const For *> enclosing;    // the loops around the one visited, outermost first
 
+        using IRMutator::mutate;
+        // (It changes statements only: the expressions are not walked.)
+        Expr mutate(const Expr &e) override { return e; }
+
     protected:
         Stmt visit(const For *op, const Stmt &s) override {
             // The ranges of the loops around: a window clamped at the image's edge (a
@@ -738,6 +742,7 @@ struct Builder {
         bool outside = false;
 
     protected:
+        bool enter(const Stmt &s) override { return may_name(s, name); }
         void visit(const Realize *op) override {
             // Only the parallel loops inside f's storage share it (one outside has a copy per task).
             if (op->name != name) return IRVisitor::visit(op);
@@ -773,6 +778,7 @@ struct Builder {
         std::string where;  // the innermost loop of cfunc around the first such read
 
     protected:
+        bool enter(const Stmt &s) override { return may_name(s, name); }
         std::vector<std::string> loops;
         void visit(const For *op) override {
             bool c = op->name.compare(0, prefix.size(), prefix) == 0, k = computed->count(op->name) > 0;
@@ -799,6 +805,7 @@ struct Builder {
         bool bad = false;
 
     protected:
+        bool enter(const Stmt &s) override { return may_name(s, name); }
         void visit(const Realize *op) override {
             if (op->name == name) depth++;
             IRVisitor::visit(op);

@@ -512,6 +512,29 @@ TEST(Simplify, DroppedLetsAreNeverCapturedByARebinding) {
     EXPECT_NE(t.find("buf[((x - (y * 16)) - 2999)] = x"), std::string::npos) << t.substr(0, 400);
 }
 
+// A statement's summary of the names in it (what walks looking for one Func or buffer skip
+// by): every name anywhere in it is reported as possibly there, at any depth, and names absent
+// from a small statement are ruled out; a copy of a node has its own summary.
+TEST(Simplify, StatementsKnowTheNamesInThem) {
+    Expr x = V("x");
+    Expr call = Call::make(Float(32), "producer", {x}, Call::Func);
+    Stmt provide = Provide::make("consumer", Let::make("t", call, V("t", Float(32))), {x});
+    Stmt loop = For::make("x", I(0), Load::make(Int(32), "extents", I(0)), ForType::Serial, provide);
+    Stmt s = Block::make(IfThenElse::make(lt(V("n"), I(3)), Evaluate::make(I(0))), loop);
+    for (const char *n : {"producer", "consumer", "extents", "n", "x", "t"}) EXPECT_TRUE(may_name(s, n)) << n;
+    for (const char *n : {"producer", "consumer", "x"}) EXPECT_TRUE(may_name(provide, n)) << n;
+    EXPECT_FALSE(may_name(provide, "extents"));
+    EXPECT_FALSE(may_name(provide, "n"));
+    EXPECT_FALSE(may_name(Evaluate::make(I(0)), "producer"));
+    // Asked again (the summary kept): the same.
+    EXPECT_TRUE(may_name(s, "producer"));
+    EXPECT_FALSE(may_name(provide, "extents"));
+    // A copy of a node, then changed before it is shared (as the IR's builders do): its own.
+    auto copy = std::make_shared<Provide>(*provide.as<Provide>());
+    copy->name = "extents";
+    EXPECT_TRUE(may_name(Stmt(copy), "extents"));
+}
+
 // ---------------- bounds ----------------
 TEST(Bounds, Linear) {
     Expr x = V("x");
