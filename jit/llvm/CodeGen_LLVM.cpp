@@ -2349,8 +2349,9 @@ private:
         // - a huge body: LLVM's loop vectorizer and unroller take time superlinear in a loop's
         //   size (a 16,000-instruction body: 40% of the compile, for nothing).
         bool small_outer = small_outer_loop(op);
-        if (small_outer || huge_body(loop_bb, after_bb)) {
+        if (small_outer || big_nest || huge_body(loop_bb, after_bb)) {
             std::vector<llvm::Metadata *> hints{nullptr};
+            if (big_nest) hints.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.licm.disable")}));
             if (!small_outer)
                 hints.push_back(llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.vectorize.enable"),
                                                         llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(ctx))}));
