@@ -1457,19 +1457,6 @@ public:
             // are skipped: asked of each of many nested allocations, whole walks were
             // quadratic.)
             bool enter(const Stmt &s) override { return !found && may_name(s, name); }
-            void visit(const Block *op) override {
-                if (!found) include(op->first);
-                if (!found) include(op->rest);
-            }
-            void visit(const LetStmt *op) override {
-                if (!found) include(op->value);
-                if (!found) include(op->body);
-            }
-            void visit(const For *op) override {
-                if (!found) include(op->min);
-                if (!found) include(op->extent);
-                if (!found) include(op->body);
-            }
         } r(name);
         r.include(s);
         return r.found;
