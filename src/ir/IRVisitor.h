@@ -60,12 +60,12 @@ protected:
     virtual void visit(const Evaluate *);
 };
 
-/** May s name `name` (call, define or load it, or use it as a variable)? false only where
-    it does not. Each statement node keeps a summary of the names in it (256 bits, built once,
-    from its own expressions and its statements' summaries), so that a walk looking for one name
-    (an IRVisitor whose enter() asks this) skips the statements without it: finding each
-    Func's bounds, or whether anything reads a buffer, then no longer walks every stage of a
-    long pipeline. */
+/** May s name `name`: call it (a Func, image or intrinsic), define it (Provide), load it, or use
+    it as a variable (not a name only stored to, allocated or realized)? false only where not.
+    Each statement node keeps a summary of the names in it (256 bits, built once, from its own
+    expressions and its statements' summaries), so that a walk looking for one name (an
+    IRVisitor whose enter() asks this) skips the statements without it: finding each Func's
+    bounds, or whether anything reads a buffer, no longer walks every stage of a long pipeline. */
 bool may_name(const Stmt &s, const std::string &name);
 
 /** Rebuilds the IR bottom-up; a node whose children are unchanged is returned as is. */
