@@ -2348,6 +2348,9 @@ private:
         //   computed per tile, for no faster code). The schedule's unroll() says what to unroll.
         // - a huge body: LLVM's loop vectorizer and unroller take time superlinear in a loop's
         //   size (a 16,000-instruction body: 40% of the compile, for nothing).
+        // - a loop kept here for its many loops (big_nest), nor hoisted out of either: values
+        //   hoisted out of it live across every call in it to its stages' nests, and register
+        //   allocation's liveness grows with stages x blocks.
         bool small_outer = small_outer_loop(op);
         if (small_outer || big_nest || huge_body(loop_bb, after_bb)) {
             std::vector<llvm::Metadata *> hints{nullptr};

@@ -423,8 +423,7 @@ public:
     std::unordered_map<std::string, int> repl_vars_;
     struct Bound {
         std::string name;
-        bool had = false;
-        Expr old;
+        Expr old;  // its value before (undefined: none)
     };
     void count_vars(const Expr &v, int d) {
         struct Vars : IRVisitor {
@@ -440,34 +439,37 @@ public:
         c.d = d;
         c.include(v);
     }
-    Bound bind(const std::string &n, const Expr &v) {
-        Bound b{n, false, Expr()};
-        auto it = repl_.find(n);
-        if (it != repl_.end()) {
-            b.had = true;
-            b.old = it->second;
-            count_vars(it->second, -1);
-        }
+    /** repl_[n] = v, and the count of its variables. */
+    void put(const std::string &n, const Expr &v) {
+        take(n);
         repl_[n] = v;
         count_vars(v, +1);
+    }
+    /** repl_[n] taken out (undefined if none), and the count of its variables. */
+    Expr take(const std::string &n) {
+        auto it = repl_.find(n);
+        if (it == repl_.end()) return Expr();
+        Expr v = std::move(it->second);
+        repl_.erase(it);
+        count_vars(v, -1);
+        return v;
+    }
+    Bound bind(const std::string &n, const Expr &v) {
+        Bound b{n, take(n)};
+        put(n, v);
         return b;
     }
     void unbind(const Bound &b) {
-        count_vars(repl_[b.name], -1);
-        if (b.had) {
-            repl_[b.name] = b.old;
-            count_vars(b.old, +1);
-        } else {
-            repl_.erase(b.name);
-        }
+        take(b.name);
+        if (b.old.defined()) put(b.name, b.old);
     }
     /** A binding of `name` that stays (a loop, a let kept): inside it the name is that binding,
         not a dropped let's value; and a dropped let's value that uses the name would see the new
         binding there (captured), so it is taken out for the body and, where the body still uses
         the let, the let is put back around the binding (by wrap()). */
     struct Rebind {
-        std::vector<Bound> hidden;                               // to restore
-        std::vector<std::pair<std::string, Expr>> captured;      // lets to put back around
+        std::vector<Bound> hidden;                           // to restore
+        std::vector<std::pair<std::string, Expr>> captured;  // lets to put back around
     };
     Rebind rebind(const std::string &name) {
         Rebind r;
@@ -480,19 +482,11 @@ public:
                     out.push_back(kv.first);
                     r.captured.push_back(kv);
                 }
-        for (auto &n : out) {
-            Expr v = repl_[n];
-            count_vars(v, -1);
-            repl_.erase(n);
-            r.hidden.push_back(Bound{n, true, v});
-        }
+        for (auto &n : out) r.hidden.push_back(Bound{n, take(n)});
         return r;
     }
     void restore(const Rebind &r) {
-        for (auto &b : r.hidden) {
-            repl_[b.name] = b.old;
-            count_vars(b.old, +1);
-        }
+        for (auto &b : r.hidden) put(b.name, b.old);
     }
     Stmt wrap(const Rebind &r, Stmt s) {
         for (auto &kv : r.captured)
