@@ -2644,6 +2644,22 @@ std::string plan_family(const std::vector<Directive> &calls) {
     return key;
 }
 
+int choose_finalist(const std::map<int, double> &again, const std::vector<double> &first_readings, double *margin) {
+    auto ok = [](double ms) { return std::isfinite(ms) && ms > 0; };
+    int fastest = -1;
+    for (auto &[i, ms] : again)
+        if (ok(ms) && (fastest < 0 || ms < again.at(fastest))) fastest = i;
+    double lo = 0, hi = 0;
+    for (double ms : first_readings)
+        if (ok(ms)) lo = lo > 0 ? std::min(lo, ms) : ms, hi = std::max(hi, ms);
+    const double noise = std::max(0.03, lo > 0 ? hi / lo - 1 : 0.0);
+    if (margin) *margin = noise;
+    auto first = again.find(0);
+    if (fastest >= 0 && first != again.end() && ok(first->second) && first->second <= (1 + noise) * again.at(fastest))
+        return 0;
+    return fastest;
+}
+
 int next_candidate_to_measure(const std::vector<double> &predicted_ms, const std::vector<std::string> &family,
                               const std::vector<double> &measured_ms, const std::vector<bool> &tried) {
     const size_t n = predicted_ms.size();

@@ -61,6 +61,15 @@ std::string plan_family(const std::vector<Directive> &calls);
 int next_candidate_to_measure(const std::vector<double> &predicted_ms, const std::vector<std::string> &family,
                               const std::vector<double> &measured_ms, const std::vector<bool> &tried);
 
+/** The finalist a measured search keeps, given each finalist's best time when timed again
+    (`again`: candidate -> ms) and every reading of the model's first choice, candidate 0
+    (`first_readings`: the sweep's, then each round's): the fastest, unless the first is a
+    finalist and the fastest beats it by no more than the noise seen in the first's own
+    readings (their spread, max / min - 1, and at least 3%). Readings that are not finite and
+    positive are left out; -1 when no finalist has one. */
+int choose_finalist(const std::map<int, double> &again, const std::vector<double> &first_readings,
+                    double *margin = nullptr);
+
 /** A copy worth costing (Halide's clone trick, as interpolate's expert schedule makes it): a
     cheap Func `func` computed at root that `consumers` read at a constant stride of 2 to 4 along
     their first dimension (a pyramid's downsampling) and other Funcs read otherwise. With a copy,

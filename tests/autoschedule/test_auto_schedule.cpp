@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -982,6 +983,31 @@ TEST(AutoSchedule, AMeasuredSearchCorrectsTheModelByFamily) {
                                 call(Directive::ComputeRoot, "bx", {}, {})};
     EXPECT_EQ(plan_family(a), plan_family(b));
     EXPECT_NE(plan_family(a), plan_family(c));
+}
+
+// The finalist a measured search keeps: the fastest, unless the model's first choice (candidate
+// 0) is within the noise of its own readings (their spread, at least 3%) of it.
+TEST(AutoSchedule, AMeasuredSearchKeepsTheModelsChoiceWithinItsOwnNoise) {
+    using internal::choose_finalist;
+    double margin = 0;
+    // Readings 1.0 and 1.2 apart: 20% noise. A challenger 10% faster does not displace it; one
+    // 25% faster does.
+    EXPECT_EQ(choose_finalist({{0, 1.0}, {3, 0.91}}, {1.2, 1.0, 1.1}, &margin), 0);
+    EXPECT_NEAR(margin, 0.2, 1e-12);
+    EXPECT_EQ(choose_finalist({{0, 1.0}, {3, 0.79}, {5, 0.85}}, {1.2, 1.0}), 3);
+    // Steady readings: at least 3% all the same.
+    EXPECT_EQ(choose_finalist({{0, 1.0}, {2, 0.98}}, {1.0, 1.0}, &margin), 0);
+    EXPECT_NEAR(margin, 0.03, 1e-12);
+    EXPECT_EQ(choose_finalist({{0, 1.0}, {2, 0.95}}, {1.0, 1.0}), 2);
+    // The first not among the finalists (it failed, or was not measured): the fastest.
+    EXPECT_EQ(choose_finalist({{4, 2.0}, {2, 1.5}}, {}), 2);
+    // Hostile readings: NaN, infinities, zero and negative times are left out.
+    const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+    EXPECT_EQ(choose_finalist({{0, nan}, {1, 2.0}, {2, 0.0}, {3, -1.0}, {4, inf}}, {nan, -1.0, inf}), 1);
+    EXPECT_EQ(choose_finalist({{0, 1.0}, {1, 0.5}}, {nan, 0.0, inf}, &margin), 1);
+    EXPECT_NEAR(margin, 0.03, 1e-12);
+    EXPECT_EQ(choose_finalist({{0, nan}, {1, nan}}, {1.0}), -1);
+    EXPECT_EQ(choose_finalist({}, {}), -1);
 }
 
 }  // namespace
