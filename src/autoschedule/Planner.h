@@ -3,6 +3,7 @@
 // vectorized, parallel and unrolled loops and register blocks; each choice ranked by the time
 // the model predicts on this machine.
 #pragma once
+#include <map>
 #include <optional>
 #include <set>
 #include "autoschedule/Analysis.h"
