@@ -32,6 +32,29 @@ struct Builder {
     Env &env;
     std::vector<Stmt> &top_asserts;
     const std::function<int(const std::string &)> &profile_id;
+    bool uses_compute_with = false;  // (its loops are merged afterwards: their extents are left as written)
+
+    /** Are sp's inner and outer both loops of the stage, the inner serial and inside the outer
+        (so that the inner loop's extent may depend on the outer loop's variable)? */
+    static bool serial_inside_outer(const StageSchedule &sched, const Split &sp) {
+        // (Neither split or fused again: a later split may reuse the name for its own outer.)
+        bool after = false;
+        for (auto &s : sched.splits) {
+            if (&s == &sp) {
+                after = true;
+                continue;
+            }
+            if (!after) continue;
+            for (const std::string &v : {sp.inner, sp.outer})
+                if (s.kind == Split::SplitVar ? s.old_var == v : (s.inner == v || s.outer == v)) return false;
+        }
+        int in = -1, out = -1;
+        for (size_t i = 0; i < sched.dims.size(); i++) {
+            if (sched.dims[i].var == sp.inner) in = (int)i;
+            if (sched.dims[i].var == sp.outer) out = (int)i;
+        }
+        return in >= 0 && out > in && sched.dims[in].for_type == ForType::Serial;
+    }
 
     TailStrategy resolve_tail(const LFunc &f, int k, const StageSchedule &sched, const Split &sp, bool is_rvar,
                               const Expr &oext, const Expr &F) {
@@ -170,6 +193,14 @@ struct Builder {
         };
         std::vector<Rec> recs;
         std::map<std::string, Expr> short_inner;  // see below
+        // A guarded tail whose inner loop is serial and inside its outer loop: the inner loop
+        // stops at the extent, min(F, oext - o * F) iterations, instead of running the factor's
+        // iterations with a guard that fails in the last ones (what is computed at the inner loop
+        // for those iterations, a producer's rows, was computed for nothing). The guard stays
+        // (always true then): bounds inference narrows what is inside it by its condition. (A
+        // Func computed per strip of a consumer, its own strips split by a factor the strip's
+        // footprint is not a multiple of.)
+        std::map<std::string, Expr> trimmed_inner;
         for (auto &sp : sched.splits) {
             if (sp.kind == Split::SplitVar) {
                 auto it = bounds.find(sp.old_var);
@@ -185,6 +216,8 @@ struct Builder {
                 int64_t fc = 0;
                 if (t == TailStrategy::GuardWithIf && (!is_const_int(F, &fc) || fc > 65536))
                     short_inner[sp.inner] = simplify(Min::make(F, oext));
+                else if (t == TailStrategy::GuardWithIf && !rv && serial_inside_outer(sched, sp) && !uses_compute_with)
+                    trimmed_inner[sp.inner] = simplify(Min::make(F, oext - Variable::make(Int(32), prefix + sp.outer) * F));
                 // ceil(oext / F) without (oext + F - 1) / F, which wraps for extents near 2^31.
                 bounds[sp.outer] = {0, simplify((oext - 1) / F + 1)};
                 if (!is_const(F))  // a Param: checked at each call, before anything runs
@@ -310,6 +343,8 @@ struct Builder {
             auto si = short_inner.find(d.var);
             if (si != short_inner.end() && (d.for_type == ForType::Serial || d.for_type == ForType::Parallel))
                 b.second = si->second;
+            auto ti = trimmed_inner.find(d.var);
+            if (ti != trimmed_inner.end()) b.second = ti->second;
             if (sched.single_thread && (d.for_type == ForType::GPUBlock || d.for_type == ForType::GPUThread))
                 user_error("weft: " + stage_name(*f.contents, k) + " is scheduled gpu_single_thread() and also has the GPU loop " +
                            d.var + "; use one or the other");
@@ -1027,6 +1062,8 @@ struct Builder {
 Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes, std::vector<Stmt> &top_asserts,
                         const std::function<int(const std::string &)> &profile_id) {
     Builder b{env, top_asserts, profile_id};
+    for (auto &f : env.funcs)
+        for (auto &st : f.stages) b.uses_compute_with = b.uses_compute_with || st.fuse.fused();
     std::vector<Stmt> outs;
     for (auto &f : env.funcs)
         if (f.output_index >= 0) outs.push_back(b.build_produce(f, output_boxes.at(f.name)));
