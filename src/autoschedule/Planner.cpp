@@ -333,6 +333,7 @@ struct Placement {
     // (what its producers are computed for).
     ConstRegion footprint;
     double redundancy = 1;
+    bool capped = false;  // Root: recomputed per tile it would be within the cap (8x), but not worth it by the model
 };
 
 struct GroupConfig {
@@ -348,8 +349,13 @@ struct GroupConfig {
     std::string pack;  // Block: an inlined copy of an operand computed per column panel instead
     std::map<std::string, Placement> where;
     ConstRegion tile;  // the root's region per iteration of its compute loop (a strip: all its rows)
+    double iterations = -1;  // of that loop (as place() was given; -1: placed by hand)
+    // Members the model keeps at root though recomputing them per tile is within the cap
+    // (Placement::capped) recomputed per tile instead: a candidate for the measured search only.
+    bool recompute = false;
     double cost_ns = 0;
-    std::string describe() const {
+    std::string describe() const { return describe_kind() + (recompute ? ", members recomputed per tile" : ""); }
+    std::string describe_kind() const {
         switch (kind) {
         case AllRoot: return "every member at root";
         case Strip:
@@ -1107,6 +1113,7 @@ private:
     void place(const Group &g, GroupConfig &c, const ConstRegion &tile, double iterations, double group_ns) {
         std::map<std::string, ConstRegion> fp;
         fp[g.root] = c.tile = tile;
+        c.iterations = iterations;
         for (int i = (int)g.members.size() - 1; i >= 0; i--) {
             const FuncInfo &f = info.func(g.members[i]);
             Placement p;
@@ -1150,11 +1157,14 @@ private:
                     r.size() > 1 ? tile_bytes / (double)std::max<int64_t>(1, r[1].extent) * std::min<double>((double)r[1].extent, 4) : tile_bytes;
                 if (c.kind == GroupConfig::Block && f.name == c.blocked) p.kind = Placement::At;
                 else if (f.has_updates() && large_domain(f)) p.kind = p.redundancy <= 1.01 ? Placement::At : Placement::Root;
-                else if (p.redundancy > 2.0 && !(p.redundancy <= 8.0 && recomputing_pays(f, p.redundancy, tile_bytes, iterations)))
+                else if (p.redundancy > 2.0 &&
+                         !(p.redundancy <= 8.0 && (c.recompute || recomputing_pays(f, p.redundancy, tile_bytes, iterations)))) {
                     // Recomputed too often: at root, unless that is negligible; then per strip or
                     // tile, never per row (a row's share of a coarse level costs a realization for
                     // next to no work).
                     p.kind = negligible(f, p.redundancy, tile_bytes, iterations, group_ns) ? Placement::At : Placement::Root;
+                    p.capped = p.kind == Placement::Root && p.redundancy <= 8.0;
+                }
                 // (A Func with updates is computed per strip, not as a sliding window: lowering
                 // slides pure definitions only.)
                 else p.kind = c.kind == GroupConfig::Slide && !f.has_updates() ? Placement::Slide : Placement::At;
@@ -1702,15 +1712,31 @@ private:
                         cs.push_back(c);
                     }
         }
+        // Each configuration that keeps a member at root only because the model finds
+        // recomputing it per tile slower (within the cap on recomputation): the same with the
+        // member recomputed per tile, for a measured search to time. The model's balance of
+        // recomputation against a pass through memory is rough (a padded copy of a convolution's
+        // input at root cost depthwise_separable_conv 10-15% against recomputing it per tile), so
+        // such a variant is never its first choice.
+        for (size_t i = 0, n = cs.size(); i < n; i++) {
+            bool capped = false;
+            for (auto &[name, p] : cs[i].where) capped = capped || p.capped;
+            if (!capped || cs[i].iterations < 0) continue;
+            GroupConfig v = cs[i];
+            v.recompute = true;
+            v.where.clear();
+            place(g, v, cs[i].tile, cs[i].iterations, group_ns);
+            cs.push_back(v);
+        }
         for (auto &c : cs) c.cost_ns = config_cost(g, c);
         std::stable_sort(cs.begin(), cs.end(), [](const GroupConfig &a, const GroupConfig &b) { return a.cost_ns < b.cost_ns; });
         // Sliding windows in columns are the model's least calibrated family: it ranks them
         // above full-width choices that ran faster (camera_pipe 0.71x -> 0.51x of the expert,
         // resize and interpolate slower too, the 3x3 blur no faster). So they are never the
         // model's first choice, only candidates that a measured search times (which finds them
-        // where they pay: the 3x3 blur).
+        // where they pay: the 3x3 blur). Nor are the variants that recompute members (above).
         auto columns = [](const GroupConfig &c) { return c.kind == GroupConfig::Slide && c.f0 > 0; };
-        auto first = std::find_if(cs.begin(), cs.end(), [&](const GroupConfig &c) { return !columns(c); });
+        auto first = std::find_if(cs.begin(), cs.end(), [&](const GroupConfig &c) { return !columns(c) && !c.recompute; });
         if (first != cs.end()) std::rotate(cs.begin(), first, first + 1);
         g.configs = cs;
         // The ranking (WEFT_DEBUG): the few cheapest configurations of the group.
@@ -1968,8 +1994,9 @@ private:
     std::map<std::pair<std::string, size_t>, std::set<size_t>> select_dims_memo;
 
     /** The pure Vars of f's stage k that unroll_select_dims unrolls: dimensions of 2 to 4
-        points (in `extents`) other than the vectorized one that a select compares with a
-        constant (for an update: ones it loops over independently). */
+        points (in `extents`, covering f's whole region there) other than the vectorized one
+        that a select compares with a constant (for an update: ones it loops over
+        independently). */
     std::vector<std::string> select_vars(const FuncInfo &f, size_t k, const ConstRegion &extents) {
         int v = vd(f);
         std::vector<std::string> small;
@@ -1977,7 +2004,12 @@ private:
             if ((int)d == v || d >= extents.size() || d >= f.f->args.size()) continue;
             if (k > 0 && (!f.stages[k].loops_over[d] || !f.stages[k].pure_parallel[d])) continue;
             int64_t ext = extents[d].extent;
-            if (ext >= 2 && ext <= 4) small.push_back(f.f->args[d]);
+            // (Only a dimension covered whole, the same points in every tile: a tile's rows, or
+            // a member's halo of rows, are at other coordinates in each, and their copies' selects
+            // fold nothing. Unrolled inside the rows' loop, a 3-row halo of a padded input cost
+            // depthwise_separable_conv 10-15%.)
+            bool whole = d >= f.region.size() || (extents[d].min == f.region[d].min && ext == f.region[d].extent);
+            if (ext >= 2 && ext <= 4 && whole) small.push_back(f.f->args[d]);
         }
         return small;
     }
