@@ -1294,6 +1294,14 @@ TEST(AutoSchedule, AMemberTheModelKeepsAtRootIsAlsoACandidatePerTile) {
     std::string src = Schedule(std::make_shared<internal::PipelineSchedule>(internal::schedule_of(outs))).cpp_source();
     EXPECT_CONTAINS(src, "pad.compute_at(out, ");
     if (::testing::Test::HasFailure()) std::cerr << cands[found].summary;
+    // A register block (16 channels x 8 columns) is a task of a few hundred nanoseconds: the
+    // blocks of a row run serially in one task, rows and batches in parallel (448 tasks on two
+    // threads, not 6272).
+    internal::apply_directives_to(outs, cands[0].calls, "test");
+    std::string first = Schedule(std::make_shared<internal::PipelineSchedule>(internal::schedule_of(outs))).cpp_source();
+    EXPECT_CONTAINS(first, "out.fuse(y, b, y_b);");
+    EXPECT_CONTAINS(first, "out.parallel(y_b);");
+    EXPECT_CONTAINS(first, "dw.compute_at(out, xo);");
     EXPECT_EQ(src.find("pad.unroll(y)"), std::string::npos) << src;
     // The planner's candidates for these estimates, each applied, against the interpreter (on a
     // small image, 13 x 9: tiles clipped at its edges).
