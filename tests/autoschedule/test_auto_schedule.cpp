@@ -54,6 +54,23 @@ int64_t differences(Pipeline p, Buffer<T> out, const Target &t = Target::host())
     return bad;
 }
 
+/** Two threads and fixed caches: the same ranking of candidates on every machine. */
+internal::MachineParams fixed_machine() {
+    internal::MachineParams m;
+    m.threads = 2;
+    m.l1_bytes = 48 << 10;
+    m.l2_bytes = 1 << 20;
+    m.l3_bytes = 32 << 20;
+    return m;
+}
+
+/** The line of a plan's summary for the group of `root`: its members and the configuration
+    taken (empty if none). */
+std::string group_line(const std::string &summary, const std::string &root) {
+    size_t at = summary.find("group " + root + " (members");
+    return at == std::string::npos ? std::string() : summary.substr(at, summary.find('\n', at) - at);
+}
+
 struct Blur {
     ImageParam in{Float(32), 2, "in"};
     Var x{"x"}, y{"y"};
@@ -1269,19 +1286,10 @@ TEST(AutoSchedule, AMemberTheModelKeepsAtRootIsAlsoACandidatePerTile) {
         if (i.name == wp.name()) est.inputs[i.name] = {{0, CO}, {0, CI}};
     }
     internal::PipelineInfo info = internal::analyze_pipeline(env, est);
-    internal::MachineParams m;  // (fixed caches: the same ranking on every machine)
-    m.threads = 2;
-    m.l1_bytes = 48 << 10;
-    m.l2_bytes = 1 << 20;
-    m.l3_bytes = 32 << 20;
+    internal::MachineParams m = fixed_machine();
     auto cands = internal::plan_schedules(info, Target::host(), m, 8);
     ASSERT_GT(cands.size(), 2u);
-    // (The summary's line for the group: its members and the configuration taken.)
-    auto taken = [&](size_t i) {
-        const std::string &sum = cands[i].summary;
-        size_t at = sum.find("group out (members");
-        return at == std::string::npos ? std::string() : sum.substr(at, sum.find('\n', at) - at);
-    };
+    auto taken = [&](size_t i) { return group_line(cands[i].summary, "out"); };
     const std::string variant = "members recomputed per tile";
     EXPECT_EQ(taken(0).find(variant), std::string::npos) << cands[0].summary;
     EXPECT_CONTAINS(cands[0].summary, "pad: at root");
@@ -1343,18 +1351,11 @@ TEST(AutoSchedule, StagesOfAStripThatOverflowL2AreSlidingWindows) {
     est.outputs[env.outputs[0]] = {{0, W}, {0, H}};
     est.inputs[env.inputs[0].name] = {{0, W}, {0, H}};
     internal::PipelineInfo info = internal::analyze_pipeline(env, est);
-    internal::MachineParams m;  // (fixed caches: the same ranking on every machine)
-    m.threads = 2;
-    m.l1_bytes = 48 << 10;
-    m.l2_bytes = 1 << 20;
-    m.l3_bytes = 32 << 20;
+    internal::MachineParams m = fixed_machine();
     auto cands = internal::plan_schedules(info, Target::host(), m, 4);
     ASSERT_FALSE(cands.empty());
-    // (The summary's line for the group: its members and the configuration taken.)
-    const std::string &sum = cands[0].summary;
-    size_t at = sum.find("group " + prev.name() + " (members");
-    ASSERT_NE(at, std::string::npos) << sum;
-    std::string taken = sum.substr(at, sum.find('\n', at) - at);
+    std::string taken = group_line(cands[0].summary, prev.name());
+    ASSERT_FALSE(taken.empty()) << cands[0].summary;
     EXPECT_CONTAINS(taken, "members a sliding window per row");
     // The schedule chosen, applied, matches the interpreter.
     in.set_estimates({{0, W}, {0, H}});
