@@ -794,7 +794,8 @@ double time_call(Callable &c, std::vector<CallArg> &args, int reps) {
 
 /** The first realize of a chain with seams that may be fused vertically: each seam in turn is
     fused on top of those kept, the chain built and timed against the best so far on this call's
-    buffers, and kept where it is at least 5% faster (a variant lowering refuses is dropped).
+    buffers, and kept where it is at least 5% faster (a variant lowering refuses is dropped);
+    then, where some were left apart, every seam at once, kept on the same terms.
     The values are the same either way; only time is at stake. */
 void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, ChainPlan &plan, std::vector<CallArg> &args) {
     // WEFT_CHAIN_VERTICAL=all fuses every such seam (no timing; where lowering refuses the
@@ -837,6 +838,27 @@ void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, Chain
             }
         } catch (Error &e) {
             if (debug_enabled()) std::fprintf(stderr, "weft: chain: seam %s not fused: %s\n", seam.c_str(), e.what());
+        }
+    }
+    // Every seam at once, where some were left apart: together they may pay where none did
+    // alone (each removes one round trip through memory, all of them every intermediate).
+    if (plan.candidates.size() > 1 && kept.size() < plan.candidates.size()) {
+        std::set<std::string> all(plan.candidates.begin(), plan.candidates.end());
+        try {
+            QuietCompiles quiet;
+            auto p = build_plan(w, values, all);
+            double t = time_call(p->callable, args, 3);
+            best_ms = std::min(best_ms, time_call(best, args, 2));
+            t = std::min(t, time_call(p->callable, args, 2));
+            if (debug_enabled())
+                std::fprintf(stderr, "weft: chain: every seam fused vertically %.3f ms, as decided %.3f ms%s\n", t, best_ms,
+                             t < 0.95 * best_ms ? ": fused" : "");
+            if (t < 0.95 * best_ms) {
+                kept = all;
+                best = p->callable;
+            }
+        } catch (Error &e) {
+            if (debug_enabled()) std::fprintf(stderr, "weft: chain: every seam together not fused: %s\n", e.what());
         }
     }
     plan.callable = best;
