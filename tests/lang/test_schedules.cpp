@@ -710,7 +710,7 @@ TEST(Schedules, AGuardedInnerLoopStopsAtTheExtent) {
             if (variant == 0) m.split(y, yo, yi, 16);
             if (variant == 1) m.split(y, y, yi, 16).split(y, yoo, yoi, 2);  // (y reused as the outer)
             if (variant == 2) m.update().split(y, yo, yi, 16);
-            p.compute_at(m, variant == 1 ? yi : variant == 2 ? y : yi);
+            p.compute_at(m, variant == 2 ? y : yi);
             Buffer<int> o = c.realize({W, H});
             for (int j = 0; j < H; j++)
                 for (int i = 0; i < W; i++) {
