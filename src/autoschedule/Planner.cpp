@@ -2371,26 +2371,26 @@ private:
                     if (c.f0 > W) e.loop(n, 0, xi, ForType::Unrolled);
                     if (c.f1 > 1) e.loop(n, 0, yi, ForType::Unrolled);
                 }
+                // The loops over rows of tiles and the outer dimensions (innermost first), and
+                // those of them that run in parallel (for register blocks, only as far out as
+                // gives enough tasks).
+                std::vector<std::string> rows = {yo};
+                std::vector<double> row_extents = {std::ceil((double)R[1].extent / c.f1)};
+                for (size_t d = from; d < nd; d++) rows.push_back(root.f->args[d]), row_extents.push_back((double)R[d].extent);
+                std::vector<std::string> par = c.kind == GroupConfig::Block ? coarse_block_tasks(rows, row_extents) : rows;
                 if (c.panel) {
                     // The columns in parallel where there are enough of them, else the rows of
                     // each column (and the outer dimensions).
                     compute_var = yo;
-                    std::vector<std::string> rows = {yo};
-                    std::vector<double> row_extents = {std::ceil((double)R[1].extent / c.f1)};
-                    for (size_t d = from; d < nd; d++) rows.push_back(root.f->args[d]), row_extents.push_back((double)R[d].extent);
                     if (m.threads > 1 && panel_columns_parallel(R, c)) {
                         e.loop(n, 0, xo, ForType::Parallel);
                     } else if (m.threads > 1) {
-                        std::vector<std::string> par = c.kind == GroupConfig::Block ? coarse_block_tasks(rows, row_extents) : rows;
                         std::string v = parallel_over(e, n, 0, par, taken);
                         if (par.size() == rows.size()) compute_var = v;
                     }
                 } else {
-                    outer.push_back(yo);
-                    std::vector<double> outer_extents = {std::ceil((double)R[1].extent / c.f1)};
-                    for (size_t d = from; d < nd; d++) outer.push_back(root.f->args[d]), outer_extents.push_back((double)R[d].extent);
-                    if (m.threads > 1) parallel_over(e, n, 0, c.kind == GroupConfig::Block ? coarse_block_tasks(outer, outer_extents) : outer, taken);
-                    else if (outer.size() > 1) fuse_all(e, n, 0, outer, taken);
+                    if (m.threads > 1) parallel_over(e, n, 0, par, taken);
+                    else if (rows.size() > 1) fuse_all(e, n, 0, rows, taken);
                     compute_var = xo;
                 }
                 store_var = compute_var;
