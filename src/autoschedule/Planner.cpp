@@ -326,8 +326,11 @@ struct Emitter {
 struct Placement {
     // Vector: computed per vector of the root, inside its tile (a reduction of a few steps that
     // only the root reads, pointwise: Halide's `compute_at(output, xi)` of a small sum), its
-    // accumulators in registers; nothing stored per tile.
+    // accumulators in registers; nothing stored per tile. Or per vector of another member,
+    // its only reader (`in_member`), where each of its points is computed once there (camera
+    // pipe's demosaiced computed at curved's x: Halide's expert schedule).
     enum Kind { Root, At, Slide, Vector } kind = Root;
+    std::string in_member;  // Vector: the member whose vector loop computes it (empty: the root's)
     std::string why;  // for WEFT_DEBUG: why at root
     // Per iteration of its compute loop (At), or of its store loop (Slide); Vector: the tile's
     // (what its producers are computed for).
@@ -1107,6 +1110,57 @@ private:
         return true;
     }
 
+    /** Is member `name` computed per row of the root's strips: a sliding window, or per vector
+        of a member that is one? */
+    static bool slides(const GroupConfig &c, const std::string &name) {
+        auto it = c.where.find(name);
+        if (it == c.where.end()) return false;
+        const Placement &p = it->second;
+        if (p.kind == Placement::Vector && !p.in_member.empty()) return slides(c, p.in_member);
+        return p.kind == Placement::Slide;
+    }
+
+    /** May member f, of footprint `fp` per tile, be computed per vector of its only reader, a
+        member computed per tile (Placement::Vector, in_member)? That reader is pure and
+        vectorized along its dimension v (the loop just outside its vector loop holds the vector
+        and its unrolled small dimensions, select_vars); a vector of it reads at least one
+        vector of f along f's vectorized dimension, and f's points read by all its vectors come
+        to at most 5% more than its footprint: nothing is computed again, only the tile's store
+        and load are saved. Its updates, if any, are reductions of a few steps. The reader's
+        name in `*reader`. */
+    bool per_member_vector(const Group &g, const GroupConfig &c, const FuncInfo &f, const ConstRegion &fp,
+                           std::string *reader) {
+        if (c.kind == GroupConfig::AllRoot || c.kind == GroupConfig::Block || f.f->args.empty()) return false;
+        for (size_t k = 1; k < f.stages.size(); k++)
+            if (!unrolled_reduction(f, k)) return false;
+        auto cons = real_consumers(f.name);
+        if (cons.size() != 1) return false;
+        const std::string cn = *cons.begin();
+        auto it = c.where.find(cn);
+        if (cn == g.root || it == c.where.end() || (it->second.kind != Placement::At && it->second.kind != Placement::Slide))
+            return false;
+        const FuncInfo &C = info.func(cn);
+        const ConstRegion &Fc = it->second.footprint;
+        int v = vd(C), W = lanes(C);
+        if (C.has_updates() || (int)Fc.size() <= v || Fc.size() != C.f->args.size() || Fc[v].extent < W ||
+            W % lanes(f) != 0)
+            return false;
+        std::vector<std::string> small = select_vars(C, 0, Fc);
+        ConstRegion vec = Fc, part;
+        for (size_t d = 0; d < Fc.size(); d++) {
+            if ((int)d == v) vec[d] = {Fc[d].min, W};
+            else if (std::find(small.begin(), small.end(), C.f->args[d]) == small.end())
+                vec[d] = {Fc[d].min + Fc[d].extent / 2, 1};
+        }
+        if (!read_through(cn, vec, f.name, &part) || part.size() != f.f->args.size() || part.size() != fp.size()) return false;
+        int vf = vd(f);
+        if (part[vf].extent < lanes(f)) return false;
+        double vectors = region_points(Fc) / region_points(vec);
+        if (region_points(part) * vectors > 1.05 * region_points(fp)) return false;
+        *reader = cn;
+        return true;
+    }
+
     /** Places the members of g for the root's per-iteration region `tile` (at the compute
         loop), `iterations` of it; Slide places pure members per row of a strip. `group_ns`: the
         group's work computed once (what small members' recomputation is weighed against). */
@@ -1181,13 +1235,17 @@ private:
                 // too (the root, or another sliding member).
                 if (p.kind == Placement::Slide)
                     for (auto &cn : real_consumers(f.name))
-                        if (cn != g.root && c.where.count(cn) && c.where.at(cn).kind != Placement::Slide)
-                            p.kind = Placement::At;
+                        if (cn != g.root && c.where.count(cn) && !slides(c, cn)) p.kind = Placement::At;
                 if (p.kind != Placement::Root && (p.kind == Placement::Slide ? window_bytes : tile_bytes) > m.l2_bytes) {
                     p.kind = Placement::Root;
                     p.why = "its tile does not fit in L2";
                 }
                 if ((p.kind == Placement::At || p.kind == Placement::Slide) && per_vector(g, c, f)) p.kind = Placement::Vector;
+                std::string in;
+                if ((p.kind == Placement::At || p.kind == Placement::Slide) && per_member_vector(g, c, f, r, &in)) {
+                    p.kind = Placement::Vector;
+                    p.in_member = in;
+                }
             }
             if (!ok) p.kind = Placement::Root;
             if (p.kind != Placement::Root) fp[f.name] = p.footprint;
@@ -1823,7 +1881,7 @@ private:
             if (c.kind != GroupConfig::Block) {
                 // (A sliding window reads, per row of the root, what one new row of it needs.)
                 ConstRegion r = p.kind == Placement::Root ? info.func(name).region : p.footprint;
-                if (p.kind == Placement::Slide && r.size() > 1) r[1].extent = 1;
+                if (slides(c, name) && r.size() > 1) r[1].extent = 1;
                 reads_outside(name, r, p.kind != Placement::Root);
             }
             if (p.kind == Placement::Root || p.kind == Placement::Vector) continue;
@@ -2416,7 +2474,13 @@ private:
                 root_nest(e, f, true);
                 continue;
             }
-            if (p.kind == Placement::Vector && !vector_outer.empty()) {
+            if (p.kind == Placement::Vector && !p.in_member.empty()) {
+                // Per vector of its reader, a member: at the loop just outside that one's vector loop.
+                const FuncInfo &C = info.func(p.in_member);
+                e.compute_at(mb, p.in_member, C.f->args[vd(C)]);
+                sum << "  " << mb << ": computed per vector of " << p.in_member << " (at " << p.in_member << "."
+                    << C.f->args[vd(C)] << "), " << p.redundancy << "x its points\n";
+            } else if (p.kind == Placement::Vector && !vector_outer.empty()) {
                 // Per vector of the root: its loops one vector wide, the reduction unrolled
                 // inside the vector loop (update_nest), the accumulators in registers.
                 e.compute_at(mb, n, vector_outer);

@@ -1110,6 +1110,49 @@ TEST(AutoSchedule, ASmallReductionReadPointwiseIsComputedPerVector) {
     internal::g_autoschedule_pick = -1;
 }
 
+// A member whose only reader is another member, read pointwise (a colour matrix reading the
+// three channels of a demosaic, as camera_pipe's curved reads demosaiced): computed per vector
+// of its reader, inside that one's loop over vectors, the channels unrolled there (Halide's
+// expert demosaiced.compute_at(curved, x)), not stored per tile and read back; nothing of it
+// is computed twice. camera_pipe: 6.45 -> 6.0 ms on one thread; nl_means' patch sums per
+// vector of the weights: 304 -> 280 ms. Every candidate matches the interpreter bit for bit,
+// odd widths included.
+TEST(AutoSchedule, AMemberReadPointwiseByAnotherIsComputedPerVectorOfIt) {
+    const int W = 512, H = 64;
+    ImageParam in(UInt(16), 2, "in");
+    Var x("x"), y("y"), c("c");
+    Func den("den"), mid("mid"), cur("cur"), out("out");
+    auto avg = [](Expr a, Expr b) { return cast(a.type(), (cast<int32_t>(a) + b + 1) / 2); };
+    den(x, y) = min(max(in(x, y), in(x + 1, y)), max(in(x, y + 1), in(x + 1, y + 1)));
+    Expr a = den(x, y), b = den(x + 1, y), d = den(x, y + 1);
+    mid(x, y, c) = cast<int16_t>(mux(Expr(c), {avg(a, b), absd(a, d), avg(avg(a, d), b)}));
+    Expr r = mid(x, y, 0), g = mid(x, y, 1), bl = mid(x, y, 2);
+    Expr m = mux(Expr(c), {r + g * 2 + bl, r * 2 + g - bl, r - g * 3 + bl});
+    cur(x, y, c) = cast<uint8_t>(clamp(m, 0, 255));
+    out(x, y, c) = avg(avg(cur(x, y - 1, c), cur(x, y + 1, c)), cur(x, y, c));
+    in.set_estimates({{0, W + 2}, {-1, H + 4}});
+    out.set_estimates({{0, W}, {0, H}, {0, 3}});
+    Pipeline p(out);
+    AutoScheduleResult res = p.auto_schedule();
+    EXPECT_CONTAINS(res.schedule_source, "mid.compute_at(cur, x);");
+    EXPECT_CONTAINS(res.schedule_source, "cur.unroll(c);");
+    EXPECT_CONTAINS(res.schedule_source, "mid.unroll(c);");
+    for (int pick = 0; pick < 4; pick++) {
+        internal::g_autoschedule_pick = pick;
+        Pipeline q(out);
+        q.auto_schedule();
+        std::string qs = q.get_schedule().cpp_source();
+        for (int size : {W, 37}) {
+            Buffer<uint16_t> b(size + 2, H + 4);
+            b.set_min({0, -1});
+            fill(b, 21 + pick, 0, 1000);
+            in.set(b);
+            EXPECT_EQ(differences(q, Buffer<uint8_t>(size, H, 3)), 0) << "candidate " << pick << ", width " << size << "\n" << qs;
+        }
+    }
+    internal::g_autoschedule_pick = -1;
+}
+
 // Upsampling by 4 in two passes, as resize: each tap's source coordinate is computed from the
 // output's in floats (the same for every tap), the weights are tables, and the constants are
 // written unfolded. The cost model counts what code generation computes: constants folded,
