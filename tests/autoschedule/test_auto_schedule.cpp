@@ -1151,6 +1151,19 @@ TEST(AutoSchedule, AMemberReadPointwiseByAnotherIsComputedPerVectorOfIt) {
         }
     }
     internal::g_autoschedule_pick = -1;
+    // Absurd estimates (narrower than a vector, one row, a million columns): whatever is
+    // chosen is legal and exact on a real image.
+    for (auto [ew, eh] : {std::pair<int, int>{1, 1}, {5, 3}, {1 << 20, 1}, {3, 1 << 16}}) {
+        in.set_estimates({{0, ew + 2}, {-1, eh + 4}});
+        out.set_estimates({{0, ew}, {0, eh}, {0, 3}});
+        Pipeline q(out);
+        AutoScheduleResult er = q.auto_schedule();
+        Buffer<uint16_t> b(39, H + 4);
+        b.set_min({0, -1});
+        fill(b, 5, 0, 1000);
+        in.set(b);
+        EXPECT_EQ(differences(q, Buffer<uint8_t>(37, H, 3)), 0) << "estimates " << ew << " x " << eh << "\n" << er.schedule_source;
+    }
 }
 
 // Upsampling by 4 in two passes, as resize: each tap's source coordinate is computed from the
