@@ -71,6 +71,21 @@ std::string group_line(const std::string &summary, const std::string &root) {
     return at == std::string::npos ? std::string() : summary.substr(at, summary.find('\n', at) - at);
 }
 
+/** A pipeline of `out` scheduled with the planner's candidate of rank `pick` (the model's
+    first choice is 0). */
+Pipeline candidate(Func out, int pick, const AutoScheduleOptions &o = AutoScheduleOptions()) {
+    internal::g_autoschedule_pick = pick;
+    Pipeline q(out);
+    try {
+        q.auto_schedule(Target::host(), o);
+    } catch (...) {
+        internal::g_autoschedule_pick = -1;
+        throw;
+    }
+    internal::g_autoschedule_pick = -1;
+    return q;
+}
+
 struct Blur {
     ImageParam in{Float(32), 2, "in"};
     Var x{"x"}, y{"y"};
@@ -1096,9 +1111,7 @@ TEST(AutoSchedule, ASmallReductionReadPointwiseIsComputedPerVector) {
     EXPECT_CONTAINS(src, sum_name + ".compute_at(out, xi)");
     EXPECT_CONTAINS(src, "out.split(xi, xi, ");
     for (int pick = 0; pick < 4; pick++) {
-        internal::g_autoschedule_pick = pick;
-        Pipeline q(out);
-        q.auto_schedule();
+        Pipeline q = candidate(out, pick);
         std::string qs = q.get_schedule().cpp_source();
         for (int size : {W, 37}) {
             Buffer<float> b(size + 1, H / 4 + taps + 1, C);
@@ -1107,7 +1120,6 @@ TEST(AutoSchedule, ASmallReductionReadPointwiseIsComputedPerVector) {
             EXPECT_EQ(differences(q, Buffer<float>(size, H, C)), 0) << "candidate " << pick << ", width " << size << "\n" << qs;
         }
     }
-    internal::g_autoschedule_pick = -1;
 }
 
 // A member whose only reader is another member, read pointwise (a colour matrix reading the
@@ -1138,9 +1150,7 @@ TEST(AutoSchedule, AMemberReadPointwiseByAnotherIsComputedPerVectorOfIt) {
     EXPECT_CONTAINS(res.schedule_source, "cur.unroll(c);");
     EXPECT_CONTAINS(res.schedule_source, "mid.unroll(c);");
     for (int pick = 0; pick < 4; pick++) {
-        internal::g_autoschedule_pick = pick;
-        Pipeline q(out);
-        q.auto_schedule();
+        Pipeline q = candidate(out, pick);
         std::string qs = q.get_schedule().cpp_source();
         for (int size : {W, 37}) {
             Buffer<uint16_t> b(size + 2, H + 4);
@@ -1150,7 +1160,6 @@ TEST(AutoSchedule, AMemberReadPointwiseByAnotherIsComputedPerVectorOfIt) {
             EXPECT_EQ(differences(q, Buffer<uint8_t>(size, H, 3)), 0) << "candidate " << pick << ", width " << size << "\n" << qs;
         }
     }
-    internal::g_autoschedule_pick = -1;
     // Absurd estimates (narrower than a vector, one row, a million columns): whatever is
     // chosen is legal and exact on a real image.
     for (auto [ew, eh] : {std::pair<int, int>{1, 1}, {5, 3}, {1 << 20, 1}, {3, 1 << 16}}) {
@@ -1202,9 +1211,7 @@ TEST(AutoSchedule, TapsOfAnUpsamplingAreCostedAsTheirLoopsComputeThem) {
     AutoScheduleResult res = p.auto_schedule(Target::host(), o);
     EXPECT_CONTAINS(res.schedule_source, "rx.compute_at(out, ");
     for (int pick = 0; pick < 3; pick++) {
-        internal::g_autoschedule_pick = pick;
-        Pipeline q(out);
-        q.auto_schedule(Target::host(), o);
+        Pipeline q = candidate(out, pick, o);
         std::string qs = q.get_schedule().cpp_source();
         for (int w : {W / 4, 37}) {
             Buffer<float> b(w, 40, C);
@@ -1213,7 +1220,6 @@ TEST(AutoSchedule, TapsOfAnUpsamplingAreCostedAsTheirLoopsComputeThem) {
             EXPECT_EQ(differences(q, Buffer<float>(w * S, 40 * S, C)), 0) << "candidate " << pick << ", width " << w << "\n" << qs;
         }
     }
-    internal::g_autoschedule_pick = -1;
 }
 
 // A deep chain of full-resolution stencils (stencil_chain): each stage computed as a sliding
@@ -1250,9 +1256,7 @@ TEST(AutoSchedule, ADeepChainOfStencilsSlidesInOneStripPerThread) {
         EXPECT_CONTAINS(src, "curve.compute_at(out, yo);\n");
         EXPECT_FALSE(weft_test::contains(src, "curve.store_at")) << src;
         for (int pick = 0; pick < 2; pick++) {
-            internal::g_autoschedule_pick = pick;
-            Pipeline q(out);
-            q.auto_schedule(Target::host(), o);
+            Pipeline q = candidate(out, pick, o);
             for (auto [w, h] : {std::make_pair(37, 150), std::make_pair(16, 5)}) {
                 Buffer<uint16_t> b(w, h);
                 fill(b, 41 + pick, 0, 1000);
@@ -1261,7 +1265,6 @@ TEST(AutoSchedule, ADeepChainOfStencilsSlidesInOneStripPerThread) {
                                                                       << q.get_schedule().cpp_source();
             }
         }
-        internal::g_autoschedule_pick = -1;
     }
 }
 
