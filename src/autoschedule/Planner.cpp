@@ -28,7 +28,9 @@
 //    unrolled inside the vector loop, each vector accumulating in a register (resize's 4-tap
 //    sums, nl_means' 7-tap patch sums); where only a tiled root reads such a member, pointwise,
 //    it is computed per vector of the root, inside its tile, nothing of it stored (resize's
-//    vertical pass: Halide's resized_y.compute_at(output, xi)).
+//    vertical pass: Halide's resized_y.compute_at(output, xi)). Likewise a member whose only
+//    reader is another member computed per tile, read pointwise, nothing computed twice: per
+//    vector of that reader (camera_pipe's demosaiced.compute_at(curved, x)).
 // 5. Transposes: a Func that reads a scan (or a reduction over many points) transposed is not
 //    inlined but made a group's root: the scan is then computed per strip of it (a strip of
 //    the transpose's rows is a strip of the scan's columns), and a root that reads anything
