@@ -1122,16 +1122,15 @@ private:
         return p.kind == Placement::Slide;
     }
 
-    /** May member f, of footprint `fp` per tile, be computed per vector of its only reader, a
-        member computed per tile (Placement::Vector, in_member)? That reader is pure and
-        vectorized along its dimension v (the loop just outside its vector loop holds the vector
-        and its unrolled small dimensions, select_vars); a vector of it reads at least one
-        vector of f along f's vectorized dimension, and f's points read by all its vectors come
-        to at most 5% more than its footprint: nothing is computed again, only the tile's store
-        and load are saved. Its updates, if any, are reductions of a few steps. The reader's
-        name in `*reader`. */
-    bool per_member_vector(const Group &g, const GroupConfig &c, const FuncInfo &f, const ConstRegion &fp,
-                           std::string *reader) {
+    /** May member f be computed per vector of its only reader, a member computed per tile
+        (Placement::Vector, in_member)? That reader is pure and vectorized along its dimension v
+        (the loop just outside its vector loop holds the vector and its unrolled small
+        dimensions, select_vars), its footprint at least a vector wide; a vector of it reads
+        at least one vector of f along f's vectorized dimension, and f's points read by all its
+        vectors come to at most 5% more than what it reads of f (reads_per_vector_once):
+        nothing is computed again, only the tile's store and load are saved. Its updates, if
+        any, are reductions of a few steps. The reader's name in `*reader`. */
+    bool per_member_vector(const Group &g, const GroupConfig &c, const FuncInfo &f, std::string *reader) {
         if (c.kind == GroupConfig::AllRoot || c.kind == GroupConfig::Block || f.f->args.empty()) return false;
         for (size_t k = 1; k < f.stages.size(); k++)
             if (!unrolled_reduction(f, k)) return false;
@@ -1144,23 +1143,37 @@ private:
         const FuncInfo &C = info.func(cn);
         const ConstRegion &Fc = it->second.footprint;
         int v = vd(C), W = lanes(C);
-        if (C.has_updates() || (int)Fc.size() <= v || Fc.size() != C.f->args.size() || Fc[v].extent < W ||
-            W % lanes(f) != 0)
-            return false;
-        std::vector<std::string> small = select_vars(C, 0, Fc);
-        ConstRegion vec = Fc, part;
-        for (size_t d = 0; d < Fc.size(); d++) {
-            if ((int)d == v) vec[d] = {Fc[d].min, W};
+        if (C.has_updates() || (int)Fc.size() <= v || Fc[v].extent < W || W % lanes(f) != 0) return false;
+        // (Decided once for the pair, over the reader's whole region: the rest does not
+        // depend on the configuration.)
+        auto key = std::make_pair(cn, f.name);
+        auto memo = per_member_vector_memo.find(key);
+        bool pointwise = memo != per_member_vector_memo.end() ? memo->second
+                                                               : (per_member_vector_memo[key] = reads_per_vector_once(C, f));
+        if (pointwise) *reader = cn;
+        return pointwise;
+    }
+    std::map<std::pair<std::string, std::string>, bool> per_member_vector_memo;
+    /** Does a vector of C (along its vectorized dimension, with the small dimensions it
+        unrolls inside that loop) read at least a vector of f, and all C's vectors together
+        read what C reads of f at most 5% over? */
+    bool reads_per_vector_once(const FuncInfo &C, const FuncInfo &f) {
+        const ConstRegion &R = C.region;
+        int v = vd(C), W = lanes(C);
+        if ((int)R.size() <= v || R.size() != C.f->args.size() || R[v].extent < W) return false;
+        std::vector<std::string> small = select_vars(C, 0, R);
+        ConstRegion vec = R, part, all;
+        for (size_t d = 0; d < R.size(); d++) {
+            if ((int)d == v) vec[d] = {R[d].min, W};
             else if (std::find(small.begin(), small.end(), C.f->args[d]) == small.end())
-                vec[d] = {Fc[d].min + Fc[d].extent / 2, 1};
+                vec[d] = {R[d].min + R[d].extent / 2, 1};
         }
-        if (!read_through(cn, vec, f.name, &part) || part.size() != f.f->args.size() || part.size() != fp.size()) return false;
-        int vf = vd(f);
-        if (part[vf].extent < lanes(f)) return false;
-        double vectors = region_points(Fc) / region_points(vec);
-        if (region_points(part) * vectors > 1.05 * region_points(fp)) return false;
-        *reader = cn;
-        return true;
+        if (!read_through(C.name, vec, f.name, &part) || !read_through(C.name, R, f.name, &all) ||
+            part.size() != f.f->args.size() || all.size() != part.size())
+            return false;
+        if (part[vd(f)].extent < lanes(f)) return false;
+        double vectors = region_points(R) / region_points(vec);
+        return region_points(part) * vectors <= 1.05 * region_points(all);
     }
 
     /** Places the members of g for the root's per-iteration region `tile` (at the compute
@@ -1244,7 +1257,7 @@ private:
                 }
                 if ((p.kind == Placement::At || p.kind == Placement::Slide) && per_vector(g, c, f)) p.kind = Placement::Vector;
                 std::string in;
-                if ((p.kind == Placement::At || p.kind == Placement::Slide) && per_member_vector(g, c, f, r, &in)) {
+                if ((p.kind == Placement::At || p.kind == Placement::Slide) && per_member_vector(g, c, f, &in)) {
                     p.kind = Placement::Vector;
                     p.in_member = in;
                 }
