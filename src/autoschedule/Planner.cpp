@@ -2784,10 +2784,13 @@ int choose_finalist(const std::map<int, double> &again, const std::vector<double
     int fastest = -1;
     for (auto &[i, ms] : again)
         if (ok(ms) && (fastest < 0 || ms < again.at(fastest))) fastest = i;
-    double lo = 0, hi = 0;
+    // The noise: how far the median reading of the first choice is above its fastest (a median,
+    // so that one slow moment of a shared machine, a reading twice the others, does not decide).
+    std::vector<double> v;
     for (double ms : first_readings)
-        if (ok(ms)) lo = lo > 0 ? std::min(lo, ms) : ms, hi = std::max(hi, ms);
-    const double noise = std::max(0.03, lo > 0 ? hi / lo - 1 : 0.0);
+        if (ok(ms)) v.push_back(ms);
+    std::sort(v.begin(), v.end());
+    const double noise = std::max(0.03, v.empty() ? 0.0 : v[v.size() / 2] / v[0] - 1);
     if (margin) *margin = noise;
     auto first = again.find(0);
     if (fastest >= 0 && first != again.end() && ok(first->second) && first->second <= (1 + noise) * again.at(fastest))

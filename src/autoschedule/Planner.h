@@ -66,7 +66,8 @@ int next_candidate_to_measure(const std::vector<double> &predicted_ms, const std
     (`again`: candidate -> ms) and every reading of the model's first choice, candidate 0
     (`first_readings`: the sweep's, then each round's): the fastest, unless the first is a
     finalist and the fastest beats it by no more than the noise seen in the first's own
-    readings (their spread, max / min - 1, and at least 3%). Readings that are not finite and
+    readings (median / min - 1, at least 3%: one outlier among three or more readings does not
+    count). Readings that are not finite and
     positive are left out; -1 when no finalist has one. */
 int choose_finalist(const std::map<int, double> &again, const std::vector<double> &first_readings,
                     double *margin = nullptr);

@@ -462,13 +462,16 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
             }
         }
         // Finalists: the three fastest and the model's first choice, timed again in turns
-        // (one noisy reading, or a slow moment of a shared machine, should not decide); the
-        // model's choice is kept unless another is faster by more than the noise seen in its
-        // own readings (the sweep's and each round's), and at least 3%. On a shared machine one
-        // schedule's readings were 5-20% apart (layer norm, 3x3 blur): a fixed 3% let a
-        // challenger win on noise (the 10 s search's layer norm and softmax ran slower than the
-        // model's own first choice), while the 3x3 blur's sliding windows, 17-22% faster, still
-        // win.
+        // (one noisy reading, or a slow moment of a shared machine, should not decide): three
+        // rounds, and more (up to 9) while the budget the sweep left allows; the model's choice
+        // is kept unless another is faster by more than the noise seen in its own readings (the
+        // sweep's and each round's: the median's distance from the fastest), and at least 3%.
+        // On a shared machine one schedule's readings were 5-20% apart (layer norm, 3x3 blur):
+        // a fixed 3% let a challenger win on noise (the 10 s search's layer norm and softmax
+        // ran slower than the model's own first choice), while the 3x3 blur's sliding windows,
+        // 17-22% faster, still win. The spread of all readings (max / min) let one slow
+        // reading decide: camera_pipe's first choice read 99% apart once in a 60 s search, and
+        // a finalist 7% faster lost.
         std::sort(measured.begin(), measured.end());
         std::vector<int> finalists;
         for (size_t k = 0; k < measured.size() && finalists.size() < 3; k++) finalists.push_back(measured[k].second);
@@ -478,7 +481,10 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
             std::map<int, double> again;
             std::vector<double> first_readings;  // the model's first choice: each reading of it
             if (first_measured) first_readings.push_back(measured_ms[0]);
-            for (int round = 0; round < 3; round++)
+            double round_seconds = 0;
+            for (int round = 0; round < 9; round++) {
+                if (round >= 3 && seconds_since(t0) + round_seconds > o.budget_seconds) break;
+                auto r0 = std::chrono::steady_clock::now();
                 for (int i : finalists) {
                     if (seconds_since(t0) + longest_compile > o.budget_seconds) break;
                     try {
@@ -491,6 +497,8 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
                         again.erase(i);
                     }
                 }
+                round_seconds = std::max(round_seconds, seconds_since(r0));
+            }
             if (again.size() == finalists.size()) {
                 double noise = 0;
                 int kept = choose_finalist(again, first_readings, &noise);
