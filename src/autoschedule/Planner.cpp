@@ -2492,9 +2492,10 @@ private:
             if (p.kind == Placement::Vector && !p.in_member.empty()) {
                 // Per vector of its reader, a member: at the loop just outside that one's vector loop.
                 const FuncInfo &C = info.func(p.in_member);
-                e.compute_at(mb, p.in_member, C.f->args[vd(C)]);
-                sum << "  " << mb << ": computed per vector of " << p.in_member << " (at " << p.in_member << "."
-                    << C.f->args[vd(C)] << "), " << p.redundancy << "x its points\n";
+                const std::string &at = C.f->args[vd(C)];
+                e.compute_at(mb, p.in_member, at);
+                sum << "  " << mb << ": computed per vector of " << p.in_member << " (at " << p.in_member << "." << at
+                    << "), " << p.redundancy << "x its points\n";
             } else if (p.kind == Placement::Vector && !vector_outer.empty()) {
                 // Per vector of the root: its loops one vector wide, the reduction unrolled
                 // inside the vector loop (update_nest), the accumulators in registers.
