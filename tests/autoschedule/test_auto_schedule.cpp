@@ -536,13 +536,10 @@ TEST(AutoSchedule, APyramidMatchesTheInterpreterWhicheverCandidateIsTaken) {
     fill(ib, 12, 0, 1);
     in.set(ib);
     for (int pick = 0; pick < 5; pick++) {
-        internal::g_autoschedule_pick = pick;
-        Pipeline p(out);
-        p.auto_schedule();
+        Pipeline p = candidate(out, pick);
         Buffer<float> o(W, H);
         EXPECT_EQ(differences(p, o), 0) << "candidate " << pick << ":\n" << p.get_schedule().cpp_source();
     }
-    internal::g_autoschedule_pick = -1;
 }
 
 // A contraction whose vector operand comes through a copy (a wrapper Func) and is read a
@@ -818,14 +815,11 @@ TEST(AutoSchedule, SlidingWindowsInColumnsMatchTheInterpreter) {
         AutoScheduleOptions o;
         o.threads = 2;  // (the candidates' ranking depends on it; the same on every machine)
         for (int pick = 0; pick < 8; pick++) {
-            internal::g_autoschedule_pick = pick;
-            Pipeline p(b.by);
-            p.auto_schedule(Target::host(), o);
+            Pipeline p = candidate(b.by, pick, o);
             std::string src = p.get_schedule().cpp_source();
             columns += src.find("blur_x.store_at(blur_y, xo)") != std::string::npos;
             EXPECT_EQ(blur_differences(b, p, W, H, 13), 0) << W << "x" << H << ", candidate " << pick << ":\n" << src;
         }
-        internal::g_autoschedule_pick = -1;
         EXPECT_GT(columns, 0) << W << "x" << H;
     }
 }
