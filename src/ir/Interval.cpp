@@ -9,6 +9,7 @@
 #include <set>
 
 #include <cmath>
+#include <unordered_map>
 
 #include "ir/Constants.h"
 #include "ir/IRVisitor.h"
@@ -105,6 +106,25 @@ int expr_size(const Expr &e, int limit) {
 // cannot grow exponentially.
 constexpr int kMaxBoundSize = 1000;
 
+const IRNodeType kNodeOf[] = {IRNodeType::Add, IRNodeType::Sub, IRNodeType::Mul,
+                               IRNodeType::Div, IRNodeType::Min, IRNodeType::Max};
+/** The ends of the scope's intervals that the Bounder running on this thread has handed out,
+    by node, each with its simplified form once arithmetic has asked for it: a scope's ends need
+    not be simplified (a pyramid's nested divisions, substituted into a loop's bounds), and are
+    simplified where they are combined, and once. */
+using ScopeEnds = std::unordered_map<const ExprNode *, Expr>;
+thread_local ScopeEnds *t_scope_ends = nullptr;
+const Expr &operand(const Expr &e) {
+    if (!t_scope_ends) return e;
+    auto it = t_scope_ends->find(e.get());
+    if (it == t_scope_ends->end()) return e;
+    if (!it->second.defined()) it->second = simplify(e);
+    return it->second;
+}
+/** simplify(a op b) for bounds already simplified (each from simplified() or simplify(), a
+    leaf, or a scope's end): only the new node's rules run. */
+Expr simplified(BOp op, const Expr &a, const Expr &b) { return simplify_binary(kNodeOf[op], operand(a), operand(b)); }
+
 // a op b for bound Exprs; undefined if either is, or if a constant result does not fit.
 Expr bop(BOp op, const Expr &a, const Expr &b) {
     if (!a.defined() || !b.defined()) return Expr();
@@ -126,16 +146,7 @@ Expr bop(BOp op, const Expr &a, const Expr &b) {
     }
     // Symbolic arithmetic in a wrapping type says nothing about bounds.
     if (t.is_int_or_uint() && !strict(t)) return Expr();
-    Expr e;
-    switch (op) {
-    case BADD: e = Add::make(a, b); break;
-    case BSUB: e = Sub::make(a, b); break;
-    case BMUL: e = Mul::make(a, b); break;
-    case BDIV: e = Div::make(a, b); break;
-    case BMIN: e = Min::make(a, b); break;
-    case BMAX: e = Max::make(a, b); break;
-    }
-    e = simplify(e);
+    Expr e = simplified(op, a, b);
     if (expr_size(e, kMaxBoundSize + 1) > kMaxBoundSize) return Expr();
     return e;
 }
@@ -167,23 +178,18 @@ Interval point_op(BOp op, const Interval &A, const Interval &B) {
         Expr r = bop(op, A.min, B.min);
         return r.defined() ? point(r) : Interval::everything();
     }
-    Expr e;
-    switch (op) {
-    case BADD: e = Add::make(A.min, B.min); break;
-    case BSUB: e = Sub::make(A.min, B.min); break;
-    case BMUL: e = Mul::make(A.min, B.min); break;
-    case BDIV: e = Div::make(A.min, B.min); break;
-    case BMIN: e = Min::make(A.min, B.min); break;
-    case BMAX: e = Max::make(A.min, B.min); break;
-    }
-    return point(simplify(e));
+    return point(simplified(op, A.min, B.min));
 }
 
 class Bounder {
 public:
-    explicit Bounder(const Scope &s) : sc(s) {}
+    explicit Bounder(const Scope &s) : sc(s), outer(t_scope_ends) { t_scope_ends = &ends; }
+    ~Bounder() { t_scope_ends = outer; }
+    Bounder(const Bounder &) = delete;
+    Bounder &operator=(const Bounder &) = delete;
     const Scope &sc;
     std::vector<std::pair<std::string, Interval>> lets;
+    ScopeEnds ends, *outer;
 
     Interval get(const Expr &e) { return sanitize(e.type().element_of(), get_raw(e)); }
 
@@ -461,7 +467,11 @@ public:
             for (auto it = lets.rbegin(); it != lets.rend(); ++it)
                 if (it->first == op->name) return it->second;
             auto it = sc.find(op->name);
-            if (it != sc.end()) return it->second;
+            if (it != sc.end()) {
+                for (const Expr &end : {it->second.min, it->second.max})
+                    if (end.defined() && !end.as<IntImm>() && !end.as<Variable>()) ends.emplace(end.get(), Expr());
+                return it->second;
+            }
             return point(e);
         }
         case IRNodeType::Cast: return cast_iv(e.type(), static_cast<const Cast *>(n)->value);

@@ -1485,6 +1485,19 @@ Expr simplify(const Expr &e, const Scope &bounds) {
     return s.mutate(e);
 }
 
+Expr simplify_binary(IRNodeType op, const Expr &a, const Expr &b) {
+    Simp s;
+    switch (op) {
+    case IRNodeType::Add: return s.mk_add(a, b);
+    case IRNodeType::Sub: return s.mk_sub(a, b);
+    case IRNodeType::Mul: return s.mk_mul(a, b);
+    case IRNodeType::Div: return s.mk_div(a, b);
+    case IRNodeType::Min: return s.mk_min(a, b);
+    case IRNodeType::Max: return s.mk_max(a, b);
+    default: return simplify(rebuild_binary(op, a, b));
+    }
+}
+
 Stmt simplify(const Stmt &st) {
     if (!st.defined()) return st;
     Simp s;

@@ -15,6 +15,11 @@ Expr simplify(const Expr &e);
 /** Same, with known ranges of variables (e.g. loop variables) to fold comparisons, min/max,
     div/mod. */
 Expr simplify(const Expr &e, const Scope &bounds);
+/** simplify(op(a, b)) for operands that are already simplified (each returned by simplify(),
+    or a constant or a variable): only the rules for the new node run, a and b are not walked
+    again (the interval arithmetic of bounds inference builds its bounds this way, node by
+    node). op: Add, Sub, Mul, Div, Min or Max. */
+Expr simplify_binary(IRNodeType op, const Expr &a, const Expr &b);
 /** Simplifies every Expr in a statement; drops loops of extent 0 (or proven <= 0), branches
     whose condition is constant, lets that are unused; substitutes lets whose value is a
     constant or a variable; uses loop bounds (For min/extent) as known ranges for the loop

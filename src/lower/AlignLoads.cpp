@@ -3,6 +3,7 @@
 #include "ir/ModulusRemainder.h"
 #include "ir/Simplify.h"
 #include <optional>
+#include <vector>
 
 namespace weft {
 namespace internal {
@@ -20,6 +21,7 @@ class Align : public IRMutator {
         auto vt = values.find(name);
         std::optional<ModRem> saved = lt != lets.end() ? std::optional<ModRem>(lt->second) : std::nullopt;
         std::optional<Expr> saved_value = vt != values.end() ? std::optional<Expr>(vt->second) : std::nullopt;
+        memo.clear();
         if (m) lets[name] = *m;
         else lets.erase(name);
         if (value.defined()) values[name] = value;
@@ -29,6 +31,7 @@ class Align : public IRMutator {
         else lets.erase(name);
         if (saved_value) values[name] = *saved_value;
         else values.erase(name);
+        memo.clear();
         return r;
     }
 
@@ -45,18 +48,47 @@ class Align : public IRMutator {
         ModRem k = known(r->base);
         int a = r->lanes;
         while (a >= 2 && (k.m % a != 0 || k.r % a != 0)) a /= 2;
-        if (a < r->lanes) {
-            // Terms that cancel (an index less its buffer's min, both through lets): one
-            // simplification of base % lanes with the lets substituted.
-            Expr base = substitute(values, r->base);
-            int64_t m;
-            if (is_const_int(simplify(Mod::make(base, make_const(base.type(), (int64_t)r->lanes))), &m)) {
-                int b = r->lanes;
-                while (b >= 2 && m % b != 0) b /= 2;
-                a = std::max(a, b);
-            }
+        int64_t m;
+        if (a < r->lanes && base_mod(r->base, r->lanes, &m)) {
+            int b = r->lanes;
+            while (b >= 2 && m % b != 0) b /= 2;
+            a = std::max(a, b);
         }
         return a >= 2 ? a : 0;
+    }
+
+    /** base % lanes where it is a constant once terms cancel (an index less its buffer's min,
+        both through lets): a simplification of x % lanes with the lets substituted, for base =
+        x + c, remembered for the x of the loads that follow under the same lets (the loads of
+        an unrolled loop differ in c alone). */
+    struct Known {
+        Expr x;
+        int lanes;
+        bool constant;
+        int64_t m;
+    };
+    std::vector<Known> memo;  // cleared whenever the lets change
+    bool base_mod(const Expr &base, int lanes, int64_t *out) {
+        Expr x = base;
+        int64_t c = 0;
+        if (const Add *add = base.as<Add>(); add && is_const_int(add->b, &c) && c != INT64_MIN) x = add->a;
+        else c = 0;
+        const Known *k = nullptr;
+        for (const Known &e : memo)
+            if (e.lanes == lanes && (e.x.same_as(x) || equal(e.x, x))) k = &e;
+        if (!k) {
+            Expr sx = substitute(values, x);
+            int64_t v = 0;
+            bool constant = is_const_int(simplify(Mod::make(sx, make_const(sx.type(), (int64_t)lanes))), &v);
+            if (memo.size() >= 32) memo.erase(memo.begin());
+            memo.push_back({x, lanes, constant, v});
+            k = &memo.back();
+        }
+        if (!k->constant) return false;
+        // (x + c) % lanes = (x % lanes + c % lanes) % lanes, Euclidean.
+        int64_t r = (k->m + c % lanes) % lanes;
+        *out = r < 0 ? r + lanes : r;
+        return true;
     }
 
 protected:

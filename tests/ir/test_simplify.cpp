@@ -12,6 +12,7 @@
 #include "ir/ModulusRemainder.h"
 #include "ir/Simplify.h"
 #include "ir/Evaluate.h"
+#include "lower/AlignLoads.h"
 
 namespace {
 
@@ -755,6 +756,106 @@ TEST(Bounds, WindowsThroughDivisionsOfALongLoopHaveTheirExactWidth) {
     wide["w"] = Interval(make_const(Int(64), int64_t(0)), make_const(Int(64), int64_t(999)));
     Expr we = (w + make_const(Int(64), int64_t(1))) / make_const(Int(64), int64_t(2)) - w / make_const(Int(64), int64_t(2));
     if (constant_upper_bound_in_scope(we, wide, &b)) EXPECT_GE(b, 1);
+}
+
+
+// simplify_binary(op, a, b), the interval arithmetic's step: for operands simplify() returned,
+// the same Expr as simplify(op(a, b)) (only the new node's rules run), and the same values
+// whatever the operands are (int32's ends, division by zero and negative divisors included).
+TEST(Simplify, ABinaryNodeOfSimplifiedOperandsIsTheWholeSimplified) {
+    Expr x = V("x"), y = V("y");
+    std::vector<Expr> leaves = {
+        I(0), I(1), I(-7), I(16), I(INT32_MAX), I(INT32_MIN), x, y,
+        add(mul(x, I(16)), I(3)), sub(add(x, I(8)), sub(x, I(1))), dv(add(dv(add(y, I(1)), I(2)), I(1)), I(2)),
+        mn(add(x, I(3)), x), mx(sub(mn(add(mul(x, I(16)), I(31)), I(118)), mul(x, I(16))), I(16)),
+        md(add(y, I(5)), I(4)), sel(lt(x, y), add(x, I(1)), y), mul(sub(x, y), I(-3)),
+    };
+    const IRNodeType ops[] = {IRNodeType::Add, IRNodeType::Sub, IRNodeType::Mul,
+                              IRNodeType::Div, IRNodeType::Min, IRNodeType::Max};
+    int compared = 0;
+    for (const Expr &ra : leaves)
+        for (const Expr &rb : leaves) {
+            Expr a = simplify(ra), b = simplify(rb);
+            for (IRNodeType op : ops) {
+                Expr got = simplify_binary(op, a, b);
+                Expr whole = simplify(rebuild_binary(op, a, b));
+                EXPECT_TRUE(equal(got, whole)) << str(rebuild_binary(op, a, b)) << ": " << str(got) << " against "
+                                               << str(whole);
+                // Unsimplified operands: still the value of op(a, b), wherever it is defined
+                // without overflow.
+                Expr raw = rebuild_binary(op, ra, rb), fast = simplify_binary(op, ra, rb);
+                for (int64_t xv : {-9, -1, 0, 2, 37})
+                    for (int64_t yv : {-4, 0, 1, 15}) {
+                        std::map<std::string, int64_t> env{{"x", xv}, {"y", yv}};
+                        int64_t want = evaluate_int(raw, env), have = evaluate_int(fast, env);
+                        // (int32 results past the type's range wrap differently in the forms.)
+                        if (want >= INT32_MIN && want <= INT32_MAX && have >= INT32_MIN && have <= INT32_MAX &&
+                            std::llabs(xv) < 100 && !(is_const_int(ra) || is_const_int(rb)))
+                            EXPECT_EQ(want, have) << str(raw) << " at x = " << xv << ", y = " << yv << ": " << str(fast);
+                    }
+                compared++;
+            }
+        }
+    EXPECT_EQ(compared, (int)(leaves.size() * leaves.size() * 6));
+    // Floats: folded where constant, never reassociated.
+    Expr f = V("f", Float(32));
+    EXPECT_TRUE(equal(simplify_binary(IRNodeType::Add, F(1.5), F(2)), F(3.5)));
+    EXPECT_TRUE(equal(simplify_binary(IRNodeType::Add, add(f, F(1)), F(2)), simplify(add(add(f, F(1)), F(2)))));
+}
+
+// A scope whose ends are not simplified (a pyramid's nested divisions, substituted into a
+// loop's bounds): bounds inference simplifies each end once before its arithmetic, so nested
+// divisions still fold: ((y + 1) / 2 + 1) / 2 is (y + 3) / 4.
+TEST(Bounds, AScopesUnsimplifiedEndsAreSimplifiedBeforeTheArithmetic) {
+    Expr x = V("x"), y = V("y");
+    Scope s;
+    s["x"] = Interval(I(0), dv(add(dv(add(y, I(1)), I(2)), I(1)), I(2)));
+    Interval b = bounds_of_expr_in_scope(add(x, I(5)), s);
+    EXPECT_TRUE(equal(b.max, simplify(add(dv(add(y, I(3)), I(4)), I(5))))) << str(b.max);
+    EXPECT_TRUE(is_const_int(b.min)) << str(b.min);
+    // Used twice, the same bound (simplified once per query).
+    Interval c = bounds_of_expr_in_scope(add(x, x), s);
+    EXPECT_TRUE(equal(c.max, simplify(mul(dv(add(y, I(3)), I(4)), I(2))))) << str(c.max);
+    // Undefined ends stay undefined.
+    Scope open;
+    open["x"] = Interval(Expr(), add(y, I(0)));
+    Interval o = bounds_of_expr_in_scope(add(x, I(1)), open);
+    EXPECT_FALSE(o.min.defined());
+    EXPECT_TRUE(equal(o.max, simplify(add(y, I(1))))) << str(o.max);
+}
+
+// align_loads: a vector load's alignment from what cancels once the lets are substituted (an
+// index less its buffer's min), for loads under the same lets that differ by a constant (an
+// unrolled loop's), and again under a let that changes the index (nothing remembered across).
+TEST(Simplify, LoadsUnderTheSameLetsAreAlignedByTheirOffsets) {
+    Expr p = V("p"), q = V("q"), i = V("i");
+    auto load_at = [&](int64_t c) { return Load::make(Float(32), "buf", Ramp::make(add(sub(i, p), I(c)), I(1), 16)); };
+    auto stores = [&](const std::string &out) {
+        std::vector<Stmt> v;
+        for (int64_t c : {0, 4, 8, 16, 3, 32, 2})
+            v.push_back(Store::make(out, load_at(c), Ramp::make(I(c * 16), I(1), 16)));
+        return Block::make(v);
+    };
+    // i = p + 16 q: i - p = 16 q, whatever p is.
+    Stmt inner = LetStmt::make("i", add(add(p, mul(q, I(16))), I(2)), stores("o2"));
+    Stmt body = LetStmt::make("i", add(p, mul(q, I(16))), Block::make(stores("o1"), inner));
+    Stmt s = For::make("q", I(0), I(8), ForType::Serial, body);
+    std::vector<std::pair<std::string, int>> seen;
+    struct Loads : IRVisitor {
+        std::vector<std::pair<std::string, int>> *out;
+        std::string store;
+        void visit(const Store *op) override {
+            store = op->name;
+            IRVisitor::visit(op);
+        }
+        void visit(const Load *op) override { out->push_back({store, op->alignment}); }
+    } v;
+    v.out = &seen;
+    v.include(align_loads(s));
+    std::vector<std::pair<std::string, int>> want = {{"o1", 16}, {"o1", 4}, {"o1", 8}, {"o1", 16}, {"o1", 0},
+                                                     {"o1", 16}, {"o1", 2}, {"o2", 2}, {"o2", 2}, {"o2", 2},
+                                                     {"o2", 2},  {"o2", 0}, {"o2", 2}, {"o2", 4}};
+    EXPECT_EQ(seen, want);
 }
 
 }  // namespace
