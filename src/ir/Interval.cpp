@@ -114,11 +114,23 @@ const IRNodeType kNodeOf[] = {IRNodeType::Add, IRNodeType::Sub, IRNodeType::Mul,
     simplified where they are combined, and once. */
 using ScopeEnds = std::unordered_map<const ExprNode *, Expr>;
 thread_local ScopeEnds *t_scope_ends = nullptr;
+/** What a RememberScopeEnds keeps: each end's node (held, so its address is not reused) and its
+    simplified form. */
+using RememberedEnds = std::unordered_map<const ExprNode *, std::pair<Expr, Expr>>;
+thread_local RememberedEnds *t_remembered = nullptr;
 const Expr &operand(const Expr &e) {
     if (!t_scope_ends) return e;
     auto it = t_scope_ends->find(e.get());
     if (it == t_scope_ends->end()) return e;
-    if (!it->second.defined()) it->second = simplify(e);
+    if (!it->second.defined()) {
+        if (t_remembered) {
+            auto r = t_remembered->find(e.get());
+            if (r == t_remembered->end()) r = t_remembered->emplace(e.get(), std::make_pair(e, simplify(e))).first;
+            it->second = r->second.second;
+        } else {
+            it->second = simplify(e);
+        }
+    }
     return it->second;
 }
 /** simplify(a op b) for bounds already simplified (each from simplified() or simplify(), a
@@ -590,6 +602,14 @@ public:
 };
 
 }  // namespace
+
+RememberScopeEnds::RememberScopeEnds() : outer_(t_remembered), memo_(new RememberedEnds) {
+    t_remembered = static_cast<RememberedEnds *>(memo_);
+}
+RememberScopeEnds::~RememberScopeEnds() {
+    t_remembered = static_cast<RememberedEnds *>(outer_);
+    delete static_cast<RememberedEnds *>(memo_);
+}
 
 Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope) {
     if (!e.defined()) return Interval::everything();

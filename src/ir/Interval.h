@@ -23,6 +23,20 @@ struct Interval {
 /** Known ranges of variables by name. */
 using Scope = std::map<std::string, Interval>;
 
+/** While one is alive on a thread, bounds inference on that thread remembers, across queries,
+    the simplified form of each scope end it simplifies (by node, the node held): a lowering asks
+    about the same loops' ranges many times. Nests; forgotten when it ends. */
+class RememberScopeEnds {
+public:
+    RememberScopeEnds();
+    ~RememberScopeEnds();
+    RememberScopeEnds(const RememberScopeEnds &) = delete;
+    RememberScopeEnds &operator=(const RememberScopeEnds &) = delete;
+
+private:
+    void *outer_, *memo_;
+};
+
 /** The range of e's value when each variable named in `scope` ranges over its interval
     (variables not in scope are treated as fixed symbols: interval [v, v]). Results are
     simplified. Calls to Funcs / inputs and Loads are bounded by their type's range for

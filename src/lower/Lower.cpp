@@ -144,6 +144,7 @@ LoweredFunc lower(Env env, const std::map<std::string, Expr> &consts, const std:
     std::string *log = options.log;
     const bool cuda = options.cuda(), host_vectors = options.host_vectors;
     WarningsScope warnings_scope(options.warnings);  // (lowering may nest: an automatic schedule's check)
+    RememberScopeEnds remember_scope_ends;  // (the loops' ranges, asked about many times)
     if (options.warnings) {
         // Directives on a Func that is inlined: it has no loops of its own.
         for (const auto &g : env.given.funcs) {

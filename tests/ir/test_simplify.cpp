@@ -816,6 +816,21 @@ TEST(Bounds, AScopesUnsimplifiedEndsAreSimplifiedBeforeTheArithmetic) {
     // Used twice, the same bound (simplified once per query).
     Interval c = bounds_of_expr_in_scope(add(x, x), s);
     EXPECT_TRUE(equal(c.max, simplify(mul(dv(add(y, I(3)), I(4)), I(2))))) << str(c.max);
+    // Remembered across queries (as in a lowering), and nested: the same bounds.
+    {
+        RememberScopeEnds outer;
+        for (int k = 0; k < 3; k++) {
+            Interval r = bounds_of_expr_in_scope(add(x, I(5)), s);
+            EXPECT_TRUE(equal(r.max, b.max)) << str(r.max);
+            RememberScopeEnds inner;
+            Interval q = bounds_of_expr_in_scope(add(x, x), s);
+            EXPECT_TRUE(equal(q.max, c.max)) << str(q.max);
+        }
+        // A scope rebuilt with other ends (other nodes) is not answered from memory.
+        Scope t;
+        t["x"] = Interval(I(0), dv(add(dv(add(y, I(3)), I(2)), I(1)), I(2)));
+        EXPECT_TRUE(equal(bounds_of_expr_in_scope(add(x, I(5)), t).max, simplify(add(dv(add(y, I(5)), I(4)), I(5)))));
+    }
     // Undefined ends stay undefined.
     Scope open;
     open["x"] = Interval(Expr(), add(y, I(0)));
