@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -112,7 +113,7 @@ const IRNodeType kNodeOf[] = {IRNodeType::Add, IRNodeType::Sub, IRNodeType::Mul,
     by node, each with its simplified form once arithmetic has asked for it: a scope's ends need
     not be simplified (a pyramid's nested divisions, substituted into a loop's bounds), and are
     simplified where they are combined, and once. */
-using ScopeEnds = std::unordered_map<const ExprNode *, Expr>;
+using ScopeEnds = std::vector<std::pair<const ExprNode *, Expr>>;  // (a few: searched in order)
 thread_local ScopeEnds *t_scope_ends = nullptr;
 /** What a RememberScopeEnds keeps: each end's node (held, so its address is not reused) and its
     simplified form. */
@@ -120,7 +121,7 @@ using RememberedEnds = std::unordered_map<const ExprNode *, std::pair<Expr, Expr
 thread_local RememberedEnds *t_remembered = nullptr;
 const Expr &operand(const Expr &e) {
     if (!t_scope_ends) return e;
-    auto it = t_scope_ends->find(e.get());
+    auto it = std::find_if(t_scope_ends->begin(), t_scope_ends->end(), [&](const auto &p) { return p.first == e.get(); });
     if (it == t_scope_ends->end()) return e;
     if (!it->second.defined()) {
         if (t_remembered) {
@@ -481,7 +482,9 @@ public:
             auto it = sc.find(op->name);
             if (it != sc.end()) {
                 for (const Expr &end : {it->second.min, it->second.max})
-                    if (end.defined() && !end.as<IntImm>() && !end.as<Variable>()) ends.emplace(end.get(), Expr());
+                    if (end.defined() && !end.as<IntImm>() && !end.as<Variable>() &&
+                        std::none_of(ends.begin(), ends.end(), [&](const auto &p) { return p.first == end.get(); }))
+                        ends.emplace_back(end.get(), Expr());
                 return it->second;
             }
             return point(e);
