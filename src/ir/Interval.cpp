@@ -119,7 +119,7 @@ thread_local ScopeEnds *t_scope_ends = nullptr;
     simplified form. */
 using RememberedEnds = std::unordered_map<const ExprNode *, std::pair<Expr, Expr>>;
 thread_local RememberedEnds *t_remembered = nullptr;
-const Expr &operand(const Expr &e) {
+Expr operand(const Expr &e) {
     if (!t_scope_ends) return e;
     auto it = std::find_if(t_scope_ends->begin(), t_scope_ends->end(), [&](const auto &p) { return p.first == e.get(); });
     if (it == t_scope_ends->end()) return e;
