@@ -328,6 +328,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         std::cerr << "\n*** exception in simplify: " << ex.what() << "\n  original: " << e << "\n";
         abort();
     }
+    // The interval arithmetic's step: simplify_binary over the simplified operands of a binary
+    // node, checked below against the node's values like s.
+    Expr sb;
+    switch (e.get()->node_type) {
+    case IRNodeType::Add:
+    case IRNodeType::Sub:
+    case IRNodeType::Mul:
+    case IRNodeType::Div:
+    case IRNodeType::Min:
+    case IRNodeType::Max: {
+        auto *bn = static_cast<const BinaryExprNode *>(e.get());
+        try {
+            sb = simplify_binary(bn->node_type, simplify(bn->a), simplify(bn->b));
+        } catch (const std::exception &ex) {
+            std::cerr << "\n*** exception in simplify_binary: " << ex.what() << "\n  original: " << e << "\n";
+            abort();
+        }
+        if (!(sb.type() == e.type())) fail("type changed (simplify_binary)", e, sb, Env(), 0, 0);
+        break;
+    }
+    default: break;
+    }
     stats.inputs++;
     if (!s.same_as(e)) stats.changed++;
     if (getenv("FUZZ_PRINT")) std::cerr << e << "\n   -> " << s << "\n";
@@ -360,6 +382,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (o2) stats.skip_simpl++;
         else stats.checked++;
         if (!o2 && a != b) fail("value mismatch", e, s, env, a, b);
+        if (sb.defined()) {
+            bool o3 = false;
+            int64_t c = eval_expr(sb, env, &o3, lane);
+            if (!o3 && a != c) fail("value mismatch (simplify_binary)", e, sb, env, a, c);
+        }
         if (scoped && e.type().is_int_or_uint()) {
             const int64_t *lo = as_const_int(bounds.min);
             const int64_t *hi = as_const_int(bounds.max);
