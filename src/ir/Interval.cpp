@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "ir/Constants.h"
 #include "ir/IRVisitor.h"
@@ -115,22 +114,13 @@ const IRNodeType kNodeOf[] = {IRNodeType::Add, IRNodeType::Sub, IRNodeType::Mul,
     simplified where they are combined, and once. */
 using ScopeEnds = std::vector<std::pair<const ExprNode *, Expr>>;  // (a few: searched in order)
 thread_local ScopeEnds *t_scope_ends = nullptr;
-/** What a RememberScopeEnds keeps: each end's node (held, so its address is not reused) and its
-    simplified form. */
-using RememberedEnds = std::unordered_map<const ExprNode *, std::pair<Expr, Expr>>;
-thread_local RememberedEnds *t_remembered = nullptr;
+thread_local RememberScopeEnds *t_remembered = nullptr;
 Expr operand(const Expr &e) {
     if (!t_scope_ends) return e;
     auto it = std::find_if(t_scope_ends->begin(), t_scope_ends->end(), [&](const auto &p) { return p.first == e.get(); });
     if (it == t_scope_ends->end()) return e;
     if (!it->second.defined()) {
-        if (t_remembered) {
-            auto r = t_remembered->find(e.get());
-            if (r == t_remembered->end()) r = t_remembered->emplace(e.get(), std::make_pair(e, simplify(e))).first;
-            it->second = r->second.second;
-        } else {
-            it->second = simplify(e);
-        }
+        it->second = t_remembered ? t_remembered->simplified(e) : simplify(e);
     }
     return it->second;
 }
@@ -606,12 +596,12 @@ public:
 
 }  // namespace
 
-RememberScopeEnds::RememberScopeEnds() : outer_(t_remembered), memo_(new RememberedEnds) {
-    t_remembered = static_cast<RememberedEnds *>(memo_);
-}
-RememberScopeEnds::~RememberScopeEnds() {
-    t_remembered = static_cast<RememberedEnds *>(outer_);
-    delete static_cast<RememberedEnds *>(memo_);
+RememberScopeEnds::RememberScopeEnds() : outer_(t_remembered) { t_remembered = this; }
+RememberScopeEnds::~RememberScopeEnds() { t_remembered = outer_; }
+const Expr &RememberScopeEnds::simplified(const Expr &end) {
+    auto r = memo_.find(end.get());
+    if (r == memo_.end()) r = memo_.emplace(end.get(), std::make_pair(end, simplify(end))).first;
+    return r->second.second;
 }
 
 Interval bounds_of_expr_in_scope(const Expr &e, const Scope &scope) {

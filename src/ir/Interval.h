@@ -2,6 +2,8 @@
 #pragma once
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include "ir/IR.h"
 
 namespace weft {
@@ -33,8 +35,12 @@ public:
     RememberScopeEnds(const RememberScopeEnds &) = delete;
     RememberScopeEnds &operator=(const RememberScopeEnds &) = delete;
 
+    /** The simplified form of an end, remembered (computed at the first asking). */
+    const Expr &simplified(const Expr &end);
+
 private:
-    void *outer_, *memo_;
+    RememberScopeEnds *outer_;
+    std::unordered_map<const ExprNode *, std::pair<Expr, Expr>> memo_;  // node -> (node, simplified)
 };
 
 /** The range of e's value when each variable named in `scope` ranges over its interval
