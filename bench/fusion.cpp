@@ -21,7 +21,8 @@
 // Each result is checked bit for bit against eager before timing. Times are medians of rounds
 // that alternate eager and lazy; peak memory is what the process holds for intermediates: the
 // Buffers eager's caller allocates plus the runtime pool's peak (memory_stats()).
-// Usage: weft_bench_fusion [--quick] [out.json]   (default bench/fusion.json)
+// Usage: weft_bench_fusion [--quick] [--only S] [out.json]   (default bench/fusion.json; --only S:
+// the entries whose names contain S, written to a JSON file only where one is named)
 #include <weft/weft.h>
 #include "per_thread_runs.h"
 #include "weft_schedules.h"
@@ -386,6 +387,7 @@ int main(int argc, char **argv) {
         // One thread count per process (the pool's size is fixed at its first use).
         // An entry that fails is reported as failed (with weft's message), not left out.
         auto run = [&](const std::string &name, auto fn) {
+            if (name.find(args.only) == std::string::npos) return;
             try {
                 Entry e = fn();
                 e.threads = child;
@@ -404,8 +406,8 @@ int main(int argc, char **argv) {
         const int tokens = quick ? 128 : 256, d = quick ? 256 : 512;
         run("mlp_block_" + std::to_string(tokens) + "x" + std::to_string(d), [&] { return mlp_block(tokens, d, rounds, 1.2); });
         run("conv_bias_relu_add_56", [&] { return conv_add(56, rounds, 1.0); });
-        run("two_readers", [&] { return two_readers(quick ? 2048 : 4096, rounds, 1.0); });
-        run("linear_bias_relu", [&] { return linear_bias_relu(quick ? 192 : 384, 512, 2048, rounds, 1.0); });
+        run("two_readers_" + std::to_string(quick ? 2048 : 4096), [&] { return two_readers(quick ? 2048 : 4096, rounds, 1.0); });
+        run("linear_bias_relu_" + std::to_string(quick ? 192 : 384) + "x512x2048", [&] { return linear_bias_relu(quick ? 192 : 384, 512, 2048, rounds, 1.0); });
         return 0;
     }
     std::printf("%-28s %7s %10s %10s %8s %8s %12s %12s %s\n", "entry", "threads", "eager ms", "lazy ms", "speedup",
@@ -428,8 +430,10 @@ int main(int argc, char **argv) {
         std::printf("%-28s %7d %10.2f %10.2f %7.2fx %7.1fx %12.1f %12.1f %s\n", str("name").c_str(), threads,
                     num("eager_ms"), num("lazy_ms"), num("speedup"), num("target"), num("eager_peak_mb"),
                     num("lazy_peak_mb"), l.find("\"same_bits\": true") != std::string::npos ? "same" : "DIFFER");
-    });
-    weft_bench::write_entries(out, lines);
-    std::printf("wrote %s\n", out.c_str());
+    }, args.only);
+    if (args.only.empty() || args.out_given) {
+        weft_bench::write_entries(out, lines);
+        std::printf("wrote %s\n", out.c_str());
+    }
     return 0;
 }

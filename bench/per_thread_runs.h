@@ -16,9 +16,12 @@ struct RunArgs {
     bool quick = false;
     std::string out;  // the JSON file
     int child = 0;    // > 0: this process is the run on that many threads
+    std::string only;  // --only S: the entries whose names contain S (the JSON file is then
+                       // written only where named)
+    bool out_given = false;
 };
 
-/** [--quick] [--child N] [out.json] */
+/** [--quick] [--only S] [--child N] [out.json] */
 inline RunArgs parse_run_args(int argc, char **argv, const std::string &default_out) {
     RunArgs r;
     r.out = default_out;
@@ -26,11 +29,15 @@ inline RunArgs parse_run_args(int argc, char **argv, const std::string &default_
         std::string a = argv[i];
         if (a == "--quick") r.quick = true;
         else if (a == "--child" && i + 1 < argc) r.child = std::atoi(argv[++i]);
+        else if (a == "--only" && i + 1 < argc && std::string(argv[i + 1]).find('\'') == std::string::npos) r.only = argv[++i];
         else if (a.empty() || a[0] == '-' || r.out != default_out) {
             // An unknown option (e.g. --help) or a second path: usage, not a file of that name.
-            std::fprintf(stderr, "usage: %s [--quick] [out.json]   (default %s)\n", argv[0], default_out.c_str());
+            std::fprintf(stderr, "usage: %s [--quick] [--only S] [out.json]   (default %s)\n", argv[0], default_out.c_str());
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
-        } else r.out = a;
+        } else {
+            r.out = a;
+            r.out_given = true;
+        }
     }
     return r;
 }
@@ -46,11 +53,13 @@ inline std::string cpu_name() {
 /** Runs this executable again with --child T for T = 1 and 2 threads (disk cache off) and hands
     each JSON line it prints to `each`; returns the lines. A failed run is reported on stderr. */
 inline std::vector<std::string> run_per_thread_count(const std::string &tool, bool quick,
-                                                     const std::function<void(int, const std::string &)> &each) {
+                                                     const std::function<void(int, const std::string &)> &each,
+                                                     const std::string &only = "") {
     std::vector<std::string> lines;
     for (int threads : {1, 2}) {
         std::string cmd = "WEFT_NUM_THREADS=" + std::to_string(threads) + " WEFT_CACHE_DIR=off /proc/" +
-                          std::to_string(getpid()) + "/exe --child " + std::to_string(threads) + (quick ? " --quick" : "");
+                          std::to_string(getpid()) + "/exe --child " + std::to_string(threads) + (quick ? " --quick" : "") +
+                          (only.empty() ? "" : " --only '" + only + "'");
         FILE *p = popen(cmd.c_str(), "r");
         if (!p) {
             std::fprintf(stderr, "%s: cannot run %s\n", tool.c_str(), cmd.c_str());

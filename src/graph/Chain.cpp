@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -249,6 +250,7 @@ struct ChainPlan {
     /** Vertical fusion between scheduled parts (see build_plan): the seams that may be fused
         ("producer:output"), decided by timing at the first realize; `fused` those kept. */
     std::vector<std::string> candidates;
+    std::set<std::string> inlinable;  // candidates read only at the point their reader computes
     std::set<std::string> fused;
     std::atomic<bool> decided{true};  // (set last: callable is not changed after)
     std::mutex decide;                // guards callable and fused while undecided
@@ -519,6 +521,75 @@ void adopt_update_blocks(FunctionContents &p, const std::shared_ptr<FunctionCont
     prefetch_other_inputs(p, p_ptr, at);
 }
 
+/** Parallel loops of f made serial (it is computed inside another Func's parallel strips). */
+void serial_loops(FunctionContents &f) {
+    for (auto &ds : f.stage_schedules)
+        for (auto &d : ds.schedule.dims)
+            if (d.for_type == ForType::Parallel) d.for_type = ForType::Serial;
+}
+
+/** May the scheduled result q be inlined into P, the part that reads it? Only where P's own
+    definition reads it, at the point it computes (P(x, y) = ... q(x, y) ...), and no other Func
+    of P's part does (each point of q is then computed once, inlined or not); q has one stage,
+    no specialization, wrapper, bound or compute_with. */
+bool inlinable_into(const FunctionContents &q, const std::shared_ptr<FunctionContents> &P) {
+    if (!q.updates.empty() || q.stage_schedules.size() != 1 || !q.stage_schedules[0].specializations.empty() ||
+        q.stage_schedules[0].fuse.fused() || !q.wrappers.empty() || !q.schedule.bounds.empty() || !P->updates.empty())
+        return false;
+    class Reads : public IRVisitor {
+    public:
+        const FunctionContents *q = nullptr;
+        const std::vector<std::string> *at = nullptr;  // the pure Vars q must be read at; null: not at all
+        bool ok = true;
+
+    protected:
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Func && op->func.get() == q) {
+                ok = ok && at && op->args.size() == at->size();
+                for (size_t k = 0; ok && k < op->args.size(); k++) {
+                    auto *v = op->args[k].as<Variable>();
+                    ok = v && !v->param && !v->rdom && v->name == (*at)[k];
+                }
+            }
+            IRVisitor::visit(op);
+        }
+    };
+    for (auto &f : reachable_funcs({P})) {
+        if (f.get() == &q) continue;
+        Reads r;
+        r.q = &q;
+        r.at = f == P ? &P->args : nullptr;
+        for (const Definition *d = &f->init; d; d = nullptr) {
+            for (auto &a : d->args) r.include(a);
+            r.include(d->value);
+        }
+        for (auto &u : f->updates) {
+            r.at = nullptr;
+            for (auto &a : u.args) r.include(a);
+            r.include(u.value);
+        }
+        if (!r.ok) return false;
+    }
+    return true;
+}
+
+/** q inlined into its reader; the Funcs computed or stored at q's loops are computed (and
+    stored) per strip of A instead (its loop `a`), their loops serial there. */
+void inline_into_strip(const std::shared_ptr<FunctionContents> &q, const std::shared_ptr<FunctionContents> &A, const std::string &a) {
+    for (auto &f : reachable_funcs({q})) {
+        if (f == q || f->seam) continue;  // (another part's result: not q's)
+        bool moved = false;
+        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store, &f->schedule.hoist})
+            if (l->kind == LoopLevelSpec::At && l->func.lock() == q) {
+                *l = LoopLevelSpec{LoopLevelSpec::At, A, A->name, a};
+                moved = true;
+            }
+        if (moved) serial_loops(*f);
+    }
+    q->schedule = FuncSchedule{};
+    q->stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(q->args, q->init.args, {}, false), {}});
+}
+
 std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffer> &values,
                                       const std::set<std::string> &fuse = {}) {
     auto plan = std::make_shared<ChainPlan>();
@@ -692,11 +763,22 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
     // Vertical fusion between scheduled parts: a result without updates read by one part only
     // (not asked for, not made an epilogue's) whose output loops over strips of at least 8
     // (its outermost loop the outer half of a split) may be computed per strip of that output,
-    // its own loops serial there. Whether that pays (the strips it recomputes at their edges
+    // its own loops serial there; where that part reads it only at the point it computes
+    // (f(x, y) = ... q(x, y) ...), it may instead be inlined into it, the Funcs computed in its
+    // loops then computed per strip. Whether that pays (the strips it recomputes at their edges
     // against the round trip through memory it saves) is measured at the first realize, one
-    // seam at a time (realize_chain); `fuse` names the seams fused in this build.
+    // seam at a time (realize_chain); `fuse` names the seams fused in this build ("i:j", or
+    // "i:j:inline"). A result fused into a part that is itself fused is computed per strip of
+    // the outermost part of such a run: in the strip its reader is computed in, it would be
+    // computed again per strip of that reader's own loops (a halo per inner strip).
     if (!whole && first_call_autoschedule_enabled() && target.arch() == Target::Arch::Host) {
         const double l2_bytes = machine_params(target, 1).l2_bytes;
+        struct Fused {
+            std::shared_ptr<FunctionContents> q, P;
+            std::string v;
+            bool inlined;
+        };
+        std::vector<Fused> fused;
         for (auto &[k, count] : reads) {
             if (count != 1) continue;
             int m = reader_node[k];
@@ -720,11 +802,24 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
                 continue;
             std::string id = std::to_string(k.first) + ":" + std::to_string(k.second);
             plan->candidates.push_back(id);
-            if (!fuse.count(id)) continue;
-            for (auto &ds : q->stage_schedules)
-                for (auto &d : ds.schedule.dims)
-                    if (d.for_type == ForType::Parallel) d.for_type = ForType::Serial;
-            Func(q).compute_at(Func(P), Var(v));
+            if (inlinable_into(*q, P)) plan->inlinable.insert(id);
+            if (fuse.count(id + ":inline") && plan->inlinable.count(id)) fused.push_back({q, P, v, true});
+            else if (fuse.count(id)) fused.push_back({q, P, v, false});
+        }
+        // Where each is computed: per strip of the outermost reader of a run of fused seams.
+        std::function<std::pair<std::shared_ptr<FunctionContents>, std::string>(const Fused &)> anchor = [&](const Fused &f) {
+            for (auto &g : fused)
+                if (g.q == f.P) return anchor(g);
+            return std::make_pair(f.P, f.v);
+        };
+        for (auto &f : fused) {
+            auto [A, a] = anchor(f);
+            if (f.inlined) {
+                inline_into_strip(f.q, A, a);
+                continue;
+            }
+            serial_loops(*f.q);
+            Func(f.q).compute_at(Func(A), Var(a));
         }
         plan->fused = fuse;
         plan->decided = plan->candidates.empty() || !fuse.empty();
@@ -792,18 +887,38 @@ double time_call(Callable &c, std::vector<CallArg> &args, int reps) {
     return best;
 }
 
+/** WEFT_DEBUG: the seams fused vertically, each inlined or per strip ("node:output", the nodes
+    numbered producers first), and those left apart. */
+void report_vertical(const ChainPlan &plan) {
+    if (!debug_enabled()) return;
+    std::string fused, apart;
+    for (auto &seam : plan.candidates) {
+        std::string &to = plan.fused.count(seam + ":inline") || plan.fused.count(seam) ? fused : apart;
+        to += (to.empty() ? "" : ", ") + seam;
+        if (plan.fused.count(seam + ":inline")) to += " inlined";
+        else if (plan.fused.count(seam)) to += " per strip";
+    }
+    std::fprintf(stderr, "weft: chain: seams fused vertically: %s; apart: %s\n", fused.empty() ? "none" : fused.c_str(),
+                 apart.empty() ? "none" : apart.c_str());
+}
+
 /** The first realize of a chain with seams that may be fused vertically: each seam in turn is
-    fused on top of those kept, the chain built and timed against the best so far on this call's
-    buffers, and kept where it is at least 5% faster (a variant lowering refuses is dropped);
-    then, where some were left apart, every seam at once, kept on the same terms.
+    fused on top of those kept (inlined where its reader reads it only at the point it computes,
+    else, or where that was not kept, per strip), the chain built and timed against the best so
+    far on this call's buffers, and kept where it is at least 5% faster (a variant lowering
+    refuses is dropped); then, where some were left apart, every seam at once (each inlined
+    where it can be), kept on the same terms.
     The values are the same either way; only time is at stake. */
 void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, ChainPlan &plan, std::vector<CallArg> &args) {
-    // WEFT_CHAIN_VERTICAL=all fuses every such seam (no timing; where lowering refuses the
-    // whole, none), =off none; otherwise each is timed.
+    // WEFT_CHAIN_VERTICAL=all fuses every such seam, each inlined where it can be (no timing;
+    // where lowering refuses the whole, none), =off none; otherwise each is timed.
     const std::string mode = vertical_mode();
     if (mode == "off") return;
+    // Each seam in its first form to try: inlined where it can be, else per strip.
+    auto first_form = [&](const std::string &seam) { return plan.inlinable.count(seam) ? seam + ":inline" : seam; };
+    std::set<std::string> all;
+    for (auto &seam : plan.candidates) all.insert(first_form(seam));
     if (mode == "all") {
-        std::set<std::string> all(plan.candidates.begin(), plan.candidates.end());
         try {
             QuietCompiles quiet;
             auto p = build_plan(w, values, all);
@@ -811,6 +926,7 @@ void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, Chain
             c.call(args.data(), args.size());  // (lowered and compiled here: an Error keeps the chain apart)
             plan.callable = c;
             plan.fused = all;
+            report_vertical(plan);
         } catch (Error &e) {
             if (debug_enabled()) std::fprintf(stderr, "weft: chain: not fused vertically: %s\n", e.what());
         }
@@ -835,22 +951,28 @@ void decide_vertical(const Walk &w, const std::vector<LazyBuffer> &values, Chain
                 kept = trial;
                 best = p->callable;
                 best_ms = t;
+                return true;
             }
         } catch (Error &e) {
             if (debug_enabled()) std::fprintf(stderr, "weft: chain: %s not fused: %s\n", what.c_str(), e.what());
         }
+        return false;
     };
     for (auto &seam : plan.candidates) {
         std::set<std::string> trial = kept;
+        trial.insert(first_form(seam));
+        if (try_fused(trial, "seam " + first_form(seam)) || first_form(seam) == seam) continue;
+        // Not inlined: per strip.
+        trial = kept;
         trial.insert(seam);
         try_fused(trial, "seam " + seam);
     }
     // Every seam at once, where some were left apart: together they may pay where none did
     // alone (each removes one round trip through memory, all of them every intermediate).
-    if (plan.candidates.size() > 1 && kept.size() < plan.candidates.size())
-        try_fused(std::set<std::string>(plan.candidates.begin(), plan.candidates.end()), "every seam");
+    if (plan.candidates.size() > 1 && kept.size() < plan.candidates.size()) try_fused(all, "every seam");
     plan.callable = best;
     plan.fused = kept;
+    report_vertical(plan);
 }
 }  // namespace
 

@@ -575,6 +575,92 @@ TEST(LazyChain, ScheduledPartsFusedVertically) {
     else unsetenv("WEFT_CHAIN_VERTICAL");
 }
 
+/** The parts of an image library as its authors would schedule them: each output in parallel
+    strips of rows, a separable filter's first pass a sliding window inside its own strips. */
+Part denoise_in_strips() {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("strength"), Func("denoise"), {}};
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    Func c = BoundaryConditions::repeat_edge(p.in);
+    Func bx("bx"), b("box");
+    bx(x, y) = c(x - 1, y) + c(x, y) + c(x + 1, y);
+    b(x, y) = (bx(x, y - 1) + bx(x, y) + bx(x, y + 1)) * (1.0f / 9);
+    p.out(x, y) = p.in(x, y) + p.k * (b(x, y) - p.in(x, y));
+    p.out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 16);
+    bx.store_at(p.out, yo).compute_at(p.out, yi).vectorize(x, 16);
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+Part sharpen_in_strips() {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("amount"), Func("sharpen"), {}};
+    Var x("x"), y("y"), yo("yo"), yi("yi");
+    Func c = BoundaryConditions::repeat_edge(p.in);
+    Func h("h"), v("v");
+    h(x, y) = 0.25f * c(x - 1, y) + 0.5f * c(x, y) + 0.25f * c(x + 1, y);
+    v(x, y) = 0.25f * h(x, y - 1) + 0.5f * h(x, y) + 0.25f * h(x, y + 1);
+    p.out(x, y) = p.in(x, y) + p.k * (p.in(x, y) - v(x, y));
+    p.out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 16);
+    h.store_at(p.out, yo).compute_at(p.out, yi).vectorize(x, 16);
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+/** A pointwise part in parallel strips of 16 rows; `shift` reads its input one column to the
+    right (clamped), not at the point it computes. */
+Part curve_in_strips(const std::string &name, bool shift = false) {
+    Part p{ImageParam(Float(32), 2, "in"), Param<float>("k"), Func(name), {}};
+    Var x("x"), y("y");
+    Expr v = shift ? p.in(min(x + 1, p.in.width() - 1), y) : p.in(x, y);
+    p.out(x, y) = v + p.k * v * (1.0f - v);
+    p.out.vectorize(x, 16).parallel(y, 16);
+    p.fn = Pipeline(p.out).compile_to_callable({p.in, p.k});
+    return p;
+}
+
+TEST(LazyChain, ARunOfScheduledPartsFusedIntoTheOutermostStrips) {
+    // denoise -> colour -> sharpen -> tone, each scheduled in strips of its own: a result its
+    // reader reads only at the point it computes (denoise in colour, sharpen in tone) is inlined
+    // into it, the Funcs computed in its loops (denoise's bx, sharpen's h) then computed per
+    // strip; colour (read by sharpen's blur at other rows) is computed per strip. Every fused
+    // result is computed per strip of tone, the outermost reader, not per strip of its own
+    // reader inside that. Eager's bits at sizes the strips divide and do not; the decisions in
+    // WEFT_DEBUG's output.
+    const char *old = std::getenv("WEFT_CHAIN_VERTICAL");
+    std::string saved = old ? old : "";
+    setenv("WEFT_CHAIN_VERTICAL", "all", 1);
+    for (bool shift : {false, true}) {
+        for (auto [w, h] : {std::pair{1024, 600}, std::pair{45, 19}, std::pair{333, 77}}) {
+            SCOPED_TRACE(std::string(shift ? "shifted reads, " : "") + std::to_string(w) + "x" + std::to_string(h));
+            Part a = denoise_in_strips(), b = curve_in_strips("colour", shift), c = sharpen_in_strips(),
+                 d = curve_in_strips("tone", shift);
+            Buffer<float> img = photo(w, h, 4), t0(w, h), t1(w, h), t2(w, h), eager(w, h);
+            a.fn(img, 0.7f, t0);
+            b.fn(t0, 1.3f, t1);
+            c.fn(t1, 0.8f, t2);
+            d.fn(t2, -0.05f, eager);
+            set_debug(true);
+            testing::internal::CaptureStderr();
+            Buffer<float> lazy = d.fn.defer({w, h}, c.fn.defer({w, h}, b.fn.defer({w, h}, a.fn.defer({w, h}, img, 0.7f), 1.3f), 0.8f), -0.05f)
+                                     .realize();
+            std::string log = testing::internal::GetCapturedStderr();
+            set_debug(false);
+            expect_same_bits(lazy, eager);
+            // (Intermediates that fit in L2 are not fused: only the large size has seams.)
+            if (w != 1024) continue;
+            // Nodes, producers first: 0 denoise, 1 colour, 2 sharpen.
+            if (!shift) {
+                EXPECT_CONTAINS(log, "seams fused vertically: 0:0 inlined, 1:0 per strip, 2:0 inlined; apart: none");
+                // In tone's strips, each computed once per strip (not colour's bx per strip of colour).
+                std::string nest = log.substr(log.rfind("---- loop nest ----"));
+                EXPECT_CONTAINS(nest, "\nparallel tone.s0.y in ");
+                for (const char *f : {"bx", "colour", "h"}) EXPECT_CONTAINS(nest, std::string("\n  for ") + f + ".s0.y in ");
+            }
+            // Read at other columns, denoise and sharpen are computed per strip, not inlined.
+            else EXPECT_CONTAINS(log, "seams fused vertically: 0:0 per strip, 1:0 per strip, 2:0 per strip; apart: none");
+        }
+    }
+    if (old) setenv("WEFT_CHAIN_VERTICAL", saved.c_str(), 1);
+    else unsetenv("WEFT_CHAIN_VERTICAL");
+}
+
 TEST(LazyChain, ARequantisationEpilogueOfAnInt8Matmul) {
     // u8 x s8 -> s32 accumulated in blocks on the matmul's own update, then a requantisation
     // part (scale, shift, saturate to u8) without a schedule: computed in the matmul's blocks,
