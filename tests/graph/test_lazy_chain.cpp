@@ -622,40 +622,46 @@ TEST(LazyChain, ARunOfScheduledPartsFusedIntoTheOutermostStrips) {
     // strip; colour (read by sharpen's blur at other rows) is computed per strip. Every fused
     // result is computed per strip of tone, the outermost reader, not per strip of its own
     // reader inside that. Eager's bits at sizes the strips divide and do not; the decisions in
-    // WEFT_DEBUG's output.
+    // WEFT_DEBUG's output (WEFT_CHAIN_VERTICAL=all; timed, whatever is kept gives the same bits).
     const char *old = std::getenv("WEFT_CHAIN_VERTICAL");
     std::string saved = old ? old : "";
-    setenv("WEFT_CHAIN_VERTICAL", "all", 1);
-    for (bool shift : {false, true}) {
-        for (auto [w, h] : {std::pair{1024, 600}, std::pair{45, 19}, std::pair{333, 77}}) {
-            SCOPED_TRACE(std::string(shift ? "shifted reads, " : "") + std::to_string(w) + "x" + std::to_string(h));
-            Part a = denoise_in_strips(), b = curve_in_strips("colour", shift), c = sharpen_in_strips(),
-                 d = curve_in_strips("tone", shift);
-            Buffer<float> img = photo(w, h, 4), t0(w, h), t1(w, h), t2(w, h), eager(w, h);
-            a.fn(img, 0.7f, t0);
-            b.fn(t0, 1.3f, t1);
-            c.fn(t1, 0.8f, t2);
-            d.fn(t2, -0.05f, eager);
-            set_debug(true);
-            testing::internal::CaptureStderr();
-            Buffer<float> lazy = d.fn.defer({w, h}, c.fn.defer({w, h}, b.fn.defer({w, h}, a.fn.defer({w, h}, img, 0.7f), 1.3f), 0.8f), -0.05f)
-                                     .realize();
-            std::string log = testing::internal::GetCapturedStderr();
-            set_debug(false);
-            expect_same_bits(lazy, eager);
-            // (Intermediates that fit in L2 are not fused: only the large size has seams.)
-            if (w != 1024) continue;
-            // Nodes, producers first: 0 denoise, 1 colour, 2 sharpen.
-            if (!shift) {
-                EXPECT_CONTAINS(log, "seams fused vertically: 0:0 inlined, 1:0 per strip, 2:0 inlined; apart: none");
-                // In tone's strips, each computed once per strip (not colour's bx per strip of colour).
-                std::string nest = log.substr(log.rfind("---- loop nest ----"));
-                EXPECT_CONTAINS(nest, "\nparallel tone.s0.y in ");
-                for (const char *f : {"bx", "colour", "h"}) EXPECT_CONTAINS(nest, std::string("\n  for ") + f + ".s0.y in ");
+    for (int variant = 0; variant < 7; variant++) {
+        const bool timed = variant == 6, shift = variant >= 3 && !timed;
+        auto [w, h] = timed ? std::pair{1024, 600} : std::vector<std::pair<int, int>>{{1024, 600}, {45, 19}, {333, 77}}[variant % 3];
+        setenv("WEFT_CHAIN_VERTICAL", timed ? "" : "all", 1);
+        SCOPED_TRACE(std::string(timed ? "timed, " : "") + (shift ? "shifted reads, " : "") + std::to_string(w) + "x" +
+                     std::to_string(h));
+        Part a = denoise_in_strips(), b = curve_in_strips("colour", shift), c = sharpen_in_strips(),
+             d = curve_in_strips("tone", shift);
+        Buffer<float> img = photo(w, h, 4), t0(w, h), t1(w, h), t2(w, h), eager(w, h);
+        a.fn(img, 0.7f, t0);
+        b.fn(t0, 1.3f, t1);
+        c.fn(t1, 0.8f, t2);
+        d.fn(t2, -0.05f, eager);
+        set_debug(true);
+        testing::internal::CaptureStderr();
+        Buffer<float> lazy = d.fn.defer({w, h}, c.fn.defer({w, h}, b.fn.defer({w, h}, a.fn.defer({w, h}, img, 0.7f), 1.3f), 0.8f), -0.05f)
+                                 .realize();
+        std::string log = testing::internal::GetCapturedStderr();
+        set_debug(false);
+        expect_same_bits(lazy, eager);
+        // (The decisions and the loop nest are checked at the large size, untimed.)
+        if (w != 1024 || timed) continue;
+        // Nodes, producers first: 0 denoise, 1 colour, 2 sharpen.
+        if (!shift) {
+            EXPECT_CONTAINS(log, "seams fused vertically: 0:0 inlined, 1:0 per strip, 2:0 inlined; apart: none");
+            // In tone's strips, each computed once per strip (not denoise's bx per strip of colour).
+            size_t at = log.rfind("---- loop nest ----");
+            if (at == std::string::npos) {
+                ADD_FAILURE() << "no loop nest in WEFT_DEBUG's output";
+                continue;
             }
-            // Read at other columns, denoise and sharpen are computed per strip, not inlined.
-            else EXPECT_CONTAINS(log, "seams fused vertically: 0:0 per strip, 1:0 per strip, 2:0 per strip; apart: none");
+            std::string nest = log.substr(at);
+            EXPECT_CONTAINS(nest, "\nparallel tone.s0.y in ");
+            for (const char *f : {"bx", "colour", "h"}) EXPECT_CONTAINS(nest, std::string("\n  for ") + f + ".s0.y in ");
         }
+        // Read at other columns, denoise and sharpen are computed per strip, not inlined.
+        else EXPECT_CONTAINS(log, "seams fused vertically: 0:0 per strip, 1:0 per strip, 2:0 per strip; apart: none");
     }
     if (old) setenv("WEFT_CHAIN_VERTICAL", saved.c_str(), 1);
     else unsetenv("WEFT_CHAIN_VERTICAL");
