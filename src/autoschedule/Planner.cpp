@@ -509,31 +509,137 @@ public:
 
     /** GPU: every Func that is not inlined at root, each stage a grid of tx x ty thread blocks
         over its pure dimensions (the update stages whose pure loops may run in parallel; the
-        others run on the host between the kernels), one candidate per block shape. */
+        others run on the host between the kernels), or staged in shared memory per block of
+        its one reader (see staged_producers), one candidate per block shape; each shape where
+        something is staged also without staging, next. */
     std::vector<PlanCandidate> run_gpu(int max) {
         decide_inlining();
         std::vector<std::pair<int, int>> shapes = {{32, 8}, {16, 16}, {64, 4}, {128, 1}, {8, 8}};
         std::vector<PlanCandidate> out;
         for (auto [tx, ty] : shapes) {
-            if ((int)out.size() >= max) break;
-            Emitter e;
-            std::ostringstream sum;
-            sum << log.str() << "GPU blocks of " << tx << "x" << ty << " threads\n";
-            double ops = 0;
-            for (auto &f : info.funcs) {
-                if (inlined.count(f.name)) continue;
-                if (!f.output) e.compute_root(f.name);
-                for (size_t k = 0; k < f.stages.size(); k++) {
-                    ops += f.stages[k].iterations * stage_ops[f.name][k];
-                    gpu_nest(e, f, (int)k, tx, ty, sum);
+            std::map<std::string, std::pair<std::string, ConstRegion>> staged = staged_producers(tx, ty);
+            for (bool stage : {true, false}) {
+                if ((int)out.size() >= max) break;
+                if (!stage && staged.empty()) continue;
+                Emitter e;
+                std::ostringstream sum;
+                sum << log.str() << "GPU blocks of " << tx << "x" << ty << " threads\n";
+                double ops = 0, kernels = 0;
+                std::map<std::string, std::string> block_loop;  // a kernel's Func -> its innermost block loop
+                for (auto &f : info.funcs) {
+                    if (inlined.count(f.name)) continue;
+                    for (size_t k = 0; k < f.stages.size(); k++) ops += f.stages[k].iterations * stage_ops[f.name][k];
+                    if (stage && staged.count(f.name)) continue;
+                    if (!f.output) e.compute_root(f.name);
+                    for (size_t k = 0; k < f.stages.size(); k++) {
+                        std::vector<std::string> blocks = gpu_nest(e, f, (int)k, tx, ty, sum);
+                        if (k == 0 && !blocks.empty()) block_loop[f.name] = blocks[0];
+                        kernels++;
+                    }
                 }
+                if (stage)
+                    for (auto &[name, at] : staged) {
+                        const FuncInfo &f = info.func(name);
+                        const ConstRegion &fp = at.second;
+                        const std::string &c = at.first;
+                        if (!block_loop.count(c)) {
+                            // (Not expected: staged_producers asked for a reader of 2-D blocks.)
+                            e.compute_root(name);
+                            gpu_nest(e, f, 0, tx, ty, sum);
+                            kernels++;
+                            continue;
+                        }
+                        e.compute_at(name, c, block_loop.at(c));
+                        Directive d = e.base(Directive::StoreIn, name, 0);
+                        d.memory = MemoryType::GPUShared;
+                        e.calls.push_back(d);
+                        const auto &args = f.f->args;
+                        if (args.size() > 2) {
+                            // Its outer dimensions looped inside each thread.
+                            std::vector<std::string> order(args.begin() + 2, args.end());
+                            order.push_back(args[0]);
+                            order.push_back(args[1]);
+                            e.reorder(name, 0, order, {});
+                        }
+                        e.loop(name, 0, args[0], ForType::GPUThread);
+                        e.loop(name, 0, args[1], ForType::GPUThread);
+                        ops += (region_points(fp) * block_count(info.func(c), tx, ty) - f.points()) * stage_ops[name][0];
+                        sum << "  " << name << ": in shared memory per block of " << c << " (" << fp[0].extent << "x"
+                            << fp[1].extent << " threads, " << (int64_t)(region_points(fp) * f.f->type.bytes()) << " bytes)\n";
+                    }
+                PlanCandidate pc;
+                pc.calls = e.calls;
+                // About 30 TFLOP/s of scalar work and a launch each: a rough guide only (a
+                // producer staged per block saves its launch and its round trip through memory).
+                pc.predicted_ms = ops / 3e10 * 1e3 + 0.005 * kernels;
+                pc.summary = sum.str();
+                out.push_back(pc);
             }
-            PlanCandidate pc;
-            pc.calls = e.calls;
-            // About 30 TFLOP/s of scalar work and a launch each: a rough guide only.
-            pc.predicted_ms = ops / 3e10 * 1e3 + 0.005 * (double)info.funcs.size();
-            pc.summary = sum.str();
-            out.push_back(pc);
+            if ((int)out.size() >= max) break;
+        }
+        return out;
+    }
+
+    /** The points of the grid of tx x ty blocks over c's two first dimensions (its outer ones
+        a block dimension each point), as gpu_nest makes it. */
+    static double block_count(const FuncInfo &c, int tx, int ty) {
+        auto pow2_at_most = [](int64_t v, int cap) {
+            int64_t p = 1;
+            while (p * 2 <= v && p * 2 <= cap) p *= 2;
+            return p;
+        };
+        int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
+        double n = (double)((c.region[0].extent + fx - 1) / fx) * (double)((c.region[1].extent + fy - 1) / fy);
+        for (size_t d = 2; d < c.region.size(); d++) n *= (double)c.region[d].extent;
+        return n;
+    }
+
+    /** Producers staged in shared memory per block of their reader, as experts schedule a
+        stencil's first pass on a GPU (Halide's `blur_x.compute_at(blur_y, xo).store_in(
+        MemoryType::GPUShared).gpu_threads(x, y)`): a Func without updates, not an output, read
+        by one materialized Func (through inlined ones) that is a kernel of 2-D blocks of its
+        own (a pure stage, its first two dimensions parallel) and not itself staged; its own first
+        two dimensions parallel. What one block reads of it, a constant region, is computed
+        there by a thread per point of its first two dimensions: at most 1024 threads, 24 KiB
+        (a quarter of the shared memory, so that several blocks fit), and at most 2x its points
+        computed over all blocks (the halos). Barriers between it and its reader are inserted
+        by lowering. Producer -> (reader, the region one block computes). */
+    std::map<std::string, std::pair<std::string, ConstRegion>> staged_producers(int tx, int ty) {
+        std::map<std::string, std::pair<std::string, ConstRegion>> out;
+        auto kernel_2d = [&](const FuncInfo &f) {
+            if (f.f->args.size() < 2 || f.has_updates()) return false;
+            const StageInfo &s = f.stages[0];
+            return s.pure_parallel.size() >= 2 && s.pure_parallel[0] && s.pure_parallel[1] && s.loops_over[0] && s.loops_over[1];
+        };
+        // Readers before producers: a reader that is staged itself has no blocks to stage in.
+        for (int i = (int)info.funcs.size() - 1; i >= 0; i--) {
+            const FuncInfo &f = info.funcs[i];
+            if (inlined.count(f.name) || f.output || !kernel_2d(f)) continue;
+            auto cons = real_consumers(f.name);
+            if (cons.size() != 1) continue;
+            const FuncInfo &c = info.func(*cons.begin());
+            if (out.count(c.name) || !kernel_2d(c)) continue;
+            auto pow2_at_most = [](int64_t v, int cap) {
+                int64_t p = 1;
+                while (p * 2 <= v && p * 2 <= cap) p *= 2;
+                return p;
+            };
+            // A block in the middle of the reader's region (away from clamped edges).
+            ConstRegion tile = c.region;
+            const int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
+            tile[0] = {c.region[0].min + (c.region[0].extent / 2 / fx) * fx, fx};
+            tile[1] = {c.region[1].min + (c.region[1].extent / 2 / fy) * fy, fy};
+            for (size_t d = 2; d < tile.size(); d++) tile[d] = {c.region[d].min + c.region[d].extent / 2, 1};
+            ConstRegion fp;
+            if (!read_through(c.name, tile, f.name, &fp) || fp.size() != f.f->args.size()) continue;
+            bool bounded = true;
+            for (auto &sp : fp) bounded = bounded && sp.extent > 0;
+            if (!bounded) continue;
+            const double points = region_points(fp);
+            if (fp[0].extent * fp[1].extent > 1024 || points * f.f->type.bytes() > 24 * 1024 ||
+                points * block_count(c, tx, ty) > 2 * std::max(1.0, f.points()))
+                continue;
+            out[f.name] = {c.name, fp};
         }
         return out;
     }
@@ -2535,7 +2641,7 @@ private:
 
     /** One stage as GPU blocks and threads: dimension 0 (and 1) tiled by tx (x ty) threads,
         the dimensions outside fused into a third block dimension. */
-    void gpu_nest(Emitter &e, const FuncInfo &f, int k, int tx, int ty, std::ostringstream &sum) {
+    std::vector<std::string> gpu_nest(Emitter &e, const FuncInfo &f, int k, int tx, int ty, std::ostringstream &sum) {
         const StageInfo &s = f.stages[k];
         const std::string &n = f.name;
         size_t nd = f.f->args.size();
@@ -2549,7 +2655,7 @@ private:
                 Directive d = e.base(Directive::SingleThread, n, 0);
                 e.calls.push_back(d);
             }
-            return;
+            return {};
         }
         // The pure dimensions this stage may spread over threads, from the innermost.
         std::vector<size_t> dims;
@@ -2558,7 +2664,7 @@ private:
             else if (k > 0 && s.loops_over[d]) break;  // a serial dependence along it: stop there
         if (dims.empty() || dims[0] != 0) {
             sum << "  " << stage_name_of(f, k) << ": on the host (no loop that may run in parallel)\n";
-            return;
+            return {};
         }
         auto taken = loop_names(f, k);
         std::string x = f.f->args[0];
@@ -2587,6 +2693,7 @@ private:
         sum << ", threads over";
         for (auto &t : threads) sum << " " << t;
         sum << "\n";
+        return blocks;
     }
     static std::string stage_name_of(const FuncInfo &f, int k) {
         return k == 0 ? f.name : f.name + ".update(" + std::to_string(k - 1) + ")";
