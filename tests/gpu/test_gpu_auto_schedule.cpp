@@ -152,4 +152,31 @@ TEST(GPURunAutoSchedule, StagedProducersMatchTheInterpreter) {
         EXPECT_CONTAINS(r.schedule_source, "GPUShared");
         EXPECT_LE(compare_with_interpreter(u, Target::cuda()), 1e-5) << r.schedule_source;
     }
+    // A producer read transposed, and a chain of three stencils (the middle one staged in the
+    // last; the first, whose reader is staged, a kernel of its own).
+    for (int variant = 0; variant < 2; variant++) {
+        SCOPED_TRACE(variant ? "chain of stencils" : "transposed");
+        GpuCase c;
+        c.name = variant ? "stencil_chain" : "transposed";
+        c.inputs.push_back(ramp_buffer(90, 90));
+        Buffer<float> in = c.inputs[0];
+        Var x("x"), y("y");
+        Func f("f"), g("g"), h("h");
+        Expr cx = clamp(x, 0, 89), cy = clamp(y, 0, 89);
+        f(x, y) = exp(in(cx, cy)) * sin(in(cx, cy)) + cos(in(cx, cy) * 3.0f);
+        if (variant == 0) {
+            g(x, y) = f(y, x) + f(y + 1, x) * 2.0f;
+            c.out = g;
+        } else {
+            g(x, y) = exp(f(x - 1, y) + f(x + 1, y)) * sin(f(x, y));
+            h(x, y) = g(x, y - 1) * g(x, y + 1) + g(x, y);
+            c.out = h;
+        }
+        c.sizes = {70, 60};
+        estimate(c);
+        Pipeline p(c.out);
+        AutoScheduleResult r = p.auto_schedule(Target::cuda());
+        EXPECT_CONTAINS(r.schedule_source, "GPUShared");
+        EXPECT_LE(compare_with_interpreter(c, Target::cuda()), 1e-5) << r.schedule_source;
+    }
 }
