@@ -558,16 +558,13 @@ bool inlinable_into(const FunctionContents &q, const std::shared_ptr<FunctionCon
         if (f.get() == &q) continue;
         Reads r;
         r.q = &q;
-        r.at = f == P ? &P->args : nullptr;
-        for (const Definition *d = &f->init; d; d = nullptr) {
-            for (auto &a : d->args) r.include(a);
-            r.include(d->value);
-        }
-        for (auto &u : f->updates) {
-            r.at = nullptr;
-            for (auto &a : u.args) r.include(a);
-            r.include(u.value);
-        }
+        auto walk = [&](const Definition &d, const std::vector<std::string> *at) {
+            r.at = at;
+            for (auto &a : d.args) r.include(a);
+            r.include(d.value);
+        };
+        walk(f->init, f == P ? &P->args : nullptr);
+        for (auto &u : f->updates) walk(u, nullptr);
         if (!r.ok) return false;
     }
     return true;
