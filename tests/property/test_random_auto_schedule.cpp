@@ -264,3 +264,86 @@ TEST(RandomAutoSchedule, HostileEstimatesForContractionsAndRowReductions) {
         EXPECT_EQ(bad, 0) << n << ", " << kk << ":\n" << r.schedule_source;
     }
 }
+
+TEST(GPURunRandomAutoSchedule, ResultsEqualTheInterpreter) {
+    // The same random pipelines scheduled for a CUDA target (stencils' producers staged in
+    // shared memory per block where the planner stages them; updates that may not run in
+    // parallel on the host), run on a device or its emulation: the interpreter's values.
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA device (libcuda.so.1 and a GPU are needed)";
+    int n = std::max(6, trials() / 4);
+    int failures = 0;
+    for (int t = 0; t < n && failures < 3; t++) {
+        uint32_t seed = 9100u + (uint32_t)t;
+        Rng r(seed);
+        RandomPipeline rp(r);
+        Func out = rp.funcs.back();
+        int W = r.uniform(1, 80), H = r.uniform(1, 50);
+        rp.in.set_estimates({{0, 100}, {0, 100}});
+        out.set_estimates({{0, W}, {0, H}});
+        Pipeline p(out);
+        std::string what = "seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" + std::to_string(H) + "):\n" + rp.text;
+        try {
+            AutoScheduleResult res = p.auto_schedule(Target::cuda());
+            Buffer<int32_t> input(100, 100);
+            Rng d(seed + 1);
+            input.for_each_offset([&](int64_t off) { input.data()[off] = d.uniform(-50, 50); });
+            rp.in.set(input);
+            Buffer<int32_t> got(W, H), want(W, H);
+            p.realize(got, Target::cuda());
+            internal::interpret_pipeline(p, {want});
+            int64_t bad = 0;
+            got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+            if (bad) {
+                ADD_FAILURE() << bad << " values differ, " << what << "schedule:\n" << res.schedule_source;
+                failures++;
+            }
+        } catch (const Error &e) {
+            ADD_FAILURE() << "weft::Error " << e.what() << "\n" << what << "schedule:\n" << p.get_schedule().cpp_source();
+            failures++;
+        }
+    }
+    // Chains of stencils, each stage costly enough to be kept (not inlined) and read by the
+    // next alone: the planner's candidates for staging, at random offsets and shapes.
+    for (int t = 0; t < n && failures < 3; t++) {
+        uint32_t seed = 9500u + (uint32_t)t;
+        Rng r(seed);
+        ImageParam in(Int(32), 2, "in");
+        Var x("x"), y("y");
+        Func prev("e");
+        prev(x, y) = in(clamp(x, 0, 99), clamp(y, 0, 99));
+        std::string text;
+        int stages = r.uniform(2, 4);
+        for (int i = 0; i < stages; i++) {
+            Func f("s" + std::to_string(i));
+            int dx = r.uniform(-3, 3), dy = r.uniform(-3, 3);
+            Expr a = prev(x + dx, y + dy), b = prev(x - dy, y + dx);
+            f(x, y) = (a * 3 + b) * (a - b) + ((a ^ b) & 255) + max(a, b) / 3 + min(a * b, 999) % 7;
+            text += "s" + std::to_string(i) + ": (" + std::to_string(dx) + "," + std::to_string(dy) + ")\n";
+            prev = f;
+        }
+        int W = r.uniform(1, 90), H = r.uniform(1, 60);
+        in.set_estimates({{0, 100}, {0, 100}});
+        prev.set_estimates({{0, W}, {0, H}});
+        Pipeline p(prev);
+        std::string what = "stencil chain, seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" + std::to_string(H) + "):\n" + text;
+        try {
+            AutoScheduleResult res = p.auto_schedule(Target::cuda());
+            Buffer<int32_t> input(100, 100);
+            Rng d(seed + 1);
+            input.for_each_offset([&](int64_t off) { input.data()[off] = d.uniform(-50, 50); });
+            in.set(input);
+            Buffer<int32_t> got(W, H), want(W, H);
+            p.realize(got, Target::cuda());
+            internal::interpret_pipeline(p, {want});
+            int64_t bad = 0;
+            got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+            if (bad) {
+                ADD_FAILURE() << bad << " values differ, " << what << "schedule:\n" << res.schedule_source;
+                failures++;
+            }
+        } catch (const Error &e) {
+            ADD_FAILURE() << "weft::Error " << e.what() << "\n" << what << "schedule:\n" << p.get_schedule().cpp_source();
+            failures++;
+        }
+    }
+}
