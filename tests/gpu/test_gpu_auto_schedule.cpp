@@ -138,6 +138,26 @@ TEST(GPUNvrtcAutoSchedule, AStencilsFirstPassIsStagedInSharedMemory) {
     src = pf.auto_schedule(internal::cuda_target_without_device()).schedule_source;
     EXPECT_EQ(src.find("GPUShared"), std::string::npos) << src;
     EXPECT_CONTAINS(src, "scaled.compute_root();");
+
+    // Hostile estimates (a point, a line, int32's edge): a legal schedule each time, staged or
+    // not, that compiles within the device's limits at the blur's real size.
+    for (auto [ew, eh] : {std::pair{1, 1}, std::pair{1, 100000}, std::pair{100000, 1}, std::pair{2147483647, 2147483647}}) {
+        SCOPED_TRACE(std::to_string(ew) + "x" + std::to_string(eh));
+        GpuCase h;
+        h.name = "blur_hostile";
+        blur_algorithm(h, 256, 128);
+        h.out.set_estimates({{0, ew}, {0, eh}});
+        Pipeline ph(h.out);
+        try {
+            ph.auto_schedule(internal::cuda_target_without_device());
+        } catch (const Error &e) {
+            // (An estimate the analysis cannot bound is a clear Error, not a crash.)
+            EXPECT_CONTAINS(std::string(e.what()), "weft");
+            continue;
+        }
+        Built bh = build(h);
+        internal::check_kernel_resources(bh.prog, bh.out);
+    }
 }
 
 TEST(GPURunAutoSchedule, StagedProducersMatchTheInterpreter) {
