@@ -598,12 +598,13 @@ public:
         stencil's first pass on a GPU (Halide's `blur_x.compute_at(blur_y, xo).store_in(
         MemoryType::GPUShared).gpu_threads(x, y)`): a Func without updates, not an output, read
         by one materialized Func (through inlined ones) that is a kernel of 2-D blocks of its
-        own (a pure stage, its first two dimensions parallel) and not itself staged; its own first
-        two dimensions parallel. What one block reads of it, a constant region, is computed
-        there by a thread per point of its first two dimensions: at most 1024 threads, 24 KiB
-        (a quarter of the shared memory, so that several blocks fit), and at most 2x its points
-        computed over all blocks (the halos). Barriers between it and its reader are inserted
-        by lowering. Producer -> (reader, the region one block computes). */
+        own (a pure stage, its first two dimensions parallel), or is staged itself (then in the
+        same kernel: a chain of stencils in one); its own first two dimensions parallel. What one
+        block reads of it, a constant region, is computed there by a thread per point of its
+        first two dimensions: at most 1024 threads, 24 KiB in all per kernel (a quarter of the
+        shared memory, so that several blocks fit), and at most 2x its points computed over all
+        blocks (the halos). Barriers between it and its reader are inserted by lowering.
+        Producer -> (the kernel it is staged in, the region one block computes). */
     std::map<std::string, std::pair<std::string, ConstRegion>> staged_producers(int tx, int ty) {
         std::map<std::string, std::pair<std::string, ConstRegion>> out;
         auto kernel_2d = [&](const FuncInfo &f) {
@@ -611,35 +612,46 @@ public:
             const StageInfo &s = f.stages[0];
             return s.pure_parallel.size() >= 2 && s.pure_parallel[0] && s.pure_parallel[1] && s.loops_over[0] && s.loops_over[1];
         };
-        // Readers before producers: a reader that is staged itself has no blocks to stage in.
+        // Readers before producers: a reader that is staged itself passes on the kernel it is
+        // staged in, and what one block computes of it.
+        std::map<std::string, double> shared_bytes;  // per kernel, of what is staged in it
         for (int i = (int)info.funcs.size() - 1; i >= 0; i--) {
             const FuncInfo &f = info.funcs[i];
             if (inlined.count(f.name) || f.output || !kernel_2d(f)) continue;
             auto cons = real_consumers(f.name);
             if (cons.size() != 1) continue;
             const FuncInfo &c = info.func(*cons.begin());
-            if (out.count(c.name) || !kernel_2d(c)) continue;
-            auto pow2_at_most = [](int64_t v, int cap) {
-                int64_t p = 1;
-                while (p * 2 <= v && p * 2 <= cap) p *= 2;
-                return p;
-            };
-            // A block in the middle of the reader's region (away from clamped edges).
-            ConstRegion tile = c.region;
-            const int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
-            tile[0] = {c.region[0].min + (c.region[0].extent / 2 / fx) * fx, fx};
-            tile[1] = {c.region[1].min + (c.region[1].extent / 2 / fy) * fy, fy};
-            for (size_t d = 2; d < tile.size(); d++) tile[d] = {c.region[d].min + c.region[d].extent / 2, 1};
+            std::string kernel = c.name;
+            ConstRegion tile;
+            auto in = out.find(c.name);
+            if (in != out.end()) {
+                kernel = in->second.first;
+                tile = in->second.second;
+            } else {
+                if (!kernel_2d(c)) continue;
+                auto pow2_at_most = [](int64_t v, int cap) {
+                    int64_t p = 1;
+                    while (p * 2 <= v && p * 2 <= cap) p *= 2;
+                    return p;
+                };
+                // A block in the middle of the reader's region (away from clamped edges).
+                tile = c.region;
+                const int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
+                tile[0] = {c.region[0].min + (c.region[0].extent / 2 / fx) * fx, fx};
+                tile[1] = {c.region[1].min + (c.region[1].extent / 2 / fy) * fy, fy};
+                for (size_t d = 2; d < tile.size(); d++) tile[d] = {c.region[d].min + c.region[d].extent / 2, 1};
+            }
             ConstRegion fp;
             if (!read_through(c.name, tile, f.name, &fp) || fp.size() != f.f->args.size()) continue;
             bool bounded = true;
             for (auto &sp : fp) bounded = bounded && sp.extent > 0;
             if (!bounded) continue;
-            const double points = region_points(fp);
-            if (fp[0].extent * fp[1].extent > 1024 || points * f.f->type.bytes() > 24 * 1024 ||
-                points * block_count(c, tx, ty) > 2 * std::max(1.0, f.points()))
+            const double points = region_points(fp), bytes = points * f.f->type.bytes();
+            if (fp[0].extent * fp[1].extent > 1024 || shared_bytes[kernel] + bytes > 24 * 1024 ||
+                points * block_count(info.func(kernel), tx, ty) > 2 * std::max(1.0, f.points()))
                 continue;
-            out[f.name] = {c.name, fp};
+            shared_bytes[kernel] += bytes;
+            out[f.name] = {kernel, fp};
         }
         return out;
     }

@@ -139,6 +139,32 @@ TEST(GPUNvrtcAutoSchedule, AStencilsFirstPassIsStagedInSharedMemory) {
     EXPECT_EQ(src.find("GPUShared"), std::string::npos) << src;
     EXPECT_CONTAINS(src, "scaled.compute_root();");
 
+    // A chain of three stencils: the first two staged in the last one's kernel, one kernel
+    // with both in shared memory (36 x 12 and 34 x 10 points of float per block of 32 x 8).
+    GpuCase ch;
+    ch.name = "stencil_chain";
+    ch.inputs.push_back(ramp_buffer(300, 200));
+    {
+        Buffer<float> cin = ch.inputs[0];
+        Var x("x"), y("y");
+        Func s0("s0"), s1("s1"), s2("s2");
+        Expr v = cin(clamp(x, 0, 299), clamp(y, 0, 199));
+        s0(x, y) = exp(v) * sin(v) + cos(v * 3.0f);
+        s1(x, y) = exp(s0(x - 1, y - 1) + s0(x + 1, y + 1)) * sin(s0(x, y));
+        s2(x, y) = exp(s1(x - 1, y) * s1(x + 1, y)) + sin(s1(x, y - 1) - s1(x, y + 1));
+        ch.out = s2;
+        ch.sizes = {256, 160};
+    }
+    estimate(ch);
+    Pipeline pc(ch.out);
+    src = pc.auto_schedule(internal::cuda_target_without_device()).schedule_source;
+    EXPECT_CONTAINS(src, "s0.store_in(MemoryType::GPUShared);");
+    EXPECT_CONTAINS(src, "s1.store_in(MemoryType::GPUShared);");
+    Built bc = build(ch);
+    ASSERT_EQ(bc.prog.kernels.size(), 1u) << bc.prog.source;
+    EXPECT_EQ(bc.prog.kernels[0].shared_bytes, (36 * 12 + 34 * 10) * 4);
+    internal::check_kernel_resources(bc.prog, bc.out);
+
     // Hostile estimates (a point, a line, int32's edge): a legal schedule each time, staged or
     // not, that compiles within the device's limits at the blur's real size.
     for (auto [ew, eh] : {std::pair{1, 1}, std::pair{1, 100000}, std::pair{100000, 1}, std::pair{2147483647, 2147483647}}) {
