@@ -261,6 +261,13 @@ std::string fresh(const std::string &base, const std::string &suffix, std::set<s
     return n;
 }
 
+/** The largest power of two at most v and at most cap (1 at least): a GPU block's side. */
+int64_t pow2_at_most(int64_t v, int cap) {
+    int64_t p = 1;
+    while (p * 2 <= v && p * 2 <= cap) p *= 2;
+    return p;
+}
+
 struct Emitter {
     std::vector<Directive> calls;
     Directive base(Directive::Op op, const std::string &f, int stage) {
@@ -583,11 +590,6 @@ public:
     /** The points of the grid of tx x ty blocks over c's two first dimensions (its outer ones
         a block dimension each point), as gpu_nest makes it. */
     static double block_count(const FuncInfo &c, int tx, int ty) {
-        auto pow2_at_most = [](int64_t v, int cap) {
-            int64_t p = 1;
-            while (p * 2 <= v && p * 2 <= cap) p *= 2;
-            return p;
-        };
         int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
         double n = (double)((c.region[0].extent + fx - 1) / fx) * (double)((c.region[1].extent + fy - 1) / fy);
         for (size_t d = 2; d < c.region.size(); d++) n *= (double)c.region[d].extent;
@@ -629,11 +631,6 @@ public:
                 tile = in->second.second;
             } else {
                 if (!kernel_2d(c)) continue;
-                auto pow2_at_most = [](int64_t v, int cap) {
-                    int64_t p = 1;
-                    while (p * 2 <= v && p * 2 <= cap) p *= 2;
-                    return p;
-                };
                 // A block in the middle of the reader's region (away from clamped edges).
                 tile = c.region;
                 const int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
@@ -2657,11 +2654,6 @@ private:
         const StageInfo &s = f.stages[k];
         const std::string &n = f.name;
         size_t nd = f.f->args.size();
-        auto pow2_at_most = [](int64_t v, int cap) {
-            int64_t p = 1;
-            while (p * 2 <= v && p * 2 <= cap) p *= 2;
-            return p;
-        };
         if (nd == 0) {
             if (k == 0) {
                 Directive d = e.base(Directive::SingleThread, n, 0);

@@ -265,6 +265,29 @@ TEST(RandomAutoSchedule, HostileEstimatesForContractionsAndRowReductions) {
     }
 }
 
+/** p (its output estimated at W x H) scheduled for CUDA and run on the device at W x H, its
+    input `in` 100 x 100 random values from `seed`, against the interpreter: false (and a
+    failure naming `what`) where they differ or an Error is thrown. */
+bool matches_on_device(Pipeline &p, ImageParam &in, int W, int H, uint32_t seed, const std::string &what) {
+    try {
+        AutoScheduleResult res = p.auto_schedule(Target::cuda());
+        Buffer<int32_t> input(100, 100);
+        Rng d(seed + 1);
+        input.for_each_offset([&](int64_t off) { input.data()[off] = d.uniform(-50, 50); });
+        in.set(input);
+        Buffer<int32_t> got(W, H), want(W, H);
+        p.realize(got, Target::cuda());
+        internal::interpret_pipeline(p, {want});
+        int64_t bad = 0;
+        got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
+        if (bad) ADD_FAILURE() << bad << " values differ, " << what << "schedule:\n" << res.schedule_source;
+        return bad == 0;
+    } catch (const Error &e) {
+        ADD_FAILURE() << "weft::Error " << e.what() << "\n" << what << "schedule:\n" << p.get_schedule().cpp_source();
+        return false;
+    }
+}
+
 TEST(GPURunRandomAutoSchedule, ResultsEqualTheInterpreter) {
     // The same random pipelines scheduled for a CUDA target (stencils' producers staged in
     // shared memory per block where the planner stages them; updates that may not run in
@@ -281,26 +304,8 @@ TEST(GPURunRandomAutoSchedule, ResultsEqualTheInterpreter) {
         rp.in.set_estimates({{0, 100}, {0, 100}});
         out.set_estimates({{0, W}, {0, H}});
         Pipeline p(out);
-        std::string what = "seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" + std::to_string(H) + "):\n" + rp.text;
-        try {
-            AutoScheduleResult res = p.auto_schedule(Target::cuda());
-            Buffer<int32_t> input(100, 100);
-            Rng d(seed + 1);
-            input.for_each_offset([&](int64_t off) { input.data()[off] = d.uniform(-50, 50); });
-            rp.in.set(input);
-            Buffer<int32_t> got(W, H), want(W, H);
-            p.realize(got, Target::cuda());
-            internal::interpret_pipeline(p, {want});
-            int64_t bad = 0;
-            got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
-            if (bad) {
-                ADD_FAILURE() << bad << " values differ, " << what << "schedule:\n" << res.schedule_source;
-                failures++;
-            }
-        } catch (const Error &e) {
-            ADD_FAILURE() << "weft::Error " << e.what() << "\n" << what << "schedule:\n" << p.get_schedule().cpp_source();
-            failures++;
-        }
+        failures += !matches_on_device(p, rp.in, W, H, seed,
+                                       "seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" + std::to_string(H) + "):\n" + rp.text);
     }
     // Chains of stencils, each stage costly enough to be kept (not inlined) and read by the
     // next alone: the planner's candidates for staging, at random offsets and shapes.
@@ -325,25 +330,8 @@ TEST(GPURunRandomAutoSchedule, ResultsEqualTheInterpreter) {
         in.set_estimates({{0, 100}, {0, 100}});
         prev.set_estimates({{0, W}, {0, H}});
         Pipeline p(prev);
-        std::string what = "stencil chain, seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" + std::to_string(H) + "):\n" + text;
-        try {
-            AutoScheduleResult res = p.auto_schedule(Target::cuda());
-            Buffer<int32_t> input(100, 100);
-            Rng d(seed + 1);
-            input.for_each_offset([&](int64_t off) { input.data()[off] = d.uniform(-50, 50); });
-            in.set(input);
-            Buffer<int32_t> got(W, H), want(W, H);
-            p.realize(got, Target::cuda());
-            internal::interpret_pipeline(p, {want});
-            int64_t bad = 0;
-            got.for_each_offset([&](int64_t off) { bad += got.data()[off] != want.data()[off]; });
-            if (bad) {
-                ADD_FAILURE() << bad << " values differ, " << what << "schedule:\n" << res.schedule_source;
-                failures++;
-            }
-        } catch (const Error &e) {
-            ADD_FAILURE() << "weft::Error " << e.what() << "\n" << what << "schedule:\n" << p.get_schedule().cpp_source();
-            failures++;
-        }
+        failures += !matches_on_device(p, in, W, H, seed,
+                                       "stencil chain, seed " + std::to_string(seed) + " (" + std::to_string(W) + "x" +
+                                           std::to_string(H) + "):\n" + text);
     }
 }
