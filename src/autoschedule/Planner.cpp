@@ -587,10 +587,16 @@ public:
         return out;
     }
 
+    /** A block's sides over c's two first dimensions in a grid of tx x ty threads (gpu_nest's
+        2-D blocks). */
+    static std::pair<int64_t, int64_t> block_sides(const FuncInfo &c, int tx, int ty) {
+        return {pow2_at_most(c.region[0].extent, tx), pow2_at_most(c.region[1].extent, ty)};
+    }
+
     /** The points of the grid of tx x ty blocks over c's two first dimensions (its outer ones
         a block dimension each point), as gpu_nest makes it. */
     static double block_count(const FuncInfo &c, int tx, int ty) {
-        int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
+        auto [fx, fy] = block_sides(c, tx, ty);
         double n = (double)((c.region[0].extent + fx - 1) / fx) * (double)((c.region[1].extent + fy - 1) / fy);
         for (size_t d = 2; d < c.region.size(); d++) n *= (double)c.region[d].extent;
         return n;
@@ -633,7 +639,7 @@ public:
                 if (!kernel_2d(c)) continue;
                 // A block in the middle of the reader's region (away from clamped edges).
                 tile = c.region;
-                const int64_t fx = pow2_at_most(c.region[0].extent, tx), fy = pow2_at_most(c.region[1].extent, ty);
+                auto [fx, fy] = block_sides(c, tx, ty);
                 tile[0] = {c.region[0].min + (c.region[0].extent / 2 / fx) * fx, fx};
                 tile[1] = {c.region[1].min + (c.region[1].extent / 2 / fy) * fy, fy};
                 for (size_t d = 2; d < tile.size(); d++) tile[d] = {c.region[d].min + c.region[d].extent / 2, 1};

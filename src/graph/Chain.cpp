@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
-#include <functional>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -412,6 +411,22 @@ void take_vars(FunctionContents &p, const FunctionContents &q) {
     p.args = q.args;
 }
 
+/** Parallel loops of f made serial (it is computed inside another Func's parallel strips). */
+void serial_loops(FunctionContents &f) {
+    for (auto &ds : f.stage_schedules)
+        for (auto &d : ds.schedule.dims)
+            if (d.for_type == ForType::Parallel) d.for_type = ForType::Serial;
+}
+
+/** `to(f, level)` for each compute, store and hoist level of a Func f reachable from `roots`
+    that is at a loop of q (the Funcs computed or stored in q's loops). */
+template <typename F>
+void levels_at_loops_of(const std::vector<std::shared_ptr<FunctionContents>> &roots, const FunctionContents &q, F to) {
+    for (auto &f : reachable_funcs(roots))
+        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store, &f->schedule.hoist})
+            if (l->kind == LoopLevelSpec::At && l->func.lock().get() == &q) to(*f, *l);
+}
+
 /** The epilogue `p` (a pointwise Func, see pointwise_epilogue) takes over the loops of its
     producer `q` (the scheduled result it reads): p's Vars are renamed to q's, p gets q's
     schedule, q is inlined into p, and whatever was computed or stored at q's loops is at p's.
@@ -428,13 +443,11 @@ void adopt_loops(FunctionContents &p, FunctionContents &q, const std::shared_ptr
     q.schedule = FuncSchedule{};
     q.stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(q.args, q.init.args, {}, false), {}});
     std::string compute_loop;  // where q's members are computed, now a loop of p
-    for (auto &f : reachable_funcs({p_ptr}))
-        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store, &f->schedule.hoist})
-            if (l->kind == LoopLevelSpec::At && l->func.lock().get() == &q) {
-                l->func = p_ptr;
-                l->func_name = p.name;
-                if (l == &f->schedule.compute && compute_loop.empty()) compute_loop = l->var;
-            }
+    levels_at_loops_of({p_ptr}, q, [&](FunctionContents &f, LoopLevelSpec &l) {
+        l.func = p_ptr;
+        l.func_name = p.name;
+        if (&l == &f.schedule.compute && compute_loop.empty()) compute_loop = l.var;
+    });
     if (!compute_loop.empty()) prefetch_other_inputs(p, p_ptr, compute_loop);
 }
 
@@ -514,18 +527,9 @@ void adopt_update_blocks(FunctionContents &p, const std::shared_ptr<FunctionCont
     for (auto &d : st.dims)
         if (!d.is_rvar) ps.dims.push_back(d);
     p.stage_schedules.assign(1, DefinitionSchedule{ps, {}, {}});
-    for (auto &ds : q.stage_schedules)
-        for (auto &d : ds.schedule.dims)
-            if (d.for_type == ForType::Parallel) d.for_type = ForType::Serial;
+    serial_loops(q);
     Func(q_ptr).compute_at(Func(p_ptr), Var(at));
     prefetch_other_inputs(p, p_ptr, at);
-}
-
-/** Parallel loops of f made serial (it is computed inside another Func's parallel strips). */
-void serial_loops(FunctionContents &f) {
-    for (auto &ds : f.stage_schedules)
-        for (auto &d : ds.schedule.dims)
-            if (d.for_type == ForType::Parallel) d.for_type = ForType::Serial;
 }
 
 /** May the scheduled result q be inlined into P, the part that reads it? Only where P's own
@@ -573,16 +577,10 @@ bool inlinable_into(const FunctionContents &q, const std::shared_ptr<FunctionCon
 /** q inlined into its reader; the Funcs computed or stored at q's loops are computed (and
     stored) per strip of A instead (its loop `a`), their loops serial there. */
 void inline_into_strip(const std::shared_ptr<FunctionContents> &q, const std::shared_ptr<FunctionContents> &A, const std::string &a) {
-    for (auto &f : reachable_funcs({q})) {
-        if (f == q || f->seam) continue;  // (another part's result: not q's)
-        bool moved = false;
-        for (LoopLevelSpec *l : {&f->schedule.compute, &f->schedule.store, &f->schedule.hoist})
-            if (l->kind == LoopLevelSpec::At && l->func.lock() == q) {
-                *l = LoopLevelSpec{LoopLevelSpec::At, A, A->name, a};
-                moved = true;
-            }
-        if (moved) serial_loops(*f);
-    }
+    levels_at_loops_of({q}, *q, [&](FunctionContents &f, LoopLevelSpec &l) {
+        l = LoopLevelSpec{LoopLevelSpec::At, A, A->name, a};
+        serial_loops(f);
+    });
     q->schedule = FuncSchedule{};
     q->stage_schedules.assign(1, DefinitionSchedule{default_stage_schedule(q->args, q->init.args, {}, false), {}});
 }
@@ -804,10 +802,18 @@ std::shared_ptr<ChainPlan> build_plan(const Walk &w, const std::vector<LazyBuffe
             else if (fuse.count(id)) fused.push_back({q, P, v, false});
         }
         // Where each is computed: per strip of the outermost reader of a run of fused seams.
-        std::function<std::pair<std::shared_ptr<FunctionContents>, std::string>(const Fused &)> anchor = [&](const Fused &f) {
-            for (auto &g : fused)
-                if (g.q == f.P) return anchor(g);
-            return std::make_pair(f.P, f.v);
+        auto anchor = [&](const Fused &f) {
+            const Fused *at = &f;
+            for (bool further = true; further;) {
+                further = false;
+                for (auto &g : fused)
+                    if (g.q == at->P) {
+                        at = &g;
+                        further = true;
+                        break;
+                    }
+            }
+            return std::make_pair(at->P, at->v);
         };
         for (auto &f : fused) {
             auto [A, a] = anchor(f);
