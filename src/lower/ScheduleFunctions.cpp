@@ -3,6 +3,8 @@
 #include "lower/ScheduleFunctions.h"
 #include "lower/RealizationOrder.h"
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <iostream>
@@ -560,7 +562,15 @@ struct Builder {
                             Expr we = simplify(forms[i][0]), pwe = simplify(forms[i][1]);
                             int64_t wi = 0, pwi = 0;
                             if (is_const_int(we, &wi) && is_const_int(pwe, &pwi)) exact = wi == pwi;
-                            else exact = can_prove(simplify(we == pwe)) && constant_upper_bound_in_scope(we, scope, &wi);
+                            else {
+                                // (A window that is a periodic function of the strip's start plus
+                                // the loop, an upsampling's: its largest value over a period.)
+                                std::vector<int64_t> ws;
+                                exact = can_prove(simplify(we == pwe)) &&
+                                        (periodic_values(we, op->name, [](const Expr &g, const Expr &) { return g; }, &ws)
+                                             ? (wi = *std::max_element(ws.begin(), ws.end()), true)
+                                             : constant_upper_bound_in_scope(we, scope, &wi));
+                            }
                             w = std::max(w, exact ? wi : 0);
                         }
                     }
@@ -690,6 +700,80 @@ struct Builder {
             return false;
         }
 
+        /** Where e reads loop v only through one sum t = A + v (A without v: a strip's clamped
+            start plus the loop) and is, as a function of t, built of divisions and remainders by
+            constants (an upsampling's rows t / 2 - 1 + 2 * (t % 2) and t / 2), of, min, max,
+            select, sums and constant multiples of such: h = make(e as a function of t, t) is
+            periodic in t up to a linear term, with period P the product of the nested divisors
+            (at most 64). Its values at t = P * q + r for each r in [0, P), each simplified to a
+            constant, go to *out; false where e is not of that form or one is not a constant. */
+        static bool periodic_values(const Expr &e, const std::string &v, const std::function<Expr(const Expr &, const Expr &)> &make,
+                                    std::vector<int64_t> *out) {
+            class AsT : public IRMutator {
+            public:
+                std::string v;
+                Expr t, sum;  // the sum replaced, and the variable replacing it
+                bool mixed = false;
+                using IRMutator::visit;
+                Expr mutate(const Expr &x) override {
+                    if (mixed || !expr_uses_var(x, v)) return x;
+                    const Add *a = x.as<Add>();
+                    auto is_v = [&](const Expr &y) { auto *w = y.as<Variable>(); return w && w->name == v; };
+                    bool unit = is_v(x) || (a && ((is_v(a->a) && !expr_uses_var(a->b, v)) || (is_v(a->b) && !expr_uses_var(a->a, v))));
+                    if (!unit) return IRMutator::mutate(x);
+                    if (!sum.defined()) sum = x;
+                    else if (!equal(sum, x)) mixed = true;
+                    return t;
+                }
+            } as_t;
+            if (!e.type().is_int()) return false;
+            const std::string tn = v + ".periodic_t";
+            as_t.v = v;
+            as_t.t = Variable::make(e.type(), tn);
+            Expr g = as_t.mutate(e);
+            if (as_t.mixed || !as_t.sum.defined() || expr_uses_var(g, v)) return false;
+            // g(t + P) - g(t) is the same for every t: a division or remainder by c of something
+            // of period P has period P * c; other nodes the lcm of their operands'. 0: not of
+            // that form (a load, a call, a product of two terms in t).
+            std::function<int64_t(const Expr &)> period = [&](const Expr &x) -> int64_t {
+                if (!expr_uses_var(x, tn) || x.as<Variable>()) return 1;
+                auto lcm = [](int64_t p, int64_t q) -> int64_t { return p && q && std::lcm(p, q) <= 64 ? std::lcm(p, q) : 0; };
+                int64_t c = 0;
+                auto div = [&](const Expr &a, const Expr &d) -> int64_t {
+                    int64_t p = period(a);
+                    return is_const_int(d, &c) && c > 0 && p && p * c <= 64 ? p * c : 0;
+                };
+                if (auto *n = x.as<Div>()) return div(n->a, n->b);
+                if (auto *n = x.as<Mod>()) return div(n->a, n->b);
+                if (auto *n = x.as<Mul>()) return is_const_int(n->b, &c) ? period(n->a) : is_const_int(n->a, &c) ? period(n->b) : 0;
+                if (auto *n = x.as<Select>()) return lcm(period(n->condition), lcm(period(n->true_value), period(n->false_value)));
+                if (x.as<Add>() || x.as<Sub>() || x.as<Min>() || x.as<Max>() || x.as<LT>() || x.as<LE>() || x.as<EQ>() || x.as<NE>()) {
+                    auto *n = static_cast<const BinaryExprNode *>(x.get());
+                    return lcm(period(n->a), period(n->b));
+                }
+                return 0;
+            };
+            int64_t P = period(g);
+            if (P == 0) return false;
+            Expr h = make(g, as_t.t), q = Variable::make(e.type(), v + ".periodic_q");
+            for (int64_t r = 0; r < P; r++) {
+                int64_t k = 0;
+                if (!is_const_int(simplify(substitute(tn, q * make_const(e.type(), P) + make_const(e.type(), r), h)), &k)) return false;
+                out->push_back(k);
+            }
+            return true;
+        }
+
+        /** Is e non-decreasing in v, as a periodic function of one sum t = A + v (above): its
+            step e(t) - e(t - 1) >= 0 at every residue. */
+        static bool nondecreasing_periodic(const Expr &e, const std::string &v) {
+            std::vector<int64_t> steps;
+            auto step = [&](const Expr &g, const Expr &t) {
+                return g - substitute(t.as<Variable>()->name, t - 1, g);
+            };
+            return periodic_values(e, v, step, &steps) && *std::min_element(steps.begin(), steps.end()) >= 0;
+        }
+
         /** The ranges of the loops around, and of op. */
         Scope with_loop(const For *op) const {
             // (Built when asked, at the loops f is put in: built at every loop visited, for each
@@ -728,7 +812,7 @@ struct Builder {
                 for (size_t i = 0; i < f.size(); i++)
                     for (size_t j = i; j < f.size() && j <= i + 1; j++) {
                         // Within a regime: built of operations that never decrease with the loop.
-                        if (i == j && nondecreasing_in(f[i][0], op->name)) continue;
+                        if (i == j && (nondecreasing_in(f[i][0], op->name) || nondecreasing_periodic(f[i][0], op->name))) continue;
                         Expr before = simplify(substitute(op->name, prev, f[i][0])), after = f[j][0];
                         if (provably_le(before, after)) continue;
                         if (j > i && i < T.size()) {

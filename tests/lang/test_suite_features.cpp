@@ -205,6 +205,48 @@ TEST(FoldStorage, RowsReadThroughHalvedCoordinatesFoldInTallStrips) {
     }
 }
 
+// A Laplacian pyramid's output levels, each the bilinear upsampling of the coarser one plus a
+// term of its own (rows y / 2 - 1 + 2 * (y % 2) and y / 2), computed per row of the output's
+// strips of 64 rows and folded into rings of 8 (local Laplacian's expert schedule). Where the
+// height is not a multiple of 64 the last strip starts at min(yo * 64, h - 64): each level's
+// window is then a function of that start plus the row, monotone only over its period (two
+// rows, four, ...), and the fold was refused ("cannot be folded along y").
+TEST(FoldStorage, UpsampledLevelsSlideInStripsTheHeightDoesNotDivide) {
+    for (auto wh : {std::pair<int, int>{96, 853}, {40, 100}, {64, 128}}) {
+        const int w = wh.first, h = wh.second;
+        Buffer<float> in(std::vector<int>{w, h}, "pin");
+        for (int j = 0; j < h; j++)
+            for (int i = 0; i < w; i++) in(i, j) = (float)((i * 7 + j * 13) % 29);
+        Var x("x"), y("y"), yo("yo");
+        Func src = BoundaryConditions::repeat_edge(in);
+        auto upsample = [&](Func f) {
+            Func upx, upy;
+            upx(x, y) = 0.25f * f((x / 2) - 1 + 2 * (x % 2), y) + 0.75f * f(x / 2, y);
+            upy(x, y) = 0.25f * upx(x, (y / 2) - 1 + 2 * (y % 2)) + 0.75f * upx(x, y / 2);
+            return upy;
+        };
+        std::vector<Func> level(4);
+        level[3](x, y) = src(8 * x, 8 * y);
+        level[3].compute_root();
+        for (int j = 2; j >= 0; j--) {
+            level[j] = Func("level_" + std::to_string(j));
+            level[j](x, y) = upsample(level[j + 1])(x, y) + src((1 << j) * x, (1 << j) * y) * 0.125f;
+        }
+        Func out("pyramid_out");
+        out(x, y) = level[0](x, y) * 0.5f;
+        out.split(y, yo, y, 64).parallel(yo).vectorize(x, 8);
+        for (int j = 1; j < 3; j++) level[j].store_at(out, yo).compute_at(out, y).fold_storage(y, 8).vectorize(x, 8);
+        level[0].compute_at(out, y).vectorize(x, 8);
+        expect_same_as_interpreter(out, w, h);
+        auto a = allocations(out, {w, h});
+        for (int j = 1; j < 3; j++) {
+            std::string name = "level_" + std::to_string(j);
+            ASSERT_TRUE(a.count(name)) << name;
+            EXPECT_LE(a[name], 8L * (w + 16)) << name << " is not a ring of 8 rows (" << w << "x" << h << ")";
+        }
+    }
+}
+
 TEST(UpdateWithoutPureDefinition, StartsAtTheIdentityWithTheUpdatesVars) {
     Buffer<float> in(std::vector<int>{16, 8}, "uin");
     for (int j = 0; j < 8; j++)
