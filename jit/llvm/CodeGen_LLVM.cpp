@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <sched.h>
@@ -1274,6 +1275,158 @@ private:
         return result;
     }
 
+    /** A vector index whose lanes i are, for base = C * q + r, a * q + offset + off[r][i]: a
+        sum of broadcasts, divisions and remainders by constants c (C their lcm, at most 8) of
+        ramps of stride 1 whose bases differ from base by constants, and constant multiples of
+        those: an upsampling's columns x / 2 - 1 + 2 * (x % 2) with x / 2 (bilinear), (x + 1) /
+        3, and the like. off[r] is what the lanes read for base's remainder r. */
+    struct LanePattern {
+        Expr base, offset;
+        int64_t C = 1, a = 0;
+        std::vector<std::vector<int64_t>> off;
+    };
+    bool lane_pattern_index(const Expr &index, Type t, LanePattern &p) {
+        if (t.is_bool() || t.lanes() < 2 || t.lanes() > 64) return false;
+        const int n = t.lanes();
+        struct Term {
+            bool mod;        // a remainder (else a division)
+            int64_t c, k, m;  // by c, of ramp(base + k, 1, n), times m
+        };
+        std::vector<Term> terms;
+        std::vector<int64_t> lanes_const(n, 0);
+        auto fdiv = [](int64_t a, int64_t c) { return a >= 0 ? a / c : -((-a + c - 1) / c); };
+        Expr offset;
+        auto scalar_diff = [&](const Expr &b, int64_t *k) {
+            if (!p.base.defined()) {
+                p.base = b;
+                *k = 0;
+                return true;
+            }
+            return is_const_int(simplify(Sub::make(b, p.base)), k);
+        };
+        std::function<bool(const Expr &, int64_t)> walk = [&](const Expr &e, int64_t m) -> bool {
+            if (terms.size() > 8) return false;
+            if (auto x = e.as<Add>()) return walk(x->a, m) && walk(x->b, m);
+            if (auto x = e.as<Sub>()) return walk(x->a, m) && walk(x->b, -m);
+            int64_t k = 0;
+            if (auto x = e.as<Mul>()) {
+                auto cb = x->b.as<Broadcast>();
+                auto ca = x->a.as<Broadcast>();
+                bool by_b = cb && is_const_int(cb->value, &k);
+                if (!by_b && !(ca && is_const_int(ca->value, &k))) return false;
+                if (k < -(1 << 20) || k > (1 << 20) || std::abs(m * k) > ((int64_t)1 << 30)) return false;
+                return walk(by_b ? x->a : x->b, m * k);
+            }
+            if (auto bc = e.as<Broadcast>()) {
+                if (bc->value.type().lanes() != 1) return false;
+                Expr v = m == 1 ? bc->value : Mul::make(bc->value, make_const(bc->value.type(), m));
+                offset = offset.defined() ? Add::make(offset, v) : v;
+                return true;
+            }
+            const Expr *num = nullptr, *den = nullptr;
+            bool mod = false;
+            if (auto x = e.as<Div>()) num = &x->a, den = &x->b;
+            else if (auto x = e.as<Mod>()) num = &x->a, den = &x->b, mod = true;
+            else return false;
+            auto r = num->as<Ramp>();
+            auto cb = den->as<Broadcast>();
+            int64_t one = 0, c = 0, b0 = 0, st = 0;
+            if (!r || !cb || r->lanes != n || r->base.type().lanes() != 1 || !is_const_int(cb->value, &c) || c < 1) return false;
+            if (is_const_int(r->base, &b0) && is_const_int(r->stride, &st) && std::abs(b0) < (1 << 20) && std::abs(st) < (1 << 20)) {
+                // Lanes known here (the simplifier's ramp(0, 1, n) % 2 where the base was even).
+                for (int i = 0; i < n; i++) {
+                    int64_t v = b0 + st * i;
+                    lanes_const[i] += m * (mod ? v - fdiv(v, c) * c : fdiv(v, c));
+                }
+                return true;
+            }
+            if (!is_const_int(r->stride, &one) || one != 1 || c < 2 || c > 8 || !scalar_diff(r->base, &k) || k < -64 || k > 64)
+                return false;
+            terms.push_back({mod, c, k, m});
+            return true;
+        };
+        if (!walk(index, 1) || terms.empty()) return false;
+        int64_t C = 1;
+        for (auto &tm : terms) C = std::lcm(C, tm.c);
+        if (C > 8) return false;
+        p.C = C;
+        p.a = 0;
+        for (auto &tm : terms)
+            if (!tm.mod) p.a += tm.m * (C / tm.c);
+        p.offset = offset.defined() ? offset : make_zero(p.base.type());
+        p.off.assign((size_t)C, lanes_const);
+        for (int64_t r = 0; r < C; r++)
+            for (int i = 0; i < n; i++)
+                for (auto &tm : terms) {
+                    int64_t v = r + tm.k + i;
+                    p.off[r][i] += tm.m * (tm.mod ? v - fdiv(v, tm.c) * tm.c : fdiv(v, tm.c));
+                }
+        return true;
+    }
+    /** A load at a LanePattern index without a gather, where every remainder reads a common
+        dense range [A, B] and at most two elements besides: that range loaded as a vector, the
+        others alone (at offsets chosen by the remainder), then the shuffle for the remainder.
+        Nothing outside the elements accessed is read. Null where the pattern is not of that
+        kind. */
+    llvm::Value *lane_pattern_load(Type t, const Sym &s, const LanePattern &p) {
+        const int n = t.lanes();
+        int64_t A = INT64_MIN, B = INT64_MAX;
+        for (auto &o : p.off) {
+            A = std::max(A, *std::min_element(o.begin(), o.end()));
+            B = std::min(B, *std::max_element(o.begin(), o.end()));
+        }
+        if (A > B || B - A + 1 > 2 * n) return nullptr;
+        std::vector<std::vector<int64_t>> extra(p.off.size());
+        for (size_t r = 0; r < p.off.size(); r++) {
+            std::set<int64_t> seen(p.off[r].begin(), p.off[r].end());
+            for (int64_t v = A; v <= B; v++)
+                if (!seen.count(v)) return nullptr;  // the common range is not read whole
+            for (int64_t v : seen)
+                if (v < A || v > B) extra[r].push_back(v);
+            if (extra[r].size() > 2) return nullptr;
+        }
+        size_t m = 0;
+        for (auto &e : extra) m = std::max(m, e.size());
+        const int L = (int)(B - A + 1);
+        Type it = p.base.type();
+        Expr C = make_const(it, p.C);
+        Expr start = Add::make(Mul::make(Div::make(p.base, C), make_const(it, p.a)), p.offset);
+        llvm::Value *lo = index64(codegen_index(Add::make(start, make_const(it, A))));
+        llvm::Value *st = index64(codegen_index(start));
+        llvm::Value *rem = codegen(Mod::make(p.base, C));
+        llvm::Type *elem = mem_type(t.element_of());
+        llvm::Align al = access_align(s, t.element_of(), 0);
+        llvm::Value *dense = tag(b.CreateAlignedLoad(llvm::FixedVectorType::get(elem, L), b.CreateInBoundsGEP(elem, s.value, lo), al), s);
+        int P = 1;
+        while (P < L + (int)m) P *= 2;
+        std::vector<int> widen;
+        for (int i = 0; i < P; i++) widen.push_back(i < L ? i : L);  // lanes from L on: poison, then the extras
+        llvm::Value *all = b.CreateShuffleVector(dense, llvm::PoisonValue::get(dense->getType()), widen);
+        for (size_t j = 0; j < m; j++) {
+            // The j-th extra element of the remainder taken (or A, read anyway, where it has none).
+            llvm::Value *o = nullptr;
+            for (int64_t r = (int64_t)p.C - 1; r >= 0; r--) {
+                int64_t v = j < extra[r].size() ? extra[r][j] : A;
+                llvm::Value *c = b.getInt64(v);
+                o = o ? b.CreateSelect(b.CreateICmpEQ(rem, llvm::ConstantInt::get(rem->getType(), r)), c, o) : c;
+            }
+            llvm::Value *e = tag(b.CreateAlignedLoad(elem, b.CreateInBoundsGEP(elem, s.value, b.CreateAdd(st, o)), al), s);
+            all = b.CreateInsertElement(all, e, (uint64_t)(L + j));
+        }
+        llvm::Value *result = nullptr;
+        for (int64_t r = (int64_t)p.C - 1; r >= 0; r--) {
+            std::vector<int> mask;
+            for (int i = 0; i < n; i++) {
+                int64_t v = p.off[r][i];
+                if (v >= A && v <= B) mask.push_back((int)(v - A));
+                else mask.push_back(L + (int)(std::find(extra[r].begin(), extra[r].end(), v) - extra[r].begin()));
+            }
+            llvm::Value *v = b.CreateShuffleVector(all, mask);
+            result = result ? b.CreateSelect(b.CreateICmpEQ(rem, llvm::ConstantInt::get(rem->getType(), r)), v, result) : v;
+        }
+        return result;
+    }
+
     /** A vector index clamp(ramp(base, 1, lanes), lo, hi) + offset (a boundary condition such
         as repeat_edge in a vector loop; either order of min and max), the rest broadcasts. */
     struct ClampedRamp {
@@ -1472,6 +1625,7 @@ private:
             phi->addIncoming(gathered, edge_end);
             result = phi;
         } else if ((result = table_lookup(op, s))) {
+        } else if (LanePattern lp; lane_pattern_index(op->index, t, lp) && (result = lane_pattern_load(t, s, lp))) {
         } else {
             warn_lanes(true, op->name);
             result = gather(op, s);

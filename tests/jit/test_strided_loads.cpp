@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include "weft/weft.h"
 
@@ -116,6 +117,57 @@ TEST(UpsamplingLoads, ReadOnlyTheElementsAccessedAndAreNotGathers) {
     Var x("x"), y("y");
     Func f("upsample2d");
     f(x, y) = in(x / 2 + y) + in((x + 1) / 2 + y);
+    f.vectorize(x, 16);
+    std::string ir = llvm_ir_of(f, {512, 4});
+    ASSERT_FALSE(ir.empty());
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+}
+
+TEST(UpsamplingLoads, BilinearTapsAndMixedRemaindersAreDenseLoads) {
+    // Lanes that are sums of divisions and remainders of x by constants: a bilinear upsampling's
+    // outer tap x / 2 - 1 + 2 * (x % 2) (local Laplacian's), (x + 1) / 3 + x % 3, and x / 4 * 2 +
+    // x % 2. Each vector reads a dense range common to every remainder of its first index, and
+    // at most two elements besides, alone: exact, nothing read outside the elements accessed
+    // (the input ends, or starts, at a page that cannot be read), and no gather.
+    // (bound: the last element bounds inference asks the input to hold for x in [0, w), its
+    // terms bounded apart; the buffer ends there.)
+    struct Pattern {
+        const char *name;
+        std::function<Expr(Expr)> at;
+        std::function<int(int)> at_int, bound;
+    };
+    std::vector<Pattern> patterns = {
+        {"x / 2 - 1 + 2 * (x % 2) + 1", [](Expr x) { return x / 2 - 1 + 2 * (x % 2) + 1; },
+         [](int x) { return x / 2 - 1 + 2 * (x % 2) + 1; }, [](int w) { return (w - 1) / 2 + 2; }},
+        {"(x + 1) / 3 + x % 3", [](Expr x) { return (x + 1) / 3 + x % 3; }, [](int x) { return (x + 1) / 3 + x % 3; },
+         [](int w) { return w / 3 + 2; }},
+        {"x / 4 * 2 + x % 2", [](Expr x) { return x / 4 * 2 + x % 2; }, [](int x) { return x / 4 * 2 + x % 2; },
+         [](int w) { return (w - 1) / 4 * 2 + 1; }},
+    };
+    for (auto &pt : patterns)
+        for (int lanes : {4, 8, 16})
+            for (int w : {64, 61})
+                for (bool at_end : {true, false}) {
+                    SCOPED_TRACE(std::string(pt.name) + " lanes " + std::to_string(lanes) + " width " + std::to_string(w) +
+                                 (at_end ? " end" : " start"));
+                    int hi = pt.bound(w);
+                    for (int i = 0; i < w; i++) hi = std::max(hi, pt.at_int(i));
+                    size_t n = (size_t)hi + 1;
+                    Guarded<float> g(n, at_end);
+                    for (size_t i = 0; i < n; i++) g.data[i] = (float)(i * 7 + 3);
+                    Buffer<float> in(g.data, {(int)n}, "bilinear_in");
+                    Var x("x");
+                    Func f("bilinear_taps");
+                    f(x) = in(pt.at(x));
+                    f.vectorize(x, lanes);
+                    Buffer<float> out = f.realize({w});
+                    for (int i = 0; i < w; i++) ASSERT_EQ(out(i), g.data[pt.at_int(i)]) << "at " << i;
+                }
+    Buffer<float> in(std::vector<int>{600}, "bilinear_src");
+    in.fill(1.0f);
+    Var x("x"), y("y");
+    Func f("bilinear2d");
+    f(x, y) = 0.25f * in(x / 2 - 1 + 2 * (x % 2) + y + 1) + 0.75f * in(x / 2 + y);
     f.vectorize(x, 16);
     std::string ir = llvm_ir_of(f, {512, 4});
     ASSERT_FALSE(ir.empty());
