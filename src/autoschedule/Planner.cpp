@@ -2833,6 +2833,30 @@ std::optional<int64_t> stride_in(const Expr &e, const std::string &x) {
     return std::nullopt;
 }
 
+namespace {
+/** Is e a sum of terms without x and constant multiples of divisions and remainders of x + k by
+    constants from 2 to 8 (counted in *n): a bilinear upsampling's x / 2 - 1 + 2 * (x % 2)? */
+bool divisions_of_x(const Expr &e, const std::string &x, int *n) {
+    if (!expr_uses_var(e, x)) return true;
+    if (auto a = e.as<Add>()) return divisions_of_x(a->a, x, n) && divisions_of_x(a->b, x, n);
+    if (auto a = e.as<Sub>()) return divisions_of_x(a->a, x, n) && divisions_of_x(a->b, x, n);
+    int64_t c = 0;
+    if (auto m = e.as<Mul>()) {
+        if (is_const_int(m->b, &c)) return divisions_of_x(m->a, x, n);
+        if (is_const_int(m->a, &c)) return divisions_of_x(m->b, x, n);
+        return false;
+    }
+    const Expr *num = nullptr, *den = nullptr;
+    if (auto d = e.as<Div>()) num = &d->a, den = &d->b;
+    if (auto d = e.as<Mod>()) num = &d->a, den = &d->b;
+    if (!num || !is_const_int(*den, &c) || c < 2 || c > 8) return false;
+    auto k = stride_in(*num, x);
+    if (!k || *k != 1) return false;
+    (*n)++;
+    return true;
+}
+}  // namespace
+
 double load_vector_efficiency(const Expr &index0, const std::string &x) {
     if (!expr_uses_var(index0, x)) return 0.35;  // x moves another dimension: a gather
     auto k = stride_in(index0, x);
@@ -2843,6 +2867,11 @@ double load_vector_efficiency(const Expr &index0, const std::string &x) {
         auto kn = stride_in(dv->a, x);
         if (kn && *kn == 1 && is_const_int(dv->b, &c) && c >= 2 && c <= 4) return 0.85;  // a load and a permute
     }
+    // Sums of divisions and remainders of x by constants: a dense load of the range every
+    // remainder of the vector's first index reads (a few elements alone) and a permute per
+    // remainder, chosen by a select.
+    int n = 0;
+    if (divisions_of_x(index0, x, &n) && n > 0) return 0.8;
     return 0.35;  // a gather
 }
 

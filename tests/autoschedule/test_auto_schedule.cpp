@@ -846,7 +846,12 @@ TEST(AutoSchedule, StridedAndUpsamplingLoadsAreCostedAsCodeGenerationMakesThem) 
     EXPECT_EQ(load_vector_efficiency(X * -4, "x"), 0.7);
     EXPECT_EQ(load_vector_efficiency((X + 1) / 2, "x"), 0.85);
     EXPECT_EQ(load_vector_efficiency(X / 4, "x"), 0.85);
-    for (Expr gather : {X * 5, X / 5, X * X, (X * 2) / 2, Y, clamp(X, 0, 9) * 2})
+    // Sums of divisions and remainders of x by constants up to 8 (a bilinear upsampling's
+    // outer tap): a dense load and a permute per remainder.
+    EXPECT_EQ(load_vector_efficiency(X / 2 - 1 + 2 * (X % 2) + Y, "x"), 0.8);
+    EXPECT_EQ(load_vector_efficiency((X + 1) / 3 + X % 3, "x"), 0.8);
+    EXPECT_EQ(load_vector_efficiency(X / 5, "x"), 0.8);
+    for (Expr gather : {X * 5, X / 9, X % 9, X * X, (X * 2) / 2, (X * 2) % 3, Y, clamp(X, 0, 9) * 2})
         EXPECT_EQ(load_vector_efficiency(gather, "x"), 0.35) << to_string(gather);
     // Hostile: int32 edges in the coefficients stay exact (int64 arithmetic), and an index
     // that does not use x is a broadcast's caller's business: a gather here.
