@@ -1,6 +1,7 @@
 // Inlining (see Inline.h).
 #include "lower/Inline.h"
 #include <algorithm>
+#include <unordered_map>
 #include "ir/BindShared.h"
 #include "ir/IRVisitor.h"
 #include "ir/Simplify.h"
@@ -49,7 +50,17 @@ protected:
         // own, and the caller's names are not in it.)
         std::vector<std::string> outer;
         outer.swap(lets_);
-        Expr v = mutate(substitute_graph(m, tuple_value(f.stages[0].value, c->value_index)));
+        Expr value = tuple_value(f.stages[0].value, c->value_index);
+        auto sz = sizes_.find(value.get());
+        if (sz == sizes_.end()) sz = sizes_.emplace(value.get(), std::make_pair(value, graph_size(value))).first;
+        expanded += sz->second.second;
+        if (expanded > kMaxExpandedNodes)
+            user_error("weft: inlining makes the definition of Func \"" + consumer + "\" an expression of more than " +
+                       std::to_string(kMaxExpandedNodes) + " operations (Funcs inlined into it call each other at " +
+                       "different points: a pyramid or a chain of stencils with nothing stored grows exponentially " +
+                       "with its depth); compute some of them at root or in tiles (compute_root, compute_at), or leave " +
+                       "the pipeline without schedule directives so that it is scheduled automatically");
+        Expr v = mutate(substitute_graph(m, value));
         outer.swap(lets_);
         if (!key.empty()) by_args_.emplace(key, v);
         return v;
@@ -80,9 +91,34 @@ protected:
         return once.rebinds ? substitute(m, e) : r;
     }
 
+public:
+    /** The operations the expansions so far have substituted (each Func's value counted as a
+        graph, per expansion): past kMaxExpandedNodes the definition being inlined into is refused
+        with a weft::Error, instead of a compile that would run out of memory or time. */
+    static constexpr int64_t kMaxExpandedNodes = 1000000;
+    int64_t expanded = 0;
+    std::string consumer;
+
 private:
     std::map<std::string, Expr> by_args_;
     std::vector<std::string> lets_;
+    std::unordered_map<const ExprNode *, std::pair<Expr, int64_t>> sizes_;  // value -> (value held, graph size)
+
+    /** The number of distinct nodes in e's graph. */
+    static int64_t graph_size(const Expr &e) {
+        class Count : public GraphMutator {
+        public:
+            int64_t n = 0;
+
+        protected:
+            Expr mutate_once(const Expr &x) override {
+                n++;
+                return GraphMutator::mutate_once(x);
+            }
+        } c;
+        c.mutate(e);
+        return c.n;
+    }
 
     /** The arguments' printed form, simplified (and args with them), where they are small and use no
         name bound by a Let around the call (the same text could mean another value under another
@@ -292,6 +328,7 @@ void inline_funcs(std::vector<LFunc> &funcs, const std::map<std::string, int> &i
     in.inlined = &inlined;
     for (const std::string &name : order) {
         if (inlined.count(name)) continue;
+        in.consumer = funcs[index.at(name)].name;
         for (auto &s : funcs[index.at(name)].stages)
             for_each_expr(s, [&](Expr &e) {
                 Expr r = in.mutate(e);

@@ -3,6 +3,7 @@
 // case found by trying the library as a hostile user would has a test here; the last tests
 // draw more such cases at random (fixed seed).
 #include <climits>
+#include <cmath>
 #include <random>
 #include <thread>
 #include "cache/Kernel.h"
@@ -12,6 +13,43 @@ using namespace weft;
 using weft_test::error_of;
 
 namespace {
+
+// ---------------- everything inlined ----------------
+
+// A pyramid of down- and upsamplings with nothing stored (a schedule directive on the output
+// only: no automatic schedule): each level calls the one below at different points, so inlining
+// it all is exponential in the depth. It ran out of memory (or ran for hours); it is a clear
+// weft::Error within seconds, naming the Func and what to do. A shallow one still runs.
+TEST(Hostile, InliningAnExponentialPyramidIsAnError) {
+    auto pyramid = [](int levels) {
+        Buffer<float> in(std::vector<int>{64, 64}, "pyr_in");
+        in.fill(1.0f);
+        Var x("x"), y("y");
+        Func level = BoundaryConditions::repeat_edge(in);
+        std::vector<Func> down{level};
+        for (int j = 1; j < levels; j++) {
+            Func d("down_" + std::to_string(j));
+            Func f = down.back();
+            d(x, y) = (f(2 * x - 1, 2 * y) + 3.0f * (f(2 * x, 2 * y) + f(2 * x + 1, 2 * y + 1)) + f(2 * x + 2, 2 * y - 1)) / 8.0f;
+            down.push_back(d);
+        }
+        Func up = down.back();
+        for (int j = levels - 2; j >= 0; j--) {
+            Func u("up_" + std::to_string(j));
+            u(x, y) = 0.25f * up((x / 2) - 1 + 2 * (x % 2), y / 2) + 0.75f * up(x / 2, (y / 2) - 1 + 2 * (y % 2)) + down[j](x, y);
+            up = u;
+        }
+        Func out("pyr_out");
+        out(x, y) = up(x, y);
+        out.vectorize(x, 8);
+        return out;
+    };
+    std::string e = error_of([&] { pyramid(8).realize({64, 64}); });
+    EXPECT_NE(e.find("inlining makes the definition of Func \"pyr_out\" an expression of more than"), std::string::npos) << e;
+    EXPECT_NE(e.find("compute_root"), std::string::npos) << e;
+    Buffer<float> small = pyramid(3).realize({64, 64});
+    EXPECT_TRUE(std::isfinite(small(10, 10)));
+}
 
 // ---------------- coordinates at the top of int32 ----------------
 
