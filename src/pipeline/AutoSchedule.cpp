@@ -557,6 +557,7 @@ AutoScheduleResult Pipeline::auto_schedule(const Target &t, const AutoScheduleOp
         tuning_store(db, key, r);
     }
     res.schedule_source = get_schedule().cpp_source();
+    note_auto_scheduled(on_large_stack<Env>([&] { return build_env(outs, false); }).canonical);
     if (dbg)
         std::cerr << "weft: auto_schedule(): " << (res.from_database ? "from the tuning database, " : "") << "candidate "
                   << chosen << " of " << cands.size() << ", predicted " << res.predicted_ms << " ms\n"

@@ -49,6 +49,8 @@ struct Prepared {
     std::string algo;
     /** No Func has a schedule directive: each compile schedules automatically for its shapes. */
     bool autoschedule = false;
+    /** The schedule is the one Pipeline::auto_schedule applied: compiles print no warnings. */
+    bool quiet = false;
 };
 
 /** The last kernel used: a call with the same snapshot, target and shapes reuses it directly. */
@@ -101,6 +103,7 @@ struct PipelineContents {
         p->env = on_large_stack<Env>([&] { return build_env(outputs, false); });  // (recursion over deep Exprs)
         p->algo = p->env.canonical;
         p->autoschedule = schedules_itself(p->env);
+        p->quiet = auto_scheduled(p->env.canonical);
         if (p->autoschedule) p->algo += "|scheduled automatically for " + std::to_string(weft_rt_num_threads()) + " threads";
         std::lock_guard<std::mutex> l(m);
         prepared = p;
@@ -298,7 +301,7 @@ std::shared_ptr<CompiledKernel> compile_scheduled(const Prepared &p, const std::
             }
         }
     }
-    return compile(env, consts, t, generic, key);
+    return compile(env, consts, t, generic, key, !p.quiet);
 }
 
 /** What wrote a disk cache entry: weft (its version and the fingerprint of its sources) and
@@ -1153,5 +1156,19 @@ thread_local int t_quiet_compiles = 0;
 QuietCompiles::QuietCompiles() { t_quiet_compiles++; }
 QuietCompiles::~QuietCompiles() { t_quiet_compiles--; }
 bool compiles_quiet() { return t_quiet_compiles > 0; }
+
+namespace {
+std::mutex g_auto_scheduled_m;
+std::set<size_t> g_auto_scheduled;  // hashes of the canonical forms (at most a few thousand kept)
+}  // namespace
+void note_auto_scheduled(const std::string &canonical) {
+    std::lock_guard<std::mutex> l(g_auto_scheduled_m);
+    if (g_auto_scheduled.size() >= 4096) g_auto_scheduled.clear();
+    g_auto_scheduled.insert(std::hash<std::string>()(canonical));
+}
+bool auto_scheduled(const std::string &canonical) {
+    std::lock_guard<std::mutex> l(g_auto_scheduled_m);
+    return g_auto_scheduled.count(std::hash<std::string>()(canonical)) > 0;
+}
 }  // namespace internal
 }  // namespace weft

@@ -35,6 +35,12 @@ public:
 };
 bool compiles_quiet();
 
+/** Pipeline::auto_schedule's schedule applied to Funcs whose definitions and schedules print
+    as `canonical` (an Env's): compiles of exactly that print no warnings, as a first call's
+    automatic schedule does not (a change to any Func's schedule or definition warns again). */
+void note_auto_scheduled(const std::string &canonical);
+bool auto_scheduled(const std::string &canonical);
+
 /** Computes p's outputs with no schedule (every Func at root, loops in definition order),
     by the interpreter. ImageParams and Params must be bound. */
 void interpret_pipeline(const Pipeline &p, const std::vector<Buffer<void>> &outs);

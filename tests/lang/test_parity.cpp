@@ -562,6 +562,34 @@ TEST(ParityTools, WarningsOncePerCompile) {
                     "Func \"warn_big\" is stored in MemoryType::Register, but its storage (262144 bytes) is too large");
 }
 
+TEST(ParityTools, AScheduleFromAutoScheduleIsNotWarnedAbout) {
+    // A table read at data-dependent indices (a histogram's map): a gather wherever the reader
+    // is vectorized. Pipeline::auto_schedule's schedule is not warned about (as the first
+    // call's is not); the same schedule written by hand is, and so is the automatic one once
+    // the user changes it.
+    Buffer<int> in(std::vector<int>{4096}, "aw_in");
+    for (int i = 0; i < 4096; i++) in(i) = (i * 37) % 256;
+    Var x("x");
+    auto warnings_of = [](const std::function<void()> &fn) {
+        testing::internal::CaptureStderr();
+        fn();
+        return testing::internal::GetCapturedStderr();
+    };
+    Func table("aw_table"), out("aw_out");
+    table(x) = x * x + 1;
+    out(x) = table(clamp(in(x), 0, 255)) * 3;
+    out.set_estimates({{0, 4096}});
+    Pipeline p(out);
+    AutoScheduleResult r = p.auto_schedule(Target::host());
+    ASSERT_NE(r.schedule_source.find("aw_out.vectorize("), std::string::npos) << r.schedule_source;
+    Buffer<int> o(std::vector<int>{4096});
+    EXPECT_EQ(warnings_of([&] { p.realize(o); }), "") << r.schedule_source;
+    for (int i = 0; i < 4096; i++) ASSERT_EQ(o(i), (in(i) * in(i) + 1) * 3) << i;
+    // The automatic schedule, then changed by the user: warned about.
+    table.compute_root().vectorize(x, 8);
+    EXPECT_CONTAINS(warnings_of([&] { p.realize(o); }), "with a gather");
+}
+
 TEST(ParitySchedules, CloneInSchedulesACopyApart) {
     Buffer<int> in(40, 30);
     in.for_each_element([&](int i, int j) { in(i, j) = (i * 7 + j * 13) % 31; });
