@@ -92,8 +92,8 @@ protected:
     }
 
 public:
-    /** The operations the expansions so far have substituted (each Func's value counted as a
-        graph, per expansion): past kMaxExpandedNodes the definition being inlined into is refused
+    /** The operations the expansions into `consumer`'s definition have substituted (each Func's
+        value counted as a graph, per expansion): past kMaxExpandedNodes that definition is refused
         with a weft::Error, instead of a compile that would run out of memory or time. */
     static constexpr int64_t kMaxExpandedNodes = 1000000;
     int64_t expanded = 0;
@@ -329,6 +329,7 @@ void inline_funcs(std::vector<LFunc> &funcs, const std::map<std::string, int> &i
     for (const std::string &name : order) {
         if (inlined.count(name)) continue;
         in.consumer = funcs[index.at(name)].name;
+        in.expanded = 0;  // (the bound is per definition: a long pipeline of small ones is linear)
         for (auto &s : funcs[index.at(name)].stages)
             for_each_expr(s, [&](Expr &e) {
                 Expr r = in.mutate(e);
