@@ -66,7 +66,10 @@ bool header_ok(const std::string &path, bool *empty) {
 std::string tuning_database_path(const std::string &option) {
     if (!option.empty()) return option;
     const char *e = std::getenv("WEFT_TUNING_DB");
-    return e ? std::string(e) : std::string();
+    std::string v = e ? e : "";
+    // (As WEFT_CACHE_DIR: these turn it off rather than name a file.)
+    if (v == "off" || v == "OFF" || v == "0" || v == "none") return "";
+    return v;
 }
 
 std::string tuning_key_hash(const std::string &text) {

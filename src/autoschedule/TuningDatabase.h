@@ -21,7 +21,8 @@ struct TuningRecord {
     double predicted_ms = 0;
 };
 
-/** The database path to use: `option` if set, else WEFT_TUNING_DB, else "" (none). */
+/** The database path to use: `option` if set, else WEFT_TUNING_DB (where it is not "off", "OFF",
+    "0" or "none"), else "" (none). */
 std::string tuning_database_path(const std::string &option);
 /** The best record for key (the fastest measured, else the latest); false if none. */
 bool tuning_lookup(const std::string &path, const std::string &key, TuningRecord *out);

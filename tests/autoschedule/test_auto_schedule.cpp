@@ -14,6 +14,7 @@
 
 #include "lang/lang_test_util.h"
 #include "autoschedule/Planner.h"
+#include "autoschedule/TuningDatabase.h"
 #include "pipeline/PipelineInternal.h"
 #include "property/random_util.h"
 
@@ -348,6 +349,21 @@ TEST(AutoSchedule, TuningDatabaseReplaysTheSameScheduleAndSurvivesDamage) {
         EXPECT_EQ(ss.str(), "not a database\n");
     }
     std::remove(path.c_str());
+}
+
+TEST(AutoSchedule, TuningDatabaseOffInTheEnvironmentIsNone) {
+    // As WEFT_CACHE_DIR: "off" turns the database off rather than naming a file "off".
+    const char *old = std::getenv("WEFT_TUNING_DB");
+    std::string saved = old ? old : "";
+    for (const char *v : {"off", "OFF", "0", "none"}) {
+        setenv("WEFT_TUNING_DB", v, 1);
+        EXPECT_EQ(internal::tuning_database_path(""), "") << v;
+        EXPECT_EQ(internal::tuning_database_path("/tmp/given.db"), "/tmp/given.db") << v;
+    }
+    setenv("WEFT_TUNING_DB", "/tmp/weft_tuning_env.db", 1);
+    EXPECT_EQ(internal::tuning_database_path(""), "/tmp/weft_tuning_env.db");
+    if (old) setenv("WEFT_TUNING_DB", saved.c_str(), 1);
+    else unsetenv("WEFT_TUNING_DB");
 }
 
 // ---------------------------------------------------------------- at the first call
