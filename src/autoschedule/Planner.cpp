@@ -942,6 +942,34 @@ private:
         return copies;
     }
 
+    /** Where a reader of f reads it at a constant stride of 2 to 4 along that reader's first
+        dimension: the number of distinct dense loads (stride 1 along f's first dimension) f's
+        pure definition makes, which inlined would each become strided; 0 otherwise. */
+    int dense_loads_read_strided(const FuncInfo &f) const {
+        if (f.stages.empty() || f.f->args.empty()) return 0;
+        bool strided = false;
+        for (auto &cn : f.consumers) {
+            const FuncInfo &c = info.func(cn);
+            if (c.f->args.empty()) continue;
+            for (auto &s : c.stages)
+                for (auto &[callee, args] : s.calls) {
+                    if (callee != f.name || args.empty()) continue;
+                    auto k = stride_in(args[0], c.f->args[0]);
+                    strided = strided || (k && std::abs(*k) >= 2 && std::abs(*k) <= 4);
+                }
+        }
+        if (!strided) return 0;
+        std::vector<const std::pair<std::string, std::vector<Expr>> *> dense;
+        for (auto &call : f.stages[0].calls) {
+            if (call.second.empty() || call.first == f.name) continue;
+            auto k = stride_in(call.second[0], f.f->args[0]);
+            if (!k || std::abs(*k) != 1) continue;
+            if (std::none_of(dense.begin(), dense.end(), [&](auto *d) { return d->first == call.first && same_args(d->second, call.second); }))
+                dense.push_back(&call);
+        }
+        return (int)dense.size();
+    }
+
     void decide_inlining() {
         for (auto &f : info.funcs) {
             std::vector<double> ops;
@@ -1004,6 +1032,16 @@ private:
                 // Read at most 1.5 times per point, for less extra work than storing it and
                 // loading it back (a pyramid's one-dimensional passes, a normalization).
                 bool little_extra = ratio <= 1.51 && (ratio - 1) * ops[0] <= 8;
+                // Read at a constant stride of 2 to 4 along a reader's first dimension (a
+                // deinterleave: raw(2x, 2y), raw(2x + 1, 2y)), each of f's own dense loads would
+                // become a strided one inlined (|k| loads and a shuffle): with three or more, f is
+                // stored, its loads dense, and read back with one strided load per read.
+                bool keep_dense = !cheap && dense_loads_read_strided(f) >= 3;
+                if (keep_dense && (no_recompute || little_extra)) {
+                    log << "keep " << f.name << " (read at a stride, its own loads dense)\n";
+                    stage_ops[f.name] = ops;
+                    continue;
+                }
                 if (no_recompute || cheap || little_extra) {
                     inlined.insert(f.name);
                     inline_cost[f.name] = ops[0];

@@ -1572,6 +1572,45 @@ TEST(AutoSchedule, ProducersReadInOneBranchOfAMuxOverChannelsAreReadOncePerPoint
     }
 }
 
+// A stencil read once per point, but at a stride of 2 (a Bayer deinterleave of a denoised raw
+// image, camera_pipe's): inlined, each of its five loads would be strided (two loads and a
+// shuffle each); it is kept, its loads dense, and read back strided once. The same stencil read
+// once per point at stride 1 (columns of four rows) is inlined.
+TEST(AutoSchedule, AStencilReadAtAStrideKeepsItsOwnLoadsDense) {
+    const int W = 1024, H = 768;
+    for (int stride : {2, 1}) {
+        ImageParam raw(UInt(16), 2, "raw");
+        Var x("x"), y("y"), c("c");
+        Func shifted("shifted"), den("den"), deint("deint"), out("out");
+        shifted(x, y) = raw(x + 2, y + 2);
+        den(x, y) = clamp(shifted(x, y), 0,
+                          max(max(shifted(x - 2, y), shifted(x + 2, y)), max(shifted(x, y - 2), shifted(x, y + 2))));
+        // Each point of den read once: 2x2 blocks, or (stride 1) columns of 4 rows.
+        if (stride == 2)
+            deint(x, y, c) = mux(c, {den(2 * x, 2 * y), den(2 * x + 1, 2 * y), den(2 * x, 2 * y + 1), den(2 * x + 1, 2 * y + 1)});
+        else
+            deint(x, y, c) = mux(c, {den(x, 4 * y), den(x, 4 * y + 1), den(x, 4 * y + 2), den(x, 4 * y + 3)});
+        Expr g = (deint(x, y, 0) + deint(x, y, 3)) / 2;
+        out(x, y, c) = mux(c, {deint(x, y, 1), g, deint(x, y, 2)});
+        raw.set_estimates({{0, W + 4}, {0, H + 4}});
+        const int ow = stride == 2 ? W / 2 : W, oh = stride == 2 ? H / 2 : H / 4;
+        out.set_estimates({{0, ow}, {0, oh}, {0, 3}});
+        Pipeline p(out);
+        std::string src = p.auto_schedule(Target::host()).schedule_source;
+        EXPECT_EQ(weft_test::contains(src, "\nden."), stride == 2) << "stride " << stride << "\n" << src;
+        Buffer<uint16_t> b_raw(W + 4, H + 4);
+        fill(b_raw, 7, 0, 1023);
+        raw.set(b_raw);
+        EXPECT_EQ(differences(p, Buffer<uint16_t>(ow - 3, oh - 1, 3)), 0) << src;
+        // Odd, narrow shapes, scheduled anew for them.
+        raw.set_estimates({{0, 37}, {0, 9}});
+        out.set_estimates({{0, 15}, {0, 2}, {0, 3}});
+        Pipeline q(out);
+        src = q.auto_schedule(Target::host()).schedule_source;
+        EXPECT_EQ(differences(q, Buffer<uint16_t>(15, 2, 3)), 0) << src;
+    }
+}
+
 // The same for an update: a histogram that adds a value and a weight, `mux(c, {v, 1})`, at a
 // computed bin (bilateral_grid's grid: its two channels unrolled just outside the vector
 // loop, each input read once for both).
