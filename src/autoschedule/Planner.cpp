@@ -1035,8 +1035,10 @@ private:
                 // Read at a constant stride of 2 to 4 along a reader's first dimension (a
                 // deinterleave: raw(2x, 2y), raw(2x + 1, 2y)), each of f's own dense loads would
                 // become a strided one inlined (|k| loads and a shuffle): with three or more, f is
-                // stored, its loads dense, and read back with one strided load per read.
-                bool keep_dense = !cheap && dense_loads_read_strided(f) >= 3;
+                // stored, its loads dense, and read back with one strided load per read. (Where
+                // the readers skip points, a decimation's blur(2x, 2y), stored it would be computed
+                // where nothing reads it: inlined.)
+                bool keep_dense = !cheap && ratio >= 0.99 && dense_loads_read_strided(f) >= 3;
                 if (keep_dense && (no_recompute || little_extra)) {
                     log << "keep " << f.name << " (read at a stride, its own loads dense)\n";
                     stage_ops[f.name] = ops;

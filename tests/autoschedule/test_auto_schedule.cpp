@@ -1575,7 +1575,8 @@ TEST(AutoSchedule, ProducersReadInOneBranchOfAMuxOverChannelsAreReadOncePerPoint
 // A stencil read once per point, but at a stride of 2 (a Bayer deinterleave of a denoised raw
 // image, camera_pipe's): inlined, each of its five loads would be strided (two loads and a
 // shuffle each); it is kept, its loads dense, and read back strided once. The same stencil read
-// once per point at stride 1 (columns of four rows) is inlined.
+// once per point at stride 1 (columns of four rows) is inlined, and so is one a decimation reads
+// at even points only (stored, its odd points would be computed for nothing).
 TEST(AutoSchedule, AStencilReadAtAStrideKeepsItsOwnLoadsDense) {
     const int W = 1024, H = 768;
     for (int stride : {2, 1}) {
@@ -1609,6 +1610,21 @@ TEST(AutoSchedule, AStencilReadAtAStrideKeepsItsOwnLoadsDense) {
         src = q.auto_schedule(Target::host()).schedule_source;
         EXPECT_EQ(differences(q, Buffer<uint16_t>(15, 2, 3)), 0) << src;
     }
+    ImageParam in(Float(32), 2, "in");
+    Var x("x"), y("y");
+    Func blur("blur"), down("down");
+    blur(x, y) = (in(x - 1, y - 1) + in(x, y - 1) + in(x + 1, y - 1) + in(x - 1, y) + in(x, y) + in(x + 1, y) +
+                  in(x - 1, y + 1) + in(x, y + 1) + in(x + 1, y + 1)) / 9.0f;
+    down(x, y) = blur(2 * x + 1, 2 * y + 1);
+    in.set_estimates({{0, W + 4}, {0, H + 4}});
+    down.set_estimates({{0, W / 2}, {0, H / 2}});
+    Pipeline p(down);
+    const std::string src = p.auto_schedule(Target::host()).schedule_source;
+    EXPECT_FALSE(weft_test::contains(src, "\nblur.")) << src;
+    Buffer<float> b_in(W + 4, H + 4);
+    fill(b_in, 9, -1, 1);
+    in.set(b_in);
+    EXPECT_EQ(differences(p, Buffer<float>(W / 2, H / 2)), 0) << src;
 }
 
 // The same for an update: a histogram that adds a value and a weight, `mux(c, {v, 1})`, at a
