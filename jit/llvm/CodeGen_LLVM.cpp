@@ -1197,96 +1197,19 @@ private:
         return b.CreateShuffleVector(all, mask);
     }
 
-    /** An index (base + i) / c + offset for lanes i (c from 2 to 4) of a load of type t (not
-        Bool): an upsampling read. */
-    struct Upsample {
-        Expr base, offset;
-        int64_t c = 0;
-        int lanes = 0;
-    };
-    bool upsample_index(const Expr &index, Type t, Upsample &u) {
-        if (t.is_bool()) return false;
-        std::vector<std::pair<Expr, bool>> terms;  // (term, negated)
-        std::function<bool(const Expr &, bool)> walk = [&](const Expr &e, bool neg) {
-            if (auto a = e.as<Add>()) return walk(a->a, neg) && walk(a->b, neg);
-            if (auto d = e.as<Sub>()) return walk(d->a, neg) && walk(d->b, !neg);
-            terms.push_back({e, neg});
-            return terms.size() <= 8;
-        };
-        if (!walk(index, false)) return false;
-        Expr offset;
-        const Div *div = nullptr;
-        for (auto &[e, neg] : terms) {
-            if (auto bc = e.as<Broadcast>()) {
-                if (bc->value.type().lanes() != 1) return false;
-                Expr v = neg ? Sub::make(make_zero(bc->value.type()), bc->value) : bc->value;
-                offset = offset.defined() ? Add::make(offset, v) : v;
-                continue;
-            }
-            auto d = e.as<Div>();
-            if (!d || neg || div) return false;
-            div = d;
-        }
-        if (!div) return false;
-        auto r = div->a.as<Ramp>();
-        auto cb = div->b.as<Broadcast>();
-        int64_t one = 0, c = 0;
-        if (!r || !cb || r->base.type().lanes() != 1 || !is_const_int(r->stride, &one) || one != 1 ||
-            !is_const_int(cb->value, &c) || c < 2 || c > 4)
-            return false;
-        u.base = r->base;
-        u.offset = offset.defined() ? offset : make_zero(r->base.type());
-        u.c = c;
-        u.lanes = r->lanes;
-        return true;
-    }
-    /** Lanes (base + i) / c + offset: the elements from lo = base / c + offset read densely (a
-        vector of the count there always is, and the one more element there is for some
-        remainders, loaded alone), then the shuffle for base's remainder mod c: no gather, and
-        nothing read outside the elements accessed. */
-    llvm::Value *upsample_load(Type t, const Sym &s, const Upsample &u) {
-        int n = u.lanes;
-        int64_t c = u.c;
-        int L = (int)((n - 1) / c + 1);  // elements read whatever the remainder
-        Expr cc = make_const(u.base.type(), c);
-        llvm::Value *lo = index64(codegen_index(Add::make(Div::make(u.base, cc), u.offset)));
-        Expr last_index = Add::make(Div::make(Add::make(u.base, make_const(u.base.type(), (int64_t)(n - 1))), cc), u.offset);
-        llvm::Value *hi = index64(codegen_index(last_index));
-        llvm::Value *rem = codegen(Mod::make(u.base, cc));
-        llvm::Type *elem = mem_type(t.element_of());
-        llvm::Align al = access_align(s, t.element_of(), 0);
-        llvm::Value *a = tag(b.CreateAlignedLoad(llvm::FixedVectorType::get(elem, L), b.CreateInBoundsGEP(elem, s.value, lo), al), s);
-        llvm::Value *last = tag(b.CreateAlignedLoad(elem, b.CreateInBoundsGEP(elem, s.value, hi), al), s);
-        // a's lanes, then the last element, in a vector of a power-of-two width: the shuffles
-        // below are then one permute each (of L + 1 lanes, they were many narrow ones).
-        int P = 1;
-        while (P < L + 1) P *= 2;
-        std::vector<int> widen;
-        for (int i = 0; i < P; i++) widen.push_back(i < L ? i : L);  // lanes from L on: poison
-        llvm::Value *all = b.CreateShuffleVector(a, llvm::PoisonValue::get(a->getType()), widen);
-        all = b.CreateInsertElement(all, last, (uint64_t)L);
-        llvm::Value *result = nullptr;
-        for (int64_t r = c - 1; r >= 0; r--) {
-            std::vector<int> mask;
-            for (int i = 0; i < n; i++) mask.push_back((int)((r + i) / c));
-            llvm::Value *v = b.CreateShuffleVector(all, mask);
-            result = result ? b.CreateSelect(b.CreateICmpEQ(rem, llvm::ConstantInt::get(rem->getType(), r)), v, result) : v;
-        }
-        return result;
-    }
-
     /** A vector index whose lanes i are, for base = C * q + r, a * q + offset + off[r][i]: a
         sum of broadcasts, divisions and remainders by constants c (C their lcm, at most 8) of
         ramps of stride 1 whose bases differ from base by constants, and constant multiples of
-        those: an upsampling's columns x / 2 - 1 + 2 * (x % 2) with x / 2 (bilinear), (x + 1) /
-        3, and the like. off[r] is what the lanes read for base's remainder r. */
+        those: an upsampling's x / 2 (nearest), its columns x / 2 - 1 + 2 * (x % 2) with x / 2
+        (bilinear), (x + 1) / 3, and the like. off[r] is what the lanes read for base's remainder
+        r. */
     struct LanePattern {
         Expr base, offset;
         int64_t C = 1, a = 0;
         std::vector<std::vector<int64_t>> off;
     };
     bool lane_pattern_index(const Expr &index, Type t, LanePattern &p) {
-        if (t.is_bool() || t.lanes() < 2 || t.lanes() > 64) return false;
+        if (t.is_bool() || t.lanes() < 2 || t.lanes() > 256) return false;
         const int n = t.lanes();
         struct Term {
             bool mod;        // a remainder (else a division)
@@ -1598,8 +1521,7 @@ private:
             result = tag(b.CreateAlignedLoad(mem_type(t), p, access_align(s, t.element_of(), op->alignment)), s);
         } else if (int64_t stride = small_stride(op->index, t)) {
             result = strided_load(op, s, stride);
-        } else if (Upsample u; upsample_index(op->index, t, u)) {
-            result = upsample_load(t, s, u);
+        } else if (LanePattern lp; lane_pattern_index(op->index, t, lp) && (result = lane_pattern_load(t, s, lp))) {
         } else if (ClampedRamp c; clamped_ramp_index(op->index, c)) {
             // Where the whole vector is inside [lo, hi] (all but the vectors at the edges), the
             // clamp does nothing: one dense load, checked at run time; else the gather.
@@ -1625,7 +1547,6 @@ private:
             phi->addIncoming(gathered, edge_end);
             result = phi;
         } else if ((result = table_lookup(op, s))) {
-        } else if (LanePattern lp; lane_pattern_index(op->index, t, lp) && (result = lane_pattern_load(t, s, lp))) {
         } else {
             warn_lanes(true, op->name);
             result = gather(op, s);

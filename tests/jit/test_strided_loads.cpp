@@ -112,6 +112,22 @@ TEST(UpsamplingLoads, ReadOnlyTheElementsAccessedAndAreNotGathers) {
                         Buffer<float> out = f.realize({w});
                         for (int i = 0; i < w; i++) ASSERT_EQ(out(i), g.data[(i + s) / c]) << "at " << i;
                     }
+    // Bytes in wide vectors (64 and 128 lanes), the vector's first index odd at the tail.
+    for (int c : {2, 3})
+        for (int lanes : {64, 128})
+            for (int w : {512, 509}) {
+                SCOPED_TRACE("uint8 c " + std::to_string(c) + " lanes " + std::to_string(lanes) + " width " + std::to_string(w));
+                size_t n = (size_t)((w - 1 + 1) / c) + 1;
+                Guarded<uint8_t> g(n, true);
+                for (size_t i = 0; i < n; i++) g.data[i] = (uint8_t)(i * 7 + 3);
+                Buffer<uint8_t> in(g.data, {(int)n}, "up_in8");
+                Var x("x");
+                Func f("upsampled8");
+                f(x) = in((x + 1) / c);
+                f.vectorize(x, lanes);
+                Buffer<uint8_t> out = f.realize({w});
+                for (int i = 0; i < w; i++) ASSERT_EQ(out(i), g.data[(i + 1) / c]) << "at " << i;
+            }
     Buffer<float> in(std::vector<int>{600}, "up_src");
     in.fill(1.0f);
     Var x("x"), y("y");
@@ -119,6 +135,14 @@ TEST(UpsamplingLoads, ReadOnlyTheElementsAccessedAndAreNotGathers) {
     f(x, y) = in(x / 2 + y) + in((x + 1) / 2 + y);
     f.vectorize(x, 16);
     std::string ir = llvm_ir_of(f, {512, 4});
+    ASSERT_FALSE(ir.empty());
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+    Buffer<uint8_t> in8(std::vector<int>{600}, "up_src8");
+    in8.fill(1);
+    Func f8("upsample128");
+    f8(x) = in8(x / 2);
+    f8.vectorize(x, 128);
+    ir = llvm_ir_of(f8, {1024});
     ASSERT_FALSE(ir.empty());
     EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
 }
