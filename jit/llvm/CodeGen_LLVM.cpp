@@ -1585,6 +1585,33 @@ private:
         b.SetInsertPoint(done_bb);
     }
 
+    /** Streaming stores of vectors vs at ps, all of whose addresses are congruent modulo
+        `bytes` (a block's rows, at multiples of the vector's bytes from one another): one check
+        of the first address, then all streamed or all stored plainly (store_nontemporal's
+        branch per store made LLVM's optimisation of a transposed block's 16 rows 7 ms longer). */
+    void store_nontemporal_rows(const std::vector<llvm::Value *> &vs, const std::vector<llvm::Value *> &ps, llvm::Align known,
+                                uint64_t bytes, const Sym &s) {
+        static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
+        if (vs.empty()) return;
+        if (!x86 || bytes < 16 || bytes > 64 || (bytes & (bytes - 1)) || known.value() >= bytes) {
+            for (size_t j = 0; j < vs.size(); j++) store_nontemporal(vs[j], ps[j], known, bytes, s);
+            return;
+        }
+        fs->nontemporal = true;
+        llvm::Value *aligned = b.CreateICmpEQ(b.CreateAnd(b.CreatePtrToInt(ps[0], i64), b.getInt64(bytes - 1)), b.getInt64(0));
+        auto *nt_bb = llvm::BasicBlock::Create(ctx, "nt.rows", fs->fn);
+        auto *plain_bb = llvm::BasicBlock::Create(ctx, "plain.rows", fs->fn);
+        auto *done_bb = llvm::BasicBlock::Create(ctx, "rows.done", fs->fn);
+        b.CreateCondBr(aligned, nt_bb, plain_bb, llvm::MDBuilder(ctx).createBranchWeights(1000, 1));
+        b.SetInsertPoint(nt_bb);
+        for (size_t j = 0; j < vs.size(); j++) store_nontemporal(vs[j], ps[j], llvm::Align(bytes), bytes, s);
+        b.CreateBr(done_bb);
+        b.SetInsertPoint(plain_bb);
+        for (size_t j = 0; j < vs.size(); j++) tag(b.CreateAlignedStore(vs[j], ps[j], known), s);
+        b.CreateBr(done_bb);
+        b.SetInsertPoint(done_bb);
+    }
+
     /** An atomic read-modify-write: one atomicrmw where LLVM has the operation (integer add,
         sub, min, max; float add, sub), else a compare-and-swap loop on the element's bits. */
     void codegen_atomic_store(const Store *op) {
@@ -2541,20 +2568,30 @@ private:
             }
             v = n;
         }
+        std::vector<llvm::Value *> vals(V), ptrs(V);
         for (int j = 0; j < V; j++) {
             llvm::Value *yj = b.CreateAdd(y0, llvm::ConstantInt::get(mn->getType(), j), "", false, true);
             push(op->name, {yj, 0});
             push(row, {v[j], 0});
             std::string saved_storing = storing;
             storing = st->name;
-            llvm::Value *val = codegen(g);
+            vals[j] = codegen(g);
             storing = saved_storing;
             pop(row);
-            llvm::Value *p = b.CreateInBoundsGEP(out_elem, dst.value, index64(codegen_index(sr->base)));
+            ptrs[j] = b.CreateInBoundsGEP(out_elem, dst.value, index64(codegen_index(sr->base)));
             pop(op->name);
-            llvm::Align al = access_align(dst, t.element_of(), st->alignment);
-            if (st->nontemporal) store_nontemporal(val, p, al, (uint64_t)V * t.element_of().bytes(), dst);
-            else tag(b.CreateAlignedStore(val, p, al), dst);
+        }
+        llvm::Align al = access_align(dst, t.element_of(), st->alignment);
+        const uint64_t bytes = (uint64_t)V * t.element_of().bytes();
+        if (st->nontemporal && (uint64_t)st->alignment * t.element_of().bytes() >= bytes) {
+            // Every row's address is its buffer's base plus a multiple of the vector's bytes:
+            // aligned all together or not at all, one check for the block's stores.
+            store_nontemporal_rows(vals, ptrs, al, bytes, dst);
+        } else {
+            for (int j = 0; j < V; j++) {
+                if (st->nontemporal) store_nontemporal(vals[j], ptrs[j], al, bytes, dst);
+                else tag(b.CreateAlignedStore(vals[j], ptrs[j], al), dst);
+            }
         }
         llvm::Value *next = b.CreateAdd(blk, llvm::ConstantInt::get(mn->getType(), 1), "", false, true);
         blk->addIncoming(next, b.GetInsertBlock());

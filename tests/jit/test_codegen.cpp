@@ -133,6 +133,40 @@ TEST(CodeGenLLVM, NontemporalStores) {
     }
 }
 
+TEST(CodeGenLLVM, StreamingStoresOfATransposedBlockCheckAlignmentOnce) {
+    // for y in [0, 32): out[ramp(16 y, 1, 16)] = in[ramp(y, 64, 16)] * 2, streaming, the store's
+    // index a multiple of 16 elements: the loop runs in blocks of 16 rows transposed in
+    // registers, and a block's 16 rows are aligned together or not at all, so one check of the
+    // address per block (not one per row). Exact with out's base aligned to 64 bytes and not.
+    Expr y = var("y");
+    Expr in_idx = Ramp::make(y, i32(64), 16);
+    Expr out_idx = ramp(Mul::make(y, i32(16)), 16);
+    Stmt st = Store::make("out", Mul::make(Load::make(Float(32), "in", in_idx), Broadcast::make(f32(2), 16)), out_idx, 16, true);
+    Stmt loop = For::make("y", i32(0), i32(32), ForType::Serial, st);
+    std::string ir;
+    Compiled c = compile("nt_transposed", {buf_arg("in", Float(32)), buf_arg("out", Float(32))}, loop, &ir);
+    EXPECT_NE(ir.find("!nontemporal"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << ir;
+    size_t checks = 0;
+    for (size_t at = ir.find("and i64"); at != std::string::npos; at = ir.find("and i64", at + 1))
+        checks += ir.compare(ir.find(',', at) + 2, 2, "63") == 0;
+    EXPECT_TRUE(checks >= 1 && checks <= 2) << checks << " checks (one per block of 16 rows; LLVM may unroll the two blocks)\n" << ir;
+    for (int shift : {0, 3}) {
+        std::vector<float> in(16 * 64 + 32), store(32 * 16 + 32, -7.0f);
+        for (size_t k = 0; k < in.size(); k++) in[k] = (float)k;
+        float *base = store.data();
+        while ((uintptr_t)base % 64) base++;
+        weft_buffer_t bi = make_buf(in), bo;
+        bo.host = base + shift;
+        bo.dims = 1;
+        bo.dim[0] = {0, 32 * 16, 1, 0};
+        ASSERT_EQ(c({&bi, &bo}), 0);
+        for (int yy = 0; yy < 32; yy++)
+            for (int i = 0; i < 16; i++) ASSERT_EQ(base[shift + yy * 16 + i], 2.0f * in[yy + 64 * i]) << shift << " " << yy << " " << i;
+        EXPECT_EQ(base[shift + 32 * 16], -7.0f);
+    }
+}
+
 TEST(CodeGenLLVM, ScalarArgsAndMinMax) {
     // out[0] = min(a, b); out[1] = max(a, b); out[2] = cast<int>(f * 2.5f); out[3] = select(flag, 7, 9)
     Expr a = var("a"), b = var("b");
