@@ -101,6 +101,22 @@ TEST(CodeGenLLVM, Elementwise) {
     for (size_t k = 0; k < in.size(); k++) ASSERT_EQ(out[k], in[k] * 2 + 1) << k;
 }
 
+/** The first element of v at a 64-byte boundary (v holds at least 15 more than used). */
+static float *aligned64(std::vector<float> &v) {
+    float *p = v.data();
+    while ((uintptr_t)p % 64) p++;
+    return p;
+}
+/** A one-dimensional buffer of n floats at p. */
+static weft_buffer_t buf_at(float *p, int n) {
+    weft_buffer_t b;
+    std::memset(&b, 0, sizeof(b));
+    b.host = p;
+    b.dims = 1;
+    b.dim[0] = {0, n, 1, 0};
+    return b;
+}
+
 TEST(CodeGenLLVM, NontemporalStores) {
     // for i in [0, out.extent.0 / 16): out[ramp(16 i + off, 16)] = in[...] + 1, streaming: the
     // base alignment of out is unknown, so the store checks it at run time; sfence at the end.
@@ -118,12 +134,8 @@ TEST(CodeGenLLVM, NontemporalStores) {
         for (int shift : {0, 3}) {
             std::vector<float> in(160), store(200, -7.0f);
             for (size_t k = 0; k < in.size(); k++) in[k] = (float)k;
-            float *base = store.data();
-            while ((uintptr_t)base % 64) base++;
-            weft_buffer_t bi = make_buf(in), bo;
-            bo.host = base + shift;
-            bo.dims = 1;
-            bo.dim[0] = {0, 140, 1, 0};
+            float *base = aligned64(store);
+            weft_buffer_t bi = make_buf(in), bo = buf_at(base + shift, 140);
             ASSERT_EQ(c({&bi, &bo}), 0);
             for (int k = -shift; k < 150; k++) {
                 float want = k >= off && k < off + 128 ? (float)k + 1 : -7.0f;
@@ -154,12 +166,8 @@ TEST(CodeGenLLVM, StreamingStoresOfATransposedBlockCheckAlignmentOnce) {
     for (int shift : {0, 3}) {
         std::vector<float> in(16 * 64 + 32), store(32 * 16 + 32, -7.0f);
         for (size_t k = 0; k < in.size(); k++) in[k] = (float)k;
-        float *base = store.data();
-        while ((uintptr_t)base % 64) base++;
-        weft_buffer_t bi = make_buf(in), bo;
-        bo.host = base + shift;
-        bo.dims = 1;
-        bo.dim[0] = {0, 32 * 16, 1, 0};
+        float *base = aligned64(store);
+        weft_buffer_t bi = make_buf(in), bo = buf_at(base + shift, 32 * 16);
         ASSERT_EQ(c({&bi, &bo}), 0);
         for (int yy = 0; yy < 32; yy++)
             for (int i = 0; i < 16; i++) ASSERT_EQ(base[shift + yy * 16 + i], 2.0f * in[yy + 64 * i]) << shift << " " << yy << " " << i;
