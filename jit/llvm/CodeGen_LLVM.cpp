@@ -1558,9 +1558,12 @@ private:
     /** A streaming store of a whole vector: x86 streams only aligned vectors of 16-64 bytes (an
         unaligned one would be split into scalar streaming stores), so where the alignment is not
         known here the address is checked at run time, the unaligned case storing plainly. */
-    void store_nontemporal(llvm::Value *v, llvm::Value *p, llvm::Align known, uint64_t bytes, const Sym &s) {
+    static bool streamable(uint64_t bytes) {
         static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
-        if (!x86 || bytes < 16 || bytes > 64 || (bytes & (bytes - 1))) {
+        return x86 && bytes >= 16 && bytes <= 64 && !(bytes & (bytes - 1));
+    }
+    void store_nontemporal(llvm::Value *v, llvm::Value *p, llvm::Align known, uint64_t bytes, const Sym &s) {
+        if (!streamable(bytes)) {
             tag(b.CreateAlignedStore(v, p, known), s);
             return;
         }
@@ -1591,9 +1594,7 @@ private:
         branch per store made LLVM's optimisation of a transposed block's 16 rows 7 ms longer). */
     void store_nontemporal_rows(const std::vector<llvm::Value *> &vs, const std::vector<llvm::Value *> &ps, llvm::Align known,
                                 uint64_t bytes, const Sym &s) {
-        static const bool x86 = llvm::Triple(llvm::sys::getProcessTriple()).isX86();
-        if (vs.empty()) return;
-        if (!x86 || bytes < 16 || bytes > 64 || (bytes & (bytes - 1)) || known.value() >= bytes) {
+        if (!streamable(bytes) || known.value() >= bytes || vs.size() < 2) {
             for (size_t j = 0; j < vs.size(); j++) store_nontemporal(vs[j], ps[j], known, bytes, s);
             return;
         }

@@ -683,15 +683,7 @@ public:
                 bool others = false;
                 for (auto &cn : f.consumers) {
                     const FuncInfo &cf = info.func(cn);
-                    bool down = false;
-                    if (!cf.f->args.empty())
-                        for (auto &st : cf.stages)
-                            for (auto &[callee, args] : st.calls) {
-                                if (callee != n || args.empty()) continue;
-                                auto k = stride_in(args[0], cf.f->args[0]);
-                                down = down || (k && std::abs(*k) >= 2 && std::abs(*k) <= 4);
-                            }
-                    if (down && !cf.has_updates()) c.consumers.push_back(cn);
+                    if (reads_at_stride(cf, n) && !cf.has_updates()) c.consumers.push_back(cn);
                     else others = true;
                 }
                 if (!c.consumers.empty() && others) out.push_back(c);
@@ -942,23 +934,26 @@ private:
         return copies;
     }
 
+    /** Some stage of `reader` reads `callee` at a constant stride of 2 to 4 along the reader's
+        first dimension (a downsampling, a deinterleave). */
+    static bool reads_at_stride(const FuncInfo &reader, const std::string &callee) {
+        if (reader.f->args.empty()) return false;
+        for (auto &s : reader.stages)
+            for (auto &[name, args] : s.calls) {
+                if (name != callee || args.empty()) continue;
+                auto k = stride_in(args[0], reader.f->args[0]);
+                if (k && std::abs(*k) >= 2 && std::abs(*k) <= 4) return true;
+            }
+        return false;
+    }
+
     /** Where a reader of f reads it at a constant stride of 2 to 4 along that reader's first
         dimension: the number of distinct dense loads (stride 1 along f's first dimension) f's
         pure definition makes, which inlined would each become strided; 0 otherwise. */
     int dense_loads_read_strided(const FuncInfo &f) const {
-        if (f.stages.empty() || f.f->args.empty()) return 0;
-        bool strided = false;
-        for (auto &cn : f.consumers) {
-            const FuncInfo &c = info.func(cn);
-            if (c.f->args.empty()) continue;
-            for (auto &s : c.stages)
-                for (auto &[callee, args] : s.calls) {
-                    if (callee != f.name || args.empty()) continue;
-                    auto k = stride_in(args[0], c.f->args[0]);
-                    strided = strided || (k && std::abs(*k) >= 2 && std::abs(*k) <= 4);
-                }
-        }
-        if (!strided) return 0;
+        if (f.stages.empty() || f.f->args.empty() ||
+            std::none_of(f.consumers.begin(), f.consumers.end(), [&](const std::string &cn) { return reads_at_stride(info.func(cn), f.name); }))
+            return 0;
         std::vector<const std::pair<std::string, std::vector<Expr>> *> dense;
         for (auto &call : f.stages[0].calls) {
             if (call.second.empty() || call.first == f.name) continue;
