@@ -262,12 +262,16 @@ protected:
     }
 };
 
-}  // namespace
-
-Stmt fuse_compute_with(Env &env, const Stmt &s_in) {
-    // The groups: each parent stage with the stages fused with it, in the order met.
+/** The groups: each parent stage with the stages fused with it, in the order met (parents). */
+struct Groups {
     std::vector<std::pair<std::string, int>> parents;
     std::map<std::pair<std::string, int>, std::vector<Member>> groups;
+};
+
+Groups collect_groups(Env &env) {
+    Groups g;
+    auto &parents = g.parents;
+    auto &groups = g.groups;
     for (auto &c : env.funcs) {
         for (size_t k = 0; k < c.stages.size(); k++) {
             const LStage &cst = c.stages[k];
@@ -351,9 +355,12 @@ Stmt fuse_compute_with(Env &env, const Stmt &s_in) {
             groups[key].push_back(mb);
         }
     }
-    Stmt s = s_in;
-    for (auto &key : parents) {
-        std::vector<Member> &m = groups[key];
+    return g;
+}
+
+/** The group's nests in s (each once, in the same loops and branches) under one set of loops. */
+Stmt fuse_group(Env &env, Stmt s, std::vector<Member> &m) {
+    {
         const std::string head = "weft: compute_with: the stages fused with " + m[0].what + " (";
         std::string names;
         for (size_t i = 1; i < m.size(); i++) names += (i > 1 ? ", " : "") + m[i].what;
@@ -418,6 +425,63 @@ Stmt fuse_compute_with(Env &env, const Stmt &s_in) {
         s = rp.mutate(s);
     }
     return s;
+}
+
+/** The stage's key: "func.s<stage>". */
+std::string key_text(const std::pair<std::string, int> &k) { return k.first + ".s" + std::to_string(k.second); }
+
+}  // namespace
+
+Stmt fuse_compute_with(Env &env, const Stmt &s_in, const std::set<std::string> &fused) {
+    Groups g = collect_groups(env);
+    Stmt s = s_in;
+    for (auto &key : g.parents)
+        if (!fused.count(key_text(key))) s = fuse_group(env, s, g.groups[key]);
+    return s;
+}
+
+bool fuse_group_computing(Env &env, Stmt &s, const std::string &reader, const std::string &var, const std::string &read,
+                          std::set<std::string> &fused, std::string *loop_func) {
+    Groups g = collect_groups(env);
+    for (auto &key : g.parents) {
+        std::vector<Member> &m = g.groups[key];
+        // Do members i and j run in one loop `var` once fused (the parent's loops are all fused
+        // loops; a child's, those down to its level)?
+        auto fused_var = [&](size_t i) { return std::find(m[i].dims.begin(), m[i].dims.end(), var) != m[i].dims.end(); };
+        auto share = [&](size_t i, size_t j) { return (i == 0 || fused_var(i)) && (j == 0 || fused_var(j)); };
+        size_t at = m.size();
+        for (size_t i = 0; i < m.size(); i++)
+            for (size_t j = 0; j < m.size(); j++)
+                if (i != j && m[i].func == reader && share(i, j)) at = i;
+        if (at == m.size()) continue;
+        if (fused.count(key_text(key))) {
+            *loop_func = m[0].func;
+            return true;
+        }
+        // Read by another member that runs in that loop too (with it, after fusion)?
+        std::vector<std::string> loop_names;
+        for (auto &x : m) loop_names.push_back(x.func + ".s" + std::to_string(x.stage) + "." + m[1].dims[0]);
+        FindSites fs(loop_names);
+        fs.include(s);
+        for (size_t i = 0; i < m.size(); i++)
+            if (fs.count[i] != 1) return false;  // (not all placed yet: fused at the end, or refused there)
+        // A loop outside a member's innermost fused one: fusing afterwards could not move what
+        // is computed there (it would sit between two fused loops).
+        bool other = false;
+        for (size_t j = 1; j < m.size(); j++) other = other || (share(at, j) && m[j].dims.back() != var);
+        for (size_t i = 0; i < m.size(); i++) {
+            if (i == at) continue;
+            Uses u;
+            u.include(Stmt(std::make_shared<For>(*fs.loop[i])));
+            other = other || (u.reads.count(read) && share(i, at));
+        }
+        if (!other) return false;
+        s = fuse_group(env, s, m);
+        fused.insert(key_text(key));
+        *loop_func = m[0].func;
+        return true;
+    }
+    return false;
 }
 
 }  // namespace internal

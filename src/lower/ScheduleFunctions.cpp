@@ -35,6 +35,7 @@ struct Builder {
     std::vector<Stmt> &top_asserts;
     const std::function<int(const std::string &)> &profile_id;
     bool uses_compute_with = false;  // (its loops are merged afterwards: their extents are left as written)
+    std::set<std::string> fused_groups;  // compute_with groups fused already (see fuse_group_computing)
 
     /** Are sp's inner and outer both loops of the stage, the inner serial and inside the outer
         (so that the inner loop's extent may depend on the outer loop's variable)? */
@@ -1046,6 +1047,9 @@ struct Builder {
         in.f = &f;
         in.func = f.compute_func;
         in.var = f.sched.compute.var;
+        std::string fused_loop;  // (a loop fused by compute_with: named after the group's parent)
+        if (uses_compute_with && fuse_group_computing(env, s, f.compute_func, in.var, f.name, fused_groups, &fused_loop))
+            in.func = fused_loop;
         in.produce = true;
         bool same = f.sched.store.kind == LoopLevelSpec::At && f.store_func == f.compute_func &&
                     f.sched.store.var == f.sched.compute.var;
@@ -1062,7 +1066,7 @@ struct Builder {
         {
             ReadsWhereNotComputed rw;
             rw.name = f.name;
-            rw.prefix = f.compute_func + ".s";
+            rw.prefix = in.func + ".s";
             rw.computed = &in.injected_loops;
             rw.include(s);
             if (!rw.where.empty())
@@ -1081,6 +1085,8 @@ struct Builder {
                 st.f = &f;
                 st.func = f.store_func;
                 st.var = f.sched.store.var;
+                if (uses_compute_with && fuse_group_computing(env, s, f.store_func, st.var, f.name, fused_groups, &fused_loop))
+                    st.func = fused_loop;
                 st.produce = false;
                 st.with_realize = true;
                 s = st.mutate(s);
@@ -1154,7 +1160,7 @@ Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes
     Stmt s = Block::make(outs);
     for (auto it = env.funcs.rbegin(); it != env.funcs.rend(); ++it)
         if (it->output_index < 0) s = b.inject(s, *it);
-    return fuse_compute_with(env, s);
+    return fuse_compute_with(env, s, b.fused_groups);
 }
 
 }  // namespace internal

@@ -363,3 +363,82 @@ TEST(ComputeWith, ReductionsInOnePassAndOutputs) {
     d.compute_with(lone, y);
     EXPECT_CONTAINS(error_of([&] { d.realize({4, 4}); }), "not part of this pipeline");
 }
+
+// A Func computed at a fused loop is computed once there for every stage of the group that
+// reads it (Halide's meaning: input.compute_at(f, y) with g.compute_with(f, y)), over the
+// region all of them read; at the child's loop too, and at a loop outside the innermost fused
+// one.
+TEST(ComputeWith, AFuncComputedAtAFusedLoopServesTheGroup) {
+    Var x("x"), y("y");
+    auto check = [](Func a, Func f, Func g, int w, int h) {
+        std::string ir = Pipeline({f, g}).lowered_ir({w, h});
+        Buffer<int> fo(std::vector<int>{w, h}), go(std::vector<int>{w, h});
+        Pipeline({f, g}).realize({fo, go});
+        Buffer<int> fw(std::vector<int>{w, h}), gw(std::vector<int>{w, h});
+        internal::interpret_pipeline(Pipeline({f, g}), {fw, gw});
+        int bad = 0;
+        for (int j = 0; j < h; j++)
+            for (int i = 0; i < w; i++) bad += fo(i, j) != fw(i, j) || go(i, j) != gw(i, j);
+        EXPECT_EQ(bad, 0) << ir;
+        return ir;
+    };
+    {
+        // At the parent's row loop: one loop over rows, the input computed in it.
+        Func a("cwg_a"), f("cwg_f"), g("cwg_g");
+        a(x, y) = x + y + 1;
+        f(x, y) = 100 - a(x, y);
+        g(x, y) = x + a(x, y + 1);  // the next row too: the region covers both readers
+        a.compute_at(f, y);
+        g.compute_with(f, y);
+        std::string ir = check(a, f, g, 23, 17);
+        EXPECT_EQ(loops_named(ir, "cwg_f.s0.y"), 1) << ir;
+        EXPECT_EQ(loops_named(ir, "cwg_g.s0.y"), 0) << ir;
+        EXPECT_EQ(loops_named(ir, "cwg_a.s0.y"), 1) << ir;
+    }
+    {
+        // At the child's loop, both parallel and vectorized inside.
+        Func a("cwh_a"), f("cwh_f"), g("cwh_g");
+        a(x, y) = x * 3 - y;
+        f(x, y) = a(x - 1, y) + a(x + 1, y);
+        g(x, y) = a(x, y) * 2;
+        a.compute_at(g, y).vectorize(x, 8);
+        f.vectorize(x, 8).parallel(y);
+        g.vectorize(x, 8).parallel(y).compute_with(f, y);
+        check(a, f, g, 37, 9);
+    }
+    {
+        // Fused at rows and columns; the shared Func at the rows (outside the innermost fused
+        // loop): was refused ("computed at the loop ... inside the loops it is fused at").
+        Func a("cwk_a"), f("cwk_f"), g("cwk_g");
+        Var xo("xo"), xi("xi");
+        a(x, y) = x - 2 * y;
+        f(x, y) = a(x, y) + 1;
+        g(x, y) = a(x + 3, y) - 1;
+        f.split(x, xo, xi, 4);
+        g.split(x, xo, xi, 4).compute_with(f, xo);
+        a.compute_at(f, y);
+        check(a, f, g, 16, 5);
+        // Read by the parent alone, at that loop: computed there too.
+        Func a2("cwk_a2"), f2("cwk_f2"), g2("cwk_g2");
+        a2(x, y) = x * y;
+        f2(x, y) = a2(x, y) + 1;
+        g2(x, y) = x - y;
+        f2.split(x, xo, xi, 4);
+        g2.split(x, xo, xi, 4).compute_with(f2, xo);
+        a2.compute_at(f2, y);
+        check(a2, f2, g2, 16, 5);
+    }
+    {
+        // Different row ranges lined up at their starts: each reader's rows, once each.
+        Func a("cwm_a"), f("cwm_f"), g("cwm_g"), out("cwm_out");
+        a(x, y) = x + 5 * y;
+        f(x, y) = a(x, y) * 2;
+        g(x, y) = a(x, y) - 7;
+        out(x, y) = f(x, y) + g(x, y + 3) + g(x, y - 2);
+        f.compute_root();
+        g.compute_root().compute_with(f, y, {{y, LoopAlignStrategy::AlignStart}});
+        a.compute_at(f, y);
+        Buffer<int> o = out.realize({19, 11});
+        check_against_interpreter(out, o);
+    }
+}

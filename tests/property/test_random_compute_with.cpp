@@ -5,7 +5,9 @@
 // length. The Funcs are computed at root or at a loop of the output (sometimes stored further
 // out, so that they slide), given the same loop names with random split factors (vectorized or
 // not), and fused with the first one at a random level with a random alignment per loop
-// (sometimes parallel fused loops). Every output element is compared with the reference
+// (sometimes parallel fused loops); sometimes they read a producer of their own, computed at a
+// fused loop of one of them that all run in (Halide's meaning: once there, for every reader).
+// Every output element is compared with the reference
 // interpreter's result for the same algorithm. Seeds are fixed; a failure prints the seed, the
 // sizes and every scheduling call. WEFT_PROPERTY_VERBOSE=1 prints each trial before running it;
 // WEFT_COMPUTE_WITH_TRIALS=<n> changes the number of trials (default 60).
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <weft/weft.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -61,8 +64,16 @@ void trial(uint32_t seed) {
     auto coord = [](Expr v, int mode, int off) {
         return mode == 0 ? v + off : mode == 1 ? v / 2 + off : v * 2 + off;  // same, down, up
     };
+    // Sometimes the Funcs read one producer of their own instead of the input: computed at a
+    // fused loop every one of them runs in (or inlined, or at root).
+    const bool shared = r.chance(0.5);
+    Func sh("rcw_shared");
     auto build = [&](std::vector<Func> &fs, Func &out, Var x, Var y) {
         Func e = BoundaryConditions::repeat_edge(in);
+        if (shared) {
+            sh(x, y) = e(x, y) * 3 + 1;
+            e = sh;
+        }
         Expr total = 0;
         for (int i = 0; i < nf; i++) {
             const Part &p = parts[(size_t)i];
@@ -79,6 +90,7 @@ void trial(uint32_t seed) {
         Func out("rcw_out");
         build(fs, out, x, y);
         internal::interpret_pipeline(Pipeline(out), {ref});
+        sh = Func("rcw_shared");
     }
     std::vector<Func> fs;
     for (int i = 0; i < nf; i++) fs.emplace_back("rcw_f" + std::to_string(i));
@@ -152,8 +164,10 @@ void trial(uint32_t seed) {
         } else {
             loops.push_back("x");
         }
+        size_t shared_depth = loops.size();  // the fused loops every child runs in
         for (int i = 1; i < nf; i++) {
             size_t depth = (size_t)r.uniform(1, (int)loops.size());
+            shared_depth = std::min(shared_depth, depth);
             std::vector<std::pair<VarOrRVar, LoopAlignStrategy>> align;
             std::string al;
             for (size_t k = 0; k < depth; k++) {
@@ -166,6 +180,18 @@ void trial(uint32_t seed) {
             std::string fn = "f" + std::to_string(i);
             log += fn + ".compute_with(f0, " + loops[depth - 1] + ", {" + al + "});\n";
             fs[(size_t)i].compute_with(fs[0], Var(loops[depth - 1]), align);
+        }
+        if (shared) {
+            int how = r.chance(0.6) ? 2 : r.uniform(0, 1);  // 0 inlined, 1 at root, 2 at a fused loop of a member
+            if (how == 1) {
+                log += "shared.compute_root();\n";
+                sh.compute_root();
+            } else if (how == 2) {
+                int at = r.uniform(0, nf - 1);
+                const std::string &l = loops[(size_t)r.uniform(0, (int)shared_depth - 1)];
+                log += "shared.compute_at(f" + std::to_string(at) + ", " + l + ");\n";
+                sh.compute_at(fs[(size_t)at], Var(l));
+            }
         }
     } catch (const Error &e) {
         ADD_FAILURE() << where << ": a legal schedule was rejected: " << e.what() << "\nschedule:\n" << log;
