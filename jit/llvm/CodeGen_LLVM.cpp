@@ -1672,13 +1672,31 @@ private:
     /** A warning (ir/Warnings.h) for a vector access lane by lane: a gather or a scatter. */
     void warn_lanes(bool load, const std::string &buf) {
         std::string where = loop_names.empty() ? "" : " inside loop \"" + loop_names.back() + "\"";
+        // The Func: a Tuple's value k > 0 is stored as "f.v<k>"; a load in a let before the store
+        // is in the Func's loop ("f.s1.x").
+        auto func_of_buffer = [](const std::string &n) {
+            size_t p = n.rfind(".v");
+            if (p == std::string::npos || p + 2 == n.size()) return n;
+            for (size_t q = p + 2; q < n.size(); q++)
+                if (!isdigit((unsigned char)n[q])) return n;
+            return n.substr(0, p);
+        };
+        std::string func = func_of_buffer(storing);
+        for (size_t i = loop_names.size(); func.empty() && i-- > 0;) {
+            const std::string &l = loop_names[i];
+            for (size_t p = l.find(".s"); func.empty() && p != std::string::npos; p = l.find(".s", p + 1)) {
+                size_t q = p + 2;
+                while (q < l.size() && isdigit((unsigned char)l[q])) q++;
+                if (q > p + 2 && q < l.size() && l[q] == '.') func = l.substr(0, p);
+            }
+        }
         if (load)
-            compile_warning("Func \"" + (storing.empty() ? std::string("?") : storing) + "\": a vectorized loop" + where +
+            compile_warning("Func \"" + (func.empty() ? std::string("?") : func) + "\": a vectorized loop" + where +
                             " reads \"" + buf + "\" with a gather (a load per lane, at computed addresses): vectorize "
                             "a dimension its index moves along densely, or reorder so that the vectorized Var is "
                             "innermost in the index");
         else
-            compile_warning("Func \"" + buf + "\": a vectorized loop" + where +
+            compile_warning("Func \"" + func_of_buffer(buf) + "\": a vectorized loop" + where +
                             " writes it with a scatter (a store per lane): vectorize the dimension it is stored along "
                             "(the innermost of its storage)");
     }

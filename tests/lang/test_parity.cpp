@@ -520,6 +520,16 @@ TEST(ParityTools, WarningsOncePerCompile) {
     EXPECT_CONTAINS(w, "with a gather");
     EXPECT_EQ(w.find("with a gather"), w.rfind("with a gather"));  // once
     EXPECT_EQ(warnings_of([&] { g.realize({64}); }), "");  // a cache hit compiles nothing: no warning
+    // The gathered value bound in a let before the store (a Tuple's two values share it): the
+    // warning names the Func whose loop it is in, not "?".
+    Func gt("warn_gather_tuple");
+    Expr v = in((x * x) % 256);
+    gt(x) = Tuple(v + 1.0f, v * 2.0f);
+    gt.vectorize(x, 8);
+    w = warnings_of([&] { gt.realize({64}); });
+    EXPECT_CONTAINS(w, "Func \"warn_gather_tuple\": a vectorized loop");
+    EXPECT_EQ(w.find("Func \"?\""), std::string::npos) << w;
+    EXPECT_EQ(w.find(".v1"), std::string::npos) << w;  // a Tuple's second value: the same Func
     // Upsampling (x / 2) and stride-2 loads are dense loads and shuffles: nothing to say.
     Func up("warn_up");
     up(x) = in(x / 2) + in(2 * x);
