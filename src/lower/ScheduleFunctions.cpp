@@ -339,9 +339,35 @@ struct Builder {
             body = Block::make(prefetches);
         }
         if (st.predicate.defined()) body = IfThenElse::make(substitute(subs, st.predicate), body);
-        for (auto it = wraps.rbegin(); it != wraps.rend(); ++it)
-            body = it->let.empty() ? IfThenElse::make(it->value, body) : LetStmt::make(it->let, it->value, body);
-        for (auto &d : sched.dims) {
+        // Below a vectorized loop with loops inside it (an update's reduction loop, innermost
+        // by default), the lets and tail guards that use none of those inner loops go right
+        // inside the vectorized loop, around them: a guard that differs from lane to lane is then
+        // decided once per vector (the vector body where every lane passes, lane by lane in the
+        // tail), not inside the inner loops, where it made the whole loop run lane by lane.
+        size_t vec_at = 0;  // index in sched.dims (innermost first) of such a vectorized loop
+        for (size_t i = 1; i < sched.dims.size() && !vec_at; i++)
+            if (sched.dims[i].for_type == ForType::Vectorized) vec_at = i;
+        std::vector<bool> hoisted(wraps.size(), false);
+        if (vec_at) {
+            std::set<std::string> inner;  // the loops inside the vectorized one, and lets not hoisted
+            for (size_t i = 0; i < vec_at; i++) inner.insert(prefix + sched.dims[i].var);
+            for (size_t w = 0; w < wraps.size(); w++) {
+                bool uses = false;
+                for (auto &n : inner) uses = uses || expr_uses_var(wraps[w].value, n);
+                hoisted[w] = !uses;
+                if (!hoisted[w] && !wraps[w].let.empty()) inner.insert(wraps[w].let);
+            }
+        }
+        auto wrap = [&](Stmt b, bool outer) {
+            for (size_t w = wraps.size(); w-- > 0;)
+                if (hoisted[w] == outer)
+                    b = wraps[w].let.empty() ? IfThenElse::make(wraps[w].value, b) : LetStmt::make(wraps[w].let, wraps[w].value, b);
+            return b;
+        };
+        body = wrap(body, false);
+        for (size_t di = 0; di < sched.dims.size(); di++) {
+            const Dim &d = sched.dims[di];
+            if (vec_at && di == vec_at) body = wrap(body, true);
             auto b = bounds.at(d.var);
             auto si = short_inner.find(d.var);
             if (si != short_inner.end() && (d.for_type == ForType::Serial || d.for_type == ForType::Parallel))

@@ -724,4 +724,44 @@ TEST(Schedules, AGuardedInnerLoopStopsAtTheExtent) {
             EXPECT_NE(nest.find("for m.s0.yi in [0, 8]"), std::string::npos) << nest;
         }
 }
+
+// An update vectorized along a pure Var, its reduction loop inside (innermost by default), over a
+// width that is not a multiple of the vector: the tail's guard is decided once per vector, the
+// update runs as vectors where every lane is in range and lane by lane only in the tail (it had
+// run lane by lane throughout: the guard sat inside the reduction loop), and is not warned about.
+TEST(Schedules, AVectorizedUpdateWithATailRunsAsVectors) {
+    for (int W : {97, 64, 5, 1}) {
+        const int H = 13;
+        Buffer<int> in(W, H);
+        for (int j = 0; j < H; j++)
+            for (int i = 0; i < W; i++) in(i, j) = (i * 7 + j * 13) % 23 - 11;
+        Var x("x"), y("y");
+        RDom ry(1, H - 1, "ry");
+        Func s("colsum");
+        s(x, y) = in(x, y);
+        s(x, ry) = s(x, ry - 1) + s(x, ry);  // a scan down the columns: each point once
+        s.vectorize(x, 8).update().vectorize(x, 8);
+        Buffer<int> o = s.realize({W, H});
+        for (int i = 0; i < W; i++) {
+            int acc = 0;
+            for (int j = 0; j < H; j++) {
+                acc += in(i, j);
+                ASSERT_EQ(o(i, j), acc) << "width " << W << " at " << i << "," << j;
+            }
+        }
+        if (W != 97) continue;
+        std::string ir = Pipeline(s).lowered_ir({W, H});
+        std::string last = ir.substr(ir.rfind("// ----"));
+        // The update's vector stores (8 lanes), in the loop over all but the tail.
+        EXPECT_NE(last.find("colsum[ramp(((colsum.s1.x * 8) + (colsum.s1.ry.x * 97)), 1, 8)]"), std::string::npos) << last;
+        testing::internal::CaptureStderr();
+        Func s2("colsum2");
+        s2(x, y) = in(x, y);
+        s2(x, ry) = s2(x, ry - 1) + s2(x, ry);
+        s2.vectorize(x, 8).update().vectorize(x, 8);
+        s2.realize({W, H});
+        std::string warnings = testing::internal::GetCapturedStderr();
+        EXPECT_EQ(warnings.find("runs as a serial loop"), std::string::npos) << warnings;
+    }
+}
 }  // namespace
