@@ -126,6 +126,11 @@ class Expr {
 public:
     Expr() = default;
     Expr(int v);
+    /** UInt(32), as Halide: `u8 | 1u` (a constant takes the other operand's type where it fits). */
+    Expr(unsigned int v);
+    /** Int(64) and UInt(64): explicit, as Halide (`Expr(int64_t(1) << 40)`). */
+    explicit Expr(int64_t v);
+    explicit Expr(uint64_t v);
     Expr(float v);
     Expr(double v);
     Expr(float16_t v);

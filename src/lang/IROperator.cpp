@@ -11,6 +11,9 @@ namespace weft {
 using namespace internal;
 
 Expr::Expr(int v) : Expr(IntImm::make(Int(32), v)) {}
+Expr::Expr(unsigned int v) : Expr(UIntImm::make(UInt(32), v)) {}
+Expr::Expr(int64_t v) : Expr(IntImm::make(Int(64), v)) {}
+Expr::Expr(uint64_t v) : Expr(UIntImm::make(UInt(64), v)) {}
 Expr::Expr(float v) : Expr(FloatImm::make(Float(32), v)) {}
 Expr::Expr(double v) : Expr(FloatImm::make(Float(64), v)) {}
 Expr::Expr(float16_t v) : Expr(FloatImm::make(Float(16), (double)v)) {}

@@ -40,6 +40,27 @@ T realize_scalar(Expr e) {
     return out(0);
 }
 
+// Unsigned and 64-bit constants, as Halide spells them: `1u` is UInt(32) (and, a constant, takes
+// a narrower operand's type where it fits); Int(64) and UInt(64) explicitly.
+TEST(Types, UnsignedAnd64BitConstants) {
+    EXPECT_EQ(Expr(3u).type(), UInt(32));
+    EXPECT_EQ(Expr(int64_t(1) << 40).type(), Int(64));
+    EXPECT_EQ(Expr(uint64_t(1) << 63).type(), UInt(64));
+    Expr e = 4000000000u;  // (implicit, as an int would be)
+    EXPECT_EQ(realize_scalar<uint32_t>(e), 4000000000u);
+    EXPECT_EQ(realize_scalar<int64_t>(Expr(int64_t(-5) << 40)), int64_t(-5) << 40);
+    EXPECT_EQ(realize_scalar<uint64_t>(Expr(uint64_t(1) << 63) + Expr(uint64_t(7))), (uint64_t(1) << 63) + 7);
+    Param<uint8_t> p8("p8", 200);
+    Expr u8 = p8;
+    EXPECT_EQ((u8 | 1u).type(), UInt(8));
+    EXPECT_EQ(realize_scalar<uint8_t>(u8 | 1u), 201);
+    EXPECT_EQ(realize_scalar<uint8_t>(u8 >> 3u), 25);
+    // A constant that does not fit in the other operand's type is an error, with advice.
+    EXPECT_CONTAINS(error_of([&] { Expr r = u8 + 300u; }), "does not fit in uint8");
+    // Two constants: the wider type.
+    EXPECT_EQ((Expr(7) + 3000000000u).type(), UInt(32));
+}
+
 TEST(Types, MaxMinValues) {
     EXPECT_EQ(Int(8).max().type(), Int(8));
     EXPECT_EQ(UInt(16).min().type(), UInt(16));
