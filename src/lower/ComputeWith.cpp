@@ -360,70 +360,68 @@ Groups collect_groups(Env &env) {
 
 /** The group's nests in s (each once, in the same loops and branches) under one set of loops. */
 Stmt fuse_group(Env &env, Stmt s, std::vector<Member> &m) {
-    {
-        const std::string head = "weft: compute_with: the stages fused with " + m[0].what + " (";
-        std::string names;
-        for (size_t i = 1; i < m.size(); i++) names += (i > 1 ? ", " : "") + m[i].what;
-        const std::string group = head + names + "): ";
-        // Every two of them independent: neither reads the other's Func, directly or not.
-        for (size_t i = 0; i < m.size(); i++)
-            for (size_t j = 0; j < m.size(); j++) {
-                if (i == j) continue;
-                if (m[i].func == m[j].func)
-                    user_error(group + "two stages of one Func (" + m[i].what + ", " + m[j].what + ") cannot be in one fused group");
-                if (reads(env, m[i].func, m[j].func))
-                    user_error("weft: " + m[i == 0 ? j : i].what + ".compute_with(" + m[0].what + "): " +
-                               env.func(m[i].func).contents->name + " reads " + env.func(m[j].func).contents->name +
-                               " (directly or through other Funcs); compute_with fuses stages that do not depend on "
-                               "each other (compute one at a loop of the other instead)");
-            }
-        // Their nests in the statement: each once, in the same loops and branches.
-        std::vector<std::string> loop_names;
-        for (size_t i = 0; i < m.size(); i++) loop_names.push_back(m[i].func + ".s" + std::to_string(m[i].stage) + "." + m[1].dims[0]);
-        FindSites fs(loop_names);
-        fs.include(s);
-        for (size_t i = 0; i < m.size(); i++) {
-            if (fs.count[i] != 1)
-                user_error(group + m[i].what + " is computed in " + std::to_string(fs.count[i]) +
-                           " places (a consumer's specializations or stages each compute it); compute_with needs each "
-                           "stage computed once where they are fused");
-            if (fs.scope[i] != fs.scope[0]) user_error(group + "they are not computed in the same loop and branch");
-            m[i].loop = fs.loop[i];
+    const std::string head = "weft: compute_with: the stages fused with " + m[0].what + " (";
+    std::string names;
+    for (size_t i = 1; i < m.size(); i++) names += (i > 1 ? ", " : "") + m[i].what;
+    const std::string group = head + names + "): ";
+    // Every two of them independent: neither reads the other's Func, directly or not.
+    for (size_t i = 0; i < m.size(); i++)
+        for (size_t j = 0; j < m.size(); j++) {
+            if (i == j) continue;
+            if (m[i].func == m[j].func)
+                user_error(group + "two stages of one Func (" + m[i].what + ", " + m[j].what + ") cannot be in one fused group");
+            if (reads(env, m[i].func, m[j].func))
+                user_error("weft: " + m[i == 0 ? j : i].what + ".compute_with(" + m[0].what + "): " +
+                           env.func(m[i].func).contents->name + " reads " + env.func(m[j].func).contents->name +
+                           " (directly or through other Funcs); compute_with fuses stages that do not depend on "
+                           "each other (compute one at a loop of the other instead)");
         }
-        // All move to the last one's place: what runs between must neither use what a moved
-        // one writes, nor write what it reads.
-        size_t last = 0;
-        for (size_t i = 0; i < m.size(); i++)
-            if (fs.order[i] > fs.order[last]) last = i;
-        std::set<const For *> all;
-        for (auto &x : m) all.insert(x.loop);
-        for (size_t i = 0; i < m.size(); i++) {
-            if (i == last) continue;
-            Between bt;
-            bt.first = m[i].loop;
-            bt.last = m[last].loop;
-            bt.members = all;
-            bt.include(s);
-            Uses moved;
-            moved.include(Stmt(std::make_shared<For>(*m[i].loop)));
-            for (auto &w : moved.writes)
-                if (bt.reads.count(w) || bt.writes.count(w))
-                    user_error(group + "\"" + w + "\", which " + m[i].what + " computes, is used by a computation that "
-                               "runs between the fused stages; they cannot be fused there");
-            for (auto &r : moved.reads)
-                if (bt.writes.count(r))
-                    user_error(group + "\"" + r + "\", which " + m[i].what +
-                               " reads, is computed between the fused stages; they cannot be fused there");
-        }
-        Replace rp;
-        for (size_t i = 0; i < m.size(); i++)
-            if (i != last) rp.remove.insert(m[i].loop);
-        rp.at = m[last].loop;
-        std::vector<const For *> at;
-        for (auto &x : m) at.push_back(x.loop);
-        rp.merged = merge(m, 0, at, std::vector<std::vector<Expr>>(m.size()));
-        s = rp.mutate(s);
+    // Their nests in the statement: each once, in the same loops and branches.
+    std::vector<std::string> loop_names;
+    for (size_t i = 0; i < m.size(); i++) loop_names.push_back(m[i].func + ".s" + std::to_string(m[i].stage) + "." + m[1].dims[0]);
+    FindSites fs(loop_names);
+    fs.include(s);
+    for (size_t i = 0; i < m.size(); i++) {
+        if (fs.count[i] != 1)
+            user_error(group + m[i].what + " is computed in " + std::to_string(fs.count[i]) +
+                       " places (a consumer's specializations or stages each compute it); compute_with needs each "
+                       "stage computed once where they are fused");
+        if (fs.scope[i] != fs.scope[0]) user_error(group + "they are not computed in the same loop and branch");
+        m[i].loop = fs.loop[i];
     }
+    // All move to the last one's place: what runs between must neither use what a moved
+    // one writes, nor write what it reads.
+    size_t last = 0;
+    for (size_t i = 0; i < m.size(); i++)
+        if (fs.order[i] > fs.order[last]) last = i;
+    std::set<const For *> all;
+    for (auto &x : m) all.insert(x.loop);
+    for (size_t i = 0; i < m.size(); i++) {
+        if (i == last) continue;
+        Between bt;
+        bt.first = m[i].loop;
+        bt.last = m[last].loop;
+        bt.members = all;
+        bt.include(s);
+        Uses moved;
+        moved.include(Stmt(std::make_shared<For>(*m[i].loop)));
+        for (auto &w : moved.writes)
+            if (bt.reads.count(w) || bt.writes.count(w))
+                user_error(group + "\"" + w + "\", which " + m[i].what + " computes, is used by a computation that "
+                           "runs between the fused stages; they cannot be fused there");
+        for (auto &r : moved.reads)
+            if (bt.writes.count(r))
+                user_error(group + "\"" + r + "\", which " + m[i].what +
+                           " reads, is computed between the fused stages; they cannot be fused there");
+    }
+    Replace rp;
+    for (size_t i = 0; i < m.size(); i++)
+        if (i != last) rp.remove.insert(m[i].loop);
+    rp.at = m[last].loop;
+    std::vector<const For *> at;
+    for (auto &x : m) at.push_back(x.loop);
+    rp.merged = merge(m, 0, at, std::vector<std::vector<Expr>>(m.size()));
+    s = rp.mutate(s);
     return s;
 }
 

@@ -36,6 +36,7 @@ struct Builder {
     const std::function<int(const std::string &)> &profile_id;
     bool uses_compute_with = false;  // (its loops are merged afterwards: their extents are left as written)
     std::set<std::string> fused_groups;  // compute_with groups fused already (see fuse_group_computing)
+    std::set<std::string> fused_members;  // the Funcs with a stage in a compute_with group
 
     /** Are sp's inner and outer both loops of the stage, the inner serial and inside the outer
         (so that the inner loop's extent may depend on the outer loop's variable)? */
@@ -1074,7 +1075,7 @@ struct Builder {
         in.func = f.compute_func;
         in.var = f.sched.compute.var;
         std::string fused_loop;  // (a loop fused by compute_with: named after the group's parent)
-        if (uses_compute_with && fuse_group_computing(env, s, f.compute_func, in.var, f.name, fused_groups, &fused_loop))
+        if (fused_members.count(f.compute_func) && fuse_group_computing(env, s, f.compute_func, in.var, f.name, fused_groups, &fused_loop))
             in.func = fused_loop;
         in.produce = true;
         bool same = f.sched.store.kind == LoopLevelSpec::At && f.store_func == f.compute_func &&
@@ -1111,7 +1112,7 @@ struct Builder {
                 st.f = &f;
                 st.func = f.store_func;
                 st.var = f.sched.store.var;
-                if (uses_compute_with && fuse_group_computing(env, s, f.store_func, st.var, f.name, fused_groups, &fused_loop))
+                if (fused_members.count(f.store_func) && fuse_group_computing(env, s, f.store_func, st.var, f.name, fused_groups, &fused_loop))
                     st.func = fused_loop;
                 st.produce = false;
                 st.with_realize = true;
@@ -1179,7 +1180,12 @@ Stmt schedule_functions(Env &env, const std::map<std::string, Box> &output_boxes
                         const std::function<int(const std::string &)> &profile_id) {
     Builder b{env, top_asserts, profile_id};
     for (auto &f : env.funcs)
-        for (auto &st : f.stages) b.uses_compute_with = b.uses_compute_with || st.fuse.fused();
+        for (auto &st : f.stages)
+            if (st.fuse.fused()) {
+                b.uses_compute_with = true;
+                b.fused_members.insert(f.name);
+                b.fused_members.insert(st.fuse_func);
+            }
     std::vector<Stmt> outs;
     for (auto &f : env.funcs)
         if (f.output_index >= 0) outs.push_back(b.build_produce(f, output_boxes.at(f.name)));
