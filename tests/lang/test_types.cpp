@@ -48,7 +48,7 @@ TEST(Types, UnsignedAnd64BitConstants) {
     EXPECT_EQ(Expr(uint64_t(1) << 63).type(), UInt(64));
     Expr e = 4000000000u;  // (implicit, as an int would be)
     EXPECT_EQ(realize_scalar<uint32_t>(e), 4000000000u);
-    EXPECT_EQ(realize_scalar<int64_t>(Expr(int64_t(-5) << 40)), int64_t(-5) << 40);
+    EXPECT_EQ(realize_scalar<int64_t>(Expr(-(int64_t(5) << 40))), -(int64_t(5) << 40));
     EXPECT_EQ(realize_scalar<uint64_t>(Expr(uint64_t(1) << 63) + Expr(uint64_t(7))), (uint64_t(1) << 63) + 7);
     Param<uint8_t> p8("p8", 200);
     Expr u8 = p8;
