@@ -25,6 +25,7 @@
 
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
+#include "ir/Names.h"
 #include "ir/Simplify.h"
 #include "ir/Stack.h"
 #include "ir/Warnings.h"
@@ -1674,22 +1675,9 @@ private:
         std::string where = loop_names.empty() ? "" : " inside loop \"" + loop_names.back() + "\"";
         // The Func: a Tuple's value k > 0 is stored as "f.v<k>"; a load in a let before the store
         // is in the Func's loop ("f.s1.x").
-        auto func_of_buffer = [](const std::string &n) {
-            size_t p = n.rfind(".v");
-            if (p == std::string::npos || p + 2 == n.size()) return n;
-            for (size_t q = p + 2; q < n.size(); q++)
-                if (!isdigit((unsigned char)n[q])) return n;
-            return n.substr(0, p);
-        };
         std::string func = func_of_buffer(storing);
-        for (size_t i = loop_names.size(); func.empty() && i-- > 0;) {
-            const std::string &l = loop_names[i];
-            for (size_t p = l.find(".s"); func.empty() && p != std::string::npos; p = l.find(".s", p + 1)) {
-                size_t q = p + 2;
-                while (q < l.size() && isdigit((unsigned char)l[q])) q++;
-                if (q > p + 2 && q < l.size() && l[q] == '.') func = l.substr(0, p);
-            }
-        }
+        for (size_t i = loop_names.size(); func.empty() && i-- > 0;)
+            if (func_of_loop(loop_names[i]) != loop_names[i]) func = func_of_loop(loop_names[i]);
         if (load)
             compile_warning("Func \"" + (func.empty() ? std::string("?") : func) + "\": a vectorized loop" + where +
                             " reads \"" + buf + "\" with a gather (a load per lane, at computed addresses): vectorize "

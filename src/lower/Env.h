@@ -2,6 +2,7 @@
 // inputs and Params it reads, its realization order, and its canonical cache key.
 #pragma once
 #include <map>
+#include "ir/Names.h"
 #include "lang/Function.h"
 
 namespace weft {
@@ -43,10 +44,6 @@ struct LFunc {
     std::string hoist_func;                // ... and in hoist_storage
     int output_index = -1;
 };
-
-/** The storage of value i of Func f (its unique name), an output buffer's name for an output:
-    f itself for value 0. */
-inline std::string tuple_buffer_name(const std::string &f, int i) { return i == 0 ? f : f + ".v" + std::to_string(i); }
 
 struct LInput {
     std::string name;  // unique within the pipeline

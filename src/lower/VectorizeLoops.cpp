@@ -1,11 +1,11 @@
 #include "lower/VectorizeLoops.h"
 #include <algorithm>
 #include "ir/IRVisitor.h"
+#include "ir/Names.h"
 #include "ir/Simplify.h"
 #include "ir/Warnings.h"
 #include "lower/LoweredFunc.h"
 
-#include <cctype>
 
 namespace weft {
 namespace internal {
@@ -218,14 +218,7 @@ private:
     const char *why = nullptr;  // why the last loop tried stayed serial
     /** Tells the user that a loop asked to be vectorized runs serially, and why. */
     static void warn_serial(const std::string &loop, const char *reason) {
-        // Loops are named <Func>.s<stage>.<var>...
-        std::string func = loop;
-        for (size_t at = loop.find(".s"); at != std::string::npos; at = loop.find(".s", at + 1))
-            if (at + 2 < loop.size() && std::isdigit((unsigned char)loop[at + 2])) {
-                func = loop.substr(0, at);
-                break;
-            }
-        compile_warning("Func \"" + func + "\": the loop \"" + loop + "\" is vectorized but runs as a serial loop: " +
+        compile_warning("Func \"" + func_of_loop(loop) + "\": the loop \"" + loop + "\" is vectorized but runs as a serial loop: " +
                         reason);
     }
     Stmt vectorize(const std::string &name, const Expr &min, int n, const Stmt &body_in, const Stmt &serial) {

@@ -14,12 +14,6 @@ int block_dim_of(const std::string &n) {
 }
 std::string thread_var(int d) { return std::string("threadIdx.") + dim_letter(d); }
 
-std::string loop_func(const std::string &loop) {
-    for (size_t p = loop.find(".s"); p != std::string::npos; p = loop.find(".s", p + 1))
-        if (p + 2 < loop.size() && isdigit((unsigned char)loop[p + 2])) return loop.substr(0, p);
-    return loop;
-}
-
 void FindLoops::visit(const For *op) {
     block |= op->for_type == ForType::GPUBlock;
     thread |= op->for_type == ForType::GPUThread;

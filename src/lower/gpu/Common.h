@@ -20,8 +20,6 @@ std::string block_var(int d);
 int block_dim_of(const std::string &n);
 /** "threadIdx.x" ... for dimension d. */
 std::string thread_var(int d);
-/** "<func>.s<k>.<var>" -> "<func>" */
-std::string loop_func(const std::string &loop);
 
 /** Which GPU loops and stores a statement has. */
 class FindLoops : public IRVisitor {

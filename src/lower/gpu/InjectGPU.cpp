@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 #include "ir/Evaluate.h"
+#include "ir/Names.h"
 #include "ir/IRVisitor.h"
 #include "ir/Interval.h"
 #include "ir/Simplify.h"
@@ -148,7 +149,7 @@ private:
     Scope thread_scope;
 
     std::string describe(const std::string &loop) const {
-        std::string f = loop_func(loop);
+        std::string f = func_of_loop(loop);
         auto it = env.index.find(f);
         std::string user = it != env.index.end() ? env.funcs[it->second].contents->name : f;
         return "Func \"" + user + "\" (loop " + loop + ")";
@@ -770,7 +771,7 @@ protected:
             return kb.make_kernel(op);
         }
         if (op->for_type == ForType::GPUThread) {
-            std::string f = loop_func(op->name);
+            std::string f = func_of_loop(op->name);
             auto it = env.index.find(f);
             std::string user = it != env.index.end() ? env.funcs[it->second].contents->name : f;
             user_error("weft: Func \"" + user + "\": loop " + op->name +
