@@ -441,4 +441,19 @@ TEST(ComputeWith, AFuncComputedAtAFusedLoopServesTheGroup) {
         Buffer<int> o = out.realize({19, 11});
         check_against_interpreter(out, o);
     }
+    {
+        // Still refused: a loop one of its readers is not fused at (g is fused at the rows only).
+        Func a("cwn_a"), f("cwn_f"), g("cwn_g");
+        Var xo("xo"), xi("xi");
+        a(x, y) = x + y;
+        f(x, y) = a(x, y) + 1;
+        g(x, y) = a(x, y) * 2;
+        f.split(x, xo, xi, 4);
+        g.split(x, xo, xi, 4).compute_with(f, y);
+        a.compute_at(f, xo);
+        Buffer<int> fo(std::vector<int>{16, 8}), go(std::vector<int>{16, 8});
+        std::string m = error_of([&] { Pipeline({f, g}).realize({fo, go}); });
+        EXPECT_CONTAINS(m, "cwn_a");
+        EXPECT_CONTAINS(m, "also used outside that loop");
+    }
 }
